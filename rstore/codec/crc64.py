@@ -1,0 +1,23 @@
+"""CRC-64/Jones as Redis uses it (``crc64.c``): the RDB trailer, DUMP payloads, key hashing.
+
+Width 64, polynomial 0xAD93D23594C935A9 (reflected 0x95AC9329AC4BC9B5), input and output
+reflected, initial value 0, no final XOR.  ``crc64(b"123456789") == 0xE9C6D914C4B8D9CA``.
+Computed by crcmod's C extension when it is built, else by crcmod's pure-Python table code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import crcmod
+
+__all__ = ["crc64"]
+
+_crc: Callable[[bytes, int], int] = crcmod.mkCrcFun(
+    0x1AD93D23594C935A9, initCrc=0, rev=True, xorOut=0
+)
+
+
+def crc64(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
+    """CRC64 of ``data``, continuing from ``crc`` (so ``crc64(a + b) == crc64(b, crc64(a))``)."""
+    return _crc(bytes(data), crc)

@@ -1,0 +1,475 @@
+"""Redis stream nodes: the listpack that holds up to ``stream-node-max-entries`` entries.
+
+A node is keyed by its *master ID* -- the ID of the entry that created it -- and its listpack
+starts with a master entry, followed by the entries in ID order::
+
+    master entry:  count | deleted | num_master_fields | field_1 ... field_N | 0
+    entry:         flags | ms_delta | seq_delta | [num_fields | f_1 v_1 ... f_n v_n] | lp_count
+    same fields:   flags | ms_delta | seq_delta | v_1 ... v_N | lp_count
+
+* ``count`` live entries, ``deleted`` tombstones; both are rewritten in place.
+* ``flags``: bit 0 DELETED, bit 1 SAMEFIELDS (the entry's field names equal the master's, so only
+  the values are stored).  The entry that creates a node always has SAMEFIELDS.
+* ``ms_delta``/``seq_delta``: ``entry - master`` modulo 2**64, stored as signed 64-bit integers.
+* ``lp_count``: how many elements the entry has before it (``N + 3`` with SAMEFIELDS, else
+  ``2n + 4``), so a reader can walk the node backwards.  The master's trailing ``0`` plays the
+  same role for the master entry.
+
+Deleting an entry never removes bytes: its flags get the DELETED bit and the counters move.
+All functions here are pure; they take the node bytes and the master ID ``(ms, seq)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+from rstore.codec import listpack as lp
+from rstore.codec.listpack import element_text, read_element, read_int, skip_element
+from rstore.errors import CorruptDataError
+
+__all__ = [
+    "FLAG_DELETED",
+    "FLAG_NONE",
+    "FLAG_SAMEFIELDS",
+    "RawEntry",
+    "append_entry",
+    "entry_size",
+    "first_live_entry",
+    "iter_ids",
+    "iter_raw",
+    "last_entry_id",
+    "mark_deleted",
+    "master_fields",
+    "new_node",
+    "node_counts",
+    "scan_backward",
+    "scan_forward",
+    "validate_node",
+]
+
+FLAG_NONE = 0
+FLAG_DELETED = 1
+FLAG_SAMEFIELDS = 2
+
+_U64 = (1 << 64) - 1
+_I64_HALF = 1 << 63
+
+ID = tuple[int, int]
+# A decoded entry as replies need it: (id, [f1, v1, f2, v2, ...]).
+Entry = tuple[ID, list[bytes]]
+
+
+class RawEntry(NamedTuple):
+    """One physical entry of a node, tombstone or not."""
+
+    id: ID
+    flags: int
+    flags_pos: int  # offset of the flags element, for in-place tombstoning
+    fields_values: list[bytes]
+
+
+def _delta(a: int, b: int) -> int:
+    """``a - b`` modulo 2**64 as a signed 64-bit integer (what Redis stores)."""
+    d = (a - b) & _U64
+    return d - (1 << 64) if d >= _I64_HALF else d
+
+
+def entry_size(fields_values: Sequence[bytes]) -> int:
+    """Sum of the raw byte lengths of an entry's fields and values (Redis's ``totelelen``)."""
+    return sum(map(len, fields_values))
+
+
+def new_node(fields_values: Sequence[bytes]) -> bytearray:
+    """The listpack of a node created by the entry ``fields_values`` (its master entry).
+
+    The entry itself sits at deltas 0/0 with SAMEFIELDS.
+    """
+    n = len(fields_values) // 2
+    fields = fields_values[0::2]
+    values = fields_values[1::2]
+    enc = lp.encode_value
+    parts = [b"\x01\x01", b"\x00\x01", lp.encode_int(n)]  # count 1, deleted 0, N
+    parts.extend(map(enc, fields))
+    parts.append(b"\x00\x01")  # master terminator
+    parts.append(b"\x02\x01\x00\x01\x00\x01")  # SAMEFIELDS, ms_delta 0, seq_delta 0
+    parts.extend(map(enc, values))
+    parts.append(lp.encode_int(n + 3))
+    return bytearray(lp.build(parts, 2 * n + 8))
+
+
+def node_counts(node: bytes | bytearray) -> tuple[int, int]:
+    """``(count, deleted)`` from the master entry."""
+    count, p = read_int(node, lp.HEADER_SIZE)
+    deleted, _ = read_int(node, p)
+    return count, deleted
+
+
+def master_fields(node: bytes | bytearray) -> tuple[list[bytes], int]:
+    """The master field names and the offset of the first entry's flags."""
+    p = skip_element(node, lp.HEADER_SIZE)
+    p = skip_element(node, p)
+    n, p = read_int(node, p)
+    fields = []
+    for _ in range(n):
+        v, p = read_element(node, p)
+        fields.append(element_text(v))
+    p = skip_element(node, p)  # master terminator
+    return fields, p
+
+
+def _replace_int(node: bytearray, p: int, value: int) -> int:
+    """Replace the integer element at ``p`` in place; return the size change in bytes."""
+    old_end = skip_element(node, p)
+    new = lp.encode_int(value)
+    delta = len(new) - (old_end - p)
+    node[p:old_end] = new
+    return delta
+
+
+def _set_header(node: bytearray, added_elements: int) -> None:
+    node[0:4] = len(node).to_bytes(4, "little")
+    cur = node[4] | (node[5] << 8)
+    if cur != lp.NUMELE_UNKNOWN:
+        node[4:6] = min(cur + added_elements, lp.NUMELE_UNKNOWN).to_bytes(2, "little")
+
+
+def append_entry(
+    node: bytearray, master_id: ID, entry_id: ID, fields_values: Sequence[bytes]
+) -> None:
+    """Append an entry to ``node`` in place, exactly as Redis's ``streamAppendItem`` does.
+
+    The live count goes up by one; SAMEFIELDS is set when the field names equal the master's
+    (same count, same order, compared as text).
+    """
+    count, p = read_int(node, lp.HEADER_SIZE)
+    growth = _replace_int(node, lp.HEADER_SIZE, count + 1)
+    p += growth
+    p = skip_element(node, p)  # deleted
+    n_master, p = read_int(node, p)
+    n = len(fields_values) // 2
+    same = n == n_master
+    if same:
+        for i in range(n):
+            v, p = read_element(node, p)
+            if element_text(v) != fields_values[2 * i]:
+                same = False
+                break
+    enc = lp.encode_value
+    ms_d = _delta(entry_id[0], master_id[0])
+    seq_d = _delta(entry_id[1], master_id[1])
+    if same:
+        parts = [b"\x02\x01", lp.encode_int(ms_d), lp.encode_int(seq_d)]
+        parts.extend(map(enc, fields_values[1::2]))
+        parts.append(lp.encode_int(n + 3))
+        added = n + 4
+    else:
+        parts = [b"\x00\x01", lp.encode_int(ms_d), lp.encode_int(seq_d), lp.encode_int(n)]
+        parts.extend(map(enc, fields_values))
+        parts.append(lp.encode_int(2 * n + 4))
+        added = 2 * n + 5
+    del node[-1]
+    node += b"".join(parts)
+    node.append(lp.EOF)
+    _set_header(node, added)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _entry_id(master_id: ID, ms_d: int, seq_d: int) -> ID:
+    return ((master_id[0] + ms_d) & _U64, (master_id[1] + seq_d) & _U64)
+
+
+def iter_raw(node: bytes | bytearray, master_id: ID) -> Iterator[RawEntry]:
+    """Every physical entry in order, tombstones included, with its flags offset."""
+    fields, p = master_fields(node)
+    end = len(node) - 1
+    while p < end:
+        flags_pos = p
+        flags, p = read_int(node, p)
+        ms_d, p = read_int(node, p)
+        seq_d, p = read_int(node, p)
+        fv: list[bytes] = []
+        if flags & FLAG_SAMEFIELDS:
+            for f in fields:
+                v, p = read_element(node, p)
+                fv.append(f)
+                fv.append(element_text(v))
+        else:
+            n, p = read_int(node, p)
+            for _ in range(2 * n):
+                v, p = read_element(node, p)
+                fv.append(element_text(v))
+        p = skip_element(node, p)  # lp_count
+        yield RawEntry(_entry_id(master_id, ms_d, seq_d), flags, flags_pos, fv)
+
+
+def iter_ids(node: bytes | bytearray, master_id: ID) -> Iterator[tuple[ID, int, int]]:
+    """Every physical entry as ``(id, flags, flags_offset)`` without decoding values."""
+    fields, p = master_fields(node)
+    nfields = len(fields)
+    end = len(node) - 1
+    while p < end:
+        flags_pos = p
+        flags, p = read_int(node, p)
+        ms_d, p = read_int(node, p)
+        seq_d, p = read_int(node, p)
+        if flags & FLAG_SAMEFIELDS:
+            nvals = nfields
+        else:
+            nvals, p = read_int(node, p)
+            nvals *= 2
+        for _ in range(nvals + 1):  # values, then lp_count
+            p = skip_element(node, p)
+        yield _entry_id(master_id, ms_d, seq_d), flags, flags_pos
+
+
+def scan_forward(
+    node: bytes | bytearray,
+    master_id: ID,
+    start: ID,
+    end: ID,
+    limit: int,
+    out: list[Entry],
+) -> bool:
+    """Append to ``out`` the live entries with ``start <= id <= end``, ascending, stopping once
+    ``out`` holds ``limit`` entries (``limit`` <= 0 means no limit).
+
+    Returns ``True`` when the scan must stop (an ID past ``end`` was seen or the limit was hit),
+    ``False`` when the caller should continue with the next node.
+    Entries below ``start`` and tombstones are skipped without decoding their values.
+    """
+    fields, p = master_fields(node)
+    nfields = len(fields)
+    stop = len(node) - 1
+    mms, mseq = master_id
+    buf = node
+    text = element_text
+    while p < stop:
+        # flags, ms_delta, seq_delta: small ints in the common case (one byte + backlen).
+        b = buf[p]
+        if b < 0x80:
+            flags = b
+            p += 2
+        else:
+            flags, p = read_int(buf, p)
+        b = buf[p]
+        if b < 0x80:
+            ms_d = b
+            p += 2
+        else:
+            ms_d, p = read_int(buf, p)
+        b = buf[p]
+        if b < 0x80:
+            seq_d = b
+            p += 2
+        else:
+            seq_d, p = read_int(buf, p)
+        sid = ((mms + ms_d) & _U64, (mseq + seq_d) & _U64)
+        if sid > end:
+            return True
+        if flags & FLAG_SAMEFIELDS:
+            nvals = nfields
+            named = False
+        else:
+            nvals, p = read_int(buf, p)
+            nvals *= 2
+            named = True
+        if flags & FLAG_DELETED or sid < start:
+            for _ in range(nvals):
+                p = skip_element(buf, p)
+            p = skip_element(buf, p)
+            continue
+        fv: list[bytes] = []
+        if named:
+            for _ in range(nvals):
+                b = buf[p]
+                if 0x80 <= b < 0xC0:
+                    q = p + 1 + (b & 0x3F)
+                    fv.append(bytes(buf[p + 1 : q]))
+                    p = q + 1
+                else:
+                    v, p = read_element(buf, p)
+                    fv.append(text(v))
+        else:
+            for f in fields:
+                fv.append(f)
+                b = buf[p]
+                if 0x80 <= b < 0xC0:
+                    q = p + 1 + (b & 0x3F)
+                    fv.append(bytes(buf[p + 1 : q]))
+                    p = q + 1
+                else:
+                    v, p = read_element(buf, p)
+                    fv.append(text(v))
+        p = skip_element(buf, p)  # lp_count
+        out.append((sid, fv))
+        if 0 < limit <= len(out):
+            return True
+    return False
+
+
+def _entry_start_before(node: bytes | bytearray, p_end: int) -> int | None:
+    """Given the offset just past an entry's lp_count (or the EOF offset), return the offset of
+    that entry's flags, or ``None`` when the element before is the master terminator."""
+    q = lp.prev_element(node, p_end)
+    if q is None:
+        raise CorruptDataError("corrupt stream node: no master entry", p_end)
+    lp_count, _ = read_int(node, q)
+    if lp_count == 0:
+        return None  # reached the master entry's terminator
+    for _ in range(lp_count):
+        prev = lp.prev_element(node, q)
+        if prev is None:
+            raise CorruptDataError("corrupt stream node: lp-count runs past the start", q)
+        q = prev
+    return q
+
+
+def scan_backward(
+    node: bytes | bytearray,
+    master_id: ID,
+    start: ID,
+    end: ID,
+    limit: int,
+    out: list[Entry],
+) -> bool:
+    """Like :func:`scan_forward` but descending from ``end`` down to ``start``."""
+    fields, _ = master_fields(node)
+    p_end = len(node) - 1
+    while True:
+        p = _entry_start_before(node, p_end)
+        if p is None:
+            return False
+        p_end = p
+        flags, q = read_int(node, p)
+        ms_d, q = read_int(node, q)
+        seq_d, q = read_int(node, q)
+        sid = _entry_id(master_id, ms_d, seq_d)
+        if sid < start:
+            return True
+        if flags & FLAG_DELETED or sid > end:
+            continue
+        fv: list[bytes] = []
+        if flags & FLAG_SAMEFIELDS:
+            for f in fields:
+                v, q = read_element(node, q)
+                fv.append(f)
+                fv.append(element_text(v))
+        else:
+            n, q = read_int(node, q)
+            for _ in range(2 * n):
+                v, q = read_element(node, q)
+                fv.append(element_text(v))
+        out.append((sid, fv))
+        if 0 < limit <= len(out):
+            return True
+
+
+def first_live_entry(node: bytes | bytearray, master_id: ID) -> Entry | None:
+    """The first non-deleted entry of the node, or ``None``."""
+    out: list[Entry] = []
+    scan_forward(node, master_id, (0, 0), (_U64, _U64), 1, out)
+    return out[0] if out else None
+
+
+def last_entry_id(node: bytes | bytearray, master_id: ID) -> ID:
+    """The ID of the last physical entry, tombstone or not (Redis ``lpGetEdgeStreamID``)."""
+    p = _entry_start_before(node, len(node) - 1)
+    if p is None:
+        raise CorruptDataError("corrupt stream node: node holds no entry", lp.HEADER_SIZE)
+    _, q = read_int(node, p)
+    ms_d, q = read_int(node, q)
+    seq_d, _ = read_int(node, q)
+    return _entry_id(master_id, ms_d, seq_d)
+
+
+# --------------------------------------------------------------------------- tombstones
+
+
+def mark_deleted(node: bytearray, flags_positions: Sequence[int]) -> int:
+    """Tombstone the entries whose flags sit at ``flags_positions`` (all live), in place.
+
+    Sets the DELETED bit (same width, so offsets stay valid), then moves the counters:
+    ``count -= k``, ``deleted += k``.  Returns the new live count.  A caller that would take the
+    live count to zero removes the whole node instead (Redis does that for XDEL).
+    """
+    for pos in flags_positions:
+        flags, _ = read_int(node, pos)
+        node[pos] = flags | FLAG_DELETED  # flags 0/2 -> 1/3: one-byte 7-bit integers
+    k = len(flags_positions)
+    count, p = read_int(node, lp.HEADER_SIZE)
+    p += _replace_int(node, lp.HEADER_SIZE, count - k)
+    deleted, _ = read_int(node, p)
+    _replace_int(node, p, deleted + k)
+    node[0:4] = len(node).to_bytes(4, "little")
+    return count - k
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def validate_node(node: bytes | bytearray, master_id: ID, *, deep: bool = True) -> int:
+    """Check that ``node`` is a well-formed stream node; return its physical entry count.
+
+    Shallow: the listpack checks and "not empty".  Deep (Redis ``streamValidateListpackIntegrity``):
+    the full listpack walk, integer master counters and terminator, exactly ``count + deleted``
+    entries, integer flags/deltas/num_fields, and each ``lp_count`` equal to ``N + 3`` or
+    ``2n + 4``, ending exactly at EOF.
+    """
+    lp.validate(node, deep=deep)
+    if len(node) == 7:
+        raise CorruptDataError("corrupt stream node: empty listpack", lp.HEADER_SIZE)
+    if not deep:
+        return -1
+    end = len(node) - 1
+    try:
+        count, p = read_int(node, lp.HEADER_SIZE)
+        deleted, p = read_int(node, p)
+        nmaster, p = read_int(node, p)
+        if count < 0 or deleted < 0 or nmaster < 0:
+            raise CorruptDataError("corrupt stream node: negative master counter", lp.HEADER_SIZE)
+        for _ in range(nmaster):
+            if p >= end:
+                raise CorruptDataError("corrupt stream node: master fields past the end", p)
+            p = skip_element(node, p)
+        terminator, p = read_int(node, p)
+        if terminator != 0:
+            raise CorruptDataError("corrupt stream node: master terminator is not 0", p)
+        entries = 0
+        while p < end:
+            flags, p = read_int(node, p)
+            _, p = read_int(node, p)
+            _, p = read_int(node, p)
+            if flags & FLAG_SAMEFIELDS:
+                nvals = nmaster
+                expected = nmaster + 3
+            else:
+                n, p = read_int(node, p)
+                if n < 0:
+                    raise CorruptDataError("corrupt stream node: negative field count", p)
+                nvals = 2 * n
+                expected = 2 * n + 4
+            for _ in range(nvals):
+                if p >= end:
+                    raise CorruptDataError("corrupt stream node: entry runs past the end", p)
+                p = skip_element(node, p)
+            if p >= end:
+                raise CorruptDataError("corrupt stream node: missing lp-count", p)
+            lp_count, p = read_int(node, p)
+            if lp_count != expected:
+                raise CorruptDataError(
+                    f"corrupt stream node: lp-count {lp_count}, expected {expected}", p
+                )
+            entries += 1
+    except IndexError as exc:
+        raise CorruptDataError("corrupt stream node: element runs past the end", None) from exc
+    if p != end:
+        raise CorruptDataError("corrupt stream node: trailing bytes", p)
+    if entries != count + deleted:
+        raise CorruptDataError(
+            f"corrupt stream node: {entries} entries, master says {count} + {deleted}",
+            lp.HEADER_SIZE,
+        )
+    return entries

@@ -1,0 +1,181 @@
+"""Keyspace and server basics: DEL, EXISTS, TYPE, KEYS, SCAN, DBSIZE, FLUSHALL, PING, CONFIG."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from rstore import glob, messages
+from rstore.commands.args import keyword, parse_int
+from rstore.commands.registry import Context, command, container, subcommand
+from rstore.errors import ResponseError
+from rstore.numbers import INT64_MAX, string2ull
+from rstore.storage.layout import TYPE_NAMES, StoreConfig
+from rstore.streams import keyspace
+
+_KNOWN_TYPES = {"string", "list", "set", "zset", "hash", "stream"} | set(TYPE_NAMES.values())
+
+
+@command("del", -2, write=True, summary="Delete keys")
+def del_(ctx: Context, argv: list[bytes]) -> Any:
+    return keyspace.delete_keys(ctx.txn, argv[1:])
+
+
+@command("unlink", -2, write=True, summary="Delete keys (same as DEL here)")
+def unlink(ctx: Context, argv: list[bytes]) -> Any:
+    return keyspace.delete_keys(ctx.txn, argv[1:])
+
+
+@command("exists", -2, summary="Count how many of the keys exist")
+def exists(ctx: Context, argv: list[bytes]) -> Any:
+    return keyspace.exists(ctx.txn, argv[1:])
+
+
+@command("type", 2, summary="Type of a key")
+def type_(ctx: Context, argv: list[bytes]) -> Any:
+    return keyspace.key_type(ctx.txn, argv[1])
+
+
+@command("keys", 2, summary="Keys matching a glob pattern")
+def keys(ctx: Context, argv: list[bytes]) -> Any:
+    return keyspace.keys(ctx.txn, argv[1])
+
+
+@command("scan", -2, summary="Iterate the keyspace with a cursor")
+def scan(ctx: Context, argv: list[bytes]) -> Any:
+    cursor = string2ull(argv[1])
+    if cursor is None:
+        raise messages.error(messages.INVALID_CURSOR)
+    count = 10
+    pattern: bytes | None = None
+    type_name: str | None = None
+    i = 2
+    argc = len(argv)
+    while i < argc:
+        left = argc - i
+        kw = keyword(argv[i])
+        if kw == b"count" and left >= 2:
+            count = parse_int(argv[i + 1])
+            if count < 1:
+                raise messages.error(messages.SYNTAX)
+        elif kw == b"match" and left >= 2:
+            pattern = argv[i + 1]
+        elif kw == b"type" and left >= 2:
+            type_name = argv[i + 1].decode("utf-8", "surrogateescape")
+        else:
+            raise messages.error(messages.SYNTAX)
+        i += 2
+    if type_name is not None and type_name.lower() not in _KNOWN_TYPES:
+        raise messages.error(f"ERR unknown type name '{messages.sanitize(type_name)}'")
+    next_cursor, found = keyspace.scan(
+        ctx.txn, cursor, count, pattern, None if type_name is None else type_name.lower()
+    )
+    return [b"%d" % next_cursor, found]
+
+
+@command("dbsize", 1, summary="Number of keys")
+def dbsize(ctx: Context, argv: list[bytes]) -> Any:
+    return keyspace.dbsize(ctx.txn)
+
+
+@command("flushall", -1, write=True, summary="Delete every key")
+def flushall(ctx: Context, argv: list[bytes]) -> Any:
+    if len(argv) > 2 or (len(argv) == 2 and keyword(argv[1]) not in (b"sync", b"async")):
+        raise messages.error(messages.SYNTAX)
+    keyspace.flushall(ctx.txn)
+    return "OK"
+
+
+@command("ping", -1, summary="PONG, or echo the message")
+def ping(ctx: Context, argv: list[bytes]) -> Any:
+    if len(argv) > 2:
+        raise messages.error(messages.WRONG_ARITY, name="ping")
+    return "PONG" if len(argv) == 1 else argv[1]
+
+
+@command("echo", 2, summary="Echo the message")
+def echo(ctx: Context, argv: list[bytes]) -> Any:
+    return argv[1]
+
+
+# --------------------------------------------------------------------------- CONFIG
+
+container("config", summary="Get and set the store's stream node limits")
+
+CONFIG_HELP = [
+    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>",
+    "    Set the configuration <directive> to <value>.",
+    "HELP",
+    "    Print this help.",
+]
+
+_PARAMS = {
+    b"stream-node-max-entries": "node_max_entries",
+    b"stream-node-max-bytes": "node_max_bytes",
+}
+_UNITS = {b"": 1, b"b": 1, b"k": 1000, b"kb": 1024, b"m": 1000**2, b"mb": 1024**2,
+          b"g": 1000**3, b"gb": 1024**3}  # fmt: skip
+
+
+@subcommand("config", "help", 2)
+def config_help(ctx: Context, argv: list[bytes]) -> Any:
+    return list(CONFIG_HELP)
+
+
+@subcommand("config", "get", -3)
+def config_get(ctx: Context, argv: list[bytes]) -> Any:
+    config = ctx.txn.config()
+    reply: list[bytes] = []
+    for name, attr in _PARAMS.items():
+        if any(glob.match(keyword(p), name) for p in argv[2:]):
+            reply += [name, b"%d" % getattr(config, attr)]
+    return reply
+
+
+def _config_value(name: bytes, raw: bytes) -> int:
+    def failed(reason: str) -> Exception:
+        return messages.error(messages.CONFIG_SET_FAILED, name=name.decode(), reason=reason)
+
+    text = raw.lower()
+    digits = text.rstrip(b"kmgb")
+    unit = text[len(digits) :]
+    if name == b"stream-node-max-bytes" and unit in _UNITS:
+        value = parse_int_or_none(digits)
+        if value is None:
+            raise failed("argument must be a memory value")
+        value *= _UNITS[unit]
+    else:
+        value = parse_int_or_none(raw)
+        if value is None:
+            raise failed("argument couldn't be parsed into an integer")
+    if not 0 <= value <= INT64_MAX:
+        raise failed(f"argument must be between 0 and {INT64_MAX} inclusive")
+    return value
+
+
+def parse_int_or_none(raw: bytes) -> int | None:
+    try:
+        return parse_int(raw)
+    except ResponseError:
+        return None
+
+
+@subcommand("config", "set", -4, write=True)
+def config_set(ctx: Context, argv: list[bytes]) -> Any:
+    pairs = argv[2:]
+    if len(pairs) % 2:
+        raise messages.error(messages.CONFIG_UNKNOWN_OPTION, name=messages.sanitize(pairs[-1]))
+    config = ctx.txn.config()
+    changes: dict[str, int] = {}
+    for name_arg, value_arg in zip(pairs[0::2], pairs[1::2]):
+        name = keyword(name_arg)
+        attr = _PARAMS.get(name)
+        if attr is None:
+            raise messages.error(messages.CONFIG_UNKNOWN_OPTION, name=messages.sanitize(name_arg))
+        changes[attr] = _config_value(name, value_arg)
+    new: StoreConfig = replace(config, **changes)
+    ctx.txn.set_config(new)
+    return "OK"

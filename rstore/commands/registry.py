@@ -1,0 +1,136 @@
+"""The command table: names, arities and flags as data, and argv dispatch.
+
+Each command module registers its handlers with :func:`command` / :func:`subcommand`.  A handler
+takes a :class:`Context` (the transaction and the command's time snapshot) and the full argv as
+``bytes``, and returns the internal reply (:mod:`rstore.commands.reply`) or raises a
+:class:`~rstore.errors.ResponseError`.
+
+Lookup reproduces Redis's checks before a command runs: unknown command, unknown subcommand of
+a container command, and arity (positive = exact, negative = at least).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rstore import messages
+from rstore.commands.args import cstr
+from rstore.errors import ResponseError
+from rstore.storage.txn import Txn
+
+__all__ = ["COMMANDS", "CommandSpec", "Context", "command", "lookup", "subcommand"]
+
+
+class Context:
+    """What a handler runs against: one transaction and one time snapshot (ms)."""
+
+    __slots__ = ("now_ms", "txn")
+
+    def __init__(self, txn: Txn, now_ms: int) -> None:
+        self.txn = txn
+        self.now_ms = now_ms
+
+
+Handler = Callable[[Context, list[bytes]], Any]
+
+
+@dataclass
+class CommandSpec:
+    """One command (or subcommand) as data."""
+
+    name: str  # lower-case full name, e.g. "xadd" or "xinfo|stream"
+    arity: int
+    write: bool
+    handler: Handler | None = None
+    nested_nil: bool = False  # replies may hold NIL_ARRAY below the top level
+    subcommands: dict[bytes, CommandSpec] = field(default_factory=dict)
+    summary: str = ""
+
+
+COMMANDS: dict[bytes, CommandSpec] = {}
+
+
+def command(
+    name: str, arity: int, *, write: bool = False, nested_nil: bool = False, summary: str = ""
+) -> Callable[[Handler], Handler]:
+    """Register a top-level command handler."""
+
+    def register(fn: Handler) -> Handler:
+        COMMANDS[name.encode()] = CommandSpec(name, arity, write, fn, nested_nil, summary=summary)
+        return fn
+
+    return register
+
+
+def container(name: str, arity: int = -2, summary: str = "") -> CommandSpec:
+    """Register (or fetch) a container command such as XINFO or XGROUP."""
+    key = name.encode()
+    spec = COMMANDS.get(key)
+    if spec is None:
+        spec = CommandSpec(name, arity, False, summary=summary)
+        COMMANDS[key] = spec
+    return spec
+
+
+def subcommand(
+    parent: str, name: str, arity: int, *, write: bool = False, nested_nil: bool = False
+) -> Callable[[Handler], Handler]:
+    """Register a subcommand handler (``XINFO STREAM`` is ``subcommand("xinfo", "stream", -3)``)."""
+
+    def register(fn: Handler) -> Handler:
+        spec = container(parent)
+        spec.subcommands[name.encode()] = CommandSpec(
+            f"{parent}|{name}", arity, write, fn, nested_nil
+        )
+        if write:
+            spec.write = True
+        return fn
+
+    return register
+
+
+def _unknown_command(argv: list[bytes]) -> ResponseError:
+    args = ""
+    for arg in argv[1:]:
+        if len(args) >= 128:
+            break
+        args += "'" + messages.sanitize(arg, 128 - len(args)) + "' "
+    return messages.error(messages.UNKNOWN_COMMAND, name=messages.sanitize(argv[0], 128), args=args)
+
+
+def _check_arity(spec: CommandSpec, argc: int) -> None:
+    if (spec.arity > 0 and argc != spec.arity) or (argc < -spec.arity):
+        raise messages.error(messages.WRONG_ARITY, name=spec.name)
+
+
+def lookup(argv: list[bytes]) -> CommandSpec:
+    """The spec that will run ``argv``; raises Redis's errors for unknown names and arity."""
+    spec = COMMANDS.get(argv[0].lower()) if argv else None
+    if spec is None:
+        if not argv:
+            raise ResponseError("ERR empty command")
+        raise _unknown_command(argv)
+    if spec.subcommands:
+        if len(argv) == 1:
+            raise messages.error(messages.WRONG_ARITY, name=spec.name)
+        sub = spec.subcommands.get(argv[1].lower())
+        if sub is None:
+            raise messages.error(
+                messages.UNKNOWN_SUBCOMMAND,
+                sub=messages.sanitize(argv[1], 128),
+                cmd=cstr(argv[0]).decode("utf-8", "surrogateescape").upper(),
+            )
+        spec = sub
+    _check_arity(spec, len(argv))
+    return spec
+
+
+def subcommand_syntax_error(argv: list[bytes]) -> ResponseError:
+    """``unknown subcommand or wrong number of arguments for '<sub>'. Try <CMD> HELP.``"""
+    return messages.error(
+        messages.SUBCOMMAND_SYNTAX,
+        sub=messages.sanitize(argv[1], 128),
+        cmd=cstr(argv[0]).decode("utf-8", "surrogateescape").upper(),
+    )

@@ -1,0 +1,68 @@
+"""RESP2 replies as Python values.
+
+Command handlers return the *internal* form:
+
+======================  ================================
+RESP2                   Python
+======================  ================================
+bulk string             ``bytes``
+simple string (status)  ``str``
+integer                 ``int``
+nil bulk (``$-1``)      ``None``
+nil array (``*-1``)     :data:`NIL_ARRAY`
+array                   ``list``
+error                   raised :class:`~rstore.errors.ResponseError`
+======================  ================================
+
+The public form (what :meth:`rstore.Store.execute` returns) is the same with both nils as
+``None``.  Keeping the two nils apart internally lets a network front reply with exact bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from rstore.codec.stream_node import Entry
+from rstore.ids import format_id
+
+__all__ = ["NIL_ARRAY", "NilArray", "entries_reply", "entry_reply", "to_public"]
+
+
+class NilArray:
+    """The RESP2 null array (``*-1``)."""
+
+    _instance: NilArray | None = None
+
+    def __new__(cls) -> NilArray:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NIL_ARRAY"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+NIL_ARRAY: Final = NilArray()
+
+Reply = Any
+
+
+def to_public(reply: Reply, nested: bool = False) -> Reply:
+    """Replace :data:`NIL_ARRAY` by ``None`` (at the top, or everywhere when ``nested``)."""
+    if reply is NIL_ARRAY:
+        return None
+    if nested and isinstance(reply, list):
+        return [to_public(r, True) for r in reply]
+    return reply
+
+
+def entry_reply(entry: Entry) -> list[Any]:
+    """``[id, [field, value, ...]]``."""
+    return [format_id(entry[0]), entry[1]]
+
+
+def entries_reply(entries: list[Entry]) -> list[Any]:
+    return [[b"%d-%d" % sid, fv] for sid, fv in entries]

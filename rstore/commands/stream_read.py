@@ -1,0 +1,163 @@
+"""XLEN, XRANGE, XREVRANGE and XREAD (the non-blocking part)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rstore import ids, messages
+from rstore.commands.args import cstr, keyword, parse_int
+from rstore.commands.registry import Context, command
+from rstore.commands.reply import NIL_ARRAY, entries_reply
+from rstore.numbers import UINT64_MAX
+from rstore.streams.keyspace import lookup_stream
+from rstore.streams.read import read_after, read_range
+
+__all__ = ["XReadArgs", "parse_xread", "serve_xread"]
+
+
+@command("xlen", 2, summary="Number of entries in a stream")
+def xlen(ctx: Context, argv: list[bytes]) -> Any:
+    stream = lookup_stream(ctx.txn, argv[1])
+    return 0 if stream is None else stream.meta.length
+
+
+def _range(ctx: Context, argv: list[bytes], reverse: bool) -> Any:
+    start_arg, end_arg = (argv[3], argv[2]) if reverse else (argv[2], argv[3])
+    start = ids.parse_interval_id(start_arg, missing_seq=0, is_end=False)
+    end = ids.parse_interval_id(end_arg, missing_seq=UINT64_MAX, is_end=True)
+    count = -1
+    i = 4
+    argc = len(argv)
+    while i < argc:
+        if keyword(argv[i]) == b"count" and i + 1 < argc:
+            count = max(parse_int(argv[i + 1]), 0)
+            i += 2
+        else:
+            raise messages.error(messages.SYNTAX)
+    stream = lookup_stream(ctx.txn, argv[1])
+    if stream is None:
+        return []
+    if count == 0:
+        return NIL_ARRAY
+    return entries_reply(read_range(ctx.txn, stream, start, end, max(count, 0), reverse=reverse))
+
+
+@command("xrange", -4, summary="Entries in an ID range, ascending")
+def xrange(ctx: Context, argv: list[bytes]) -> Any:
+    return _range(ctx, argv, False)
+
+
+@command("xrevrange", -4, summary="Entries in an ID range, descending")
+def xrevrange(ctx: Context, argv: list[bytes]) -> Any:
+    return _range(ctx, argv, True)
+
+
+@dataclass
+class XReadArgs:
+    """Parsed XREAD / XREADGROUP arguments (before per-key validation)."""
+
+    block_ms: int | None  # None: no BLOCK
+    count: int  # 0 = no limit
+    keys: list[bytes]
+    id_args: list[bytes]
+    group: bytes | None = None
+    consumer: bytes | None = None
+    noack: bool = False
+
+
+def parse_xread(argv: list[bytes], group_cmd: bool) -> XReadArgs:
+    """The option loop XREAD and XREADGROUP share (Redis ``xreadCommand``)."""
+    block_ms: int | None = None
+    count = 0
+    group = consumer = None
+    noack = False
+    streams_at = 0
+    argc = len(argv)
+    i = 1
+    while i < argc:
+        more = argc - 1 - i
+        kw = keyword(argv[i])
+        if kw == b"block" and more:
+            i += 1
+            block_ms = parse_int(argv[i], messages.TIMEOUT_NOT_INTEGER)
+            if block_ms < 0:
+                raise messages.error(messages.TIMEOUT_NEGATIVE)
+        elif kw == b"count" and more:
+            i += 1
+            count = max(parse_int(argv[i]), 0)
+        elif kw == b"streams" and more:
+            streams_at = i + 1
+            if (argc - streams_at) % 2:
+                raise messages.error(
+                    messages.XREAD_UNBALANCED,
+                    cmd="xreadgroup" if group_cmd else "xread",
+                    tok=">" if group_cmd else "$",
+                )
+            break
+        elif kw == b"group" and more >= 2:
+            if not group_cmd:
+                raise messages.error(messages.XREAD_GROUP_OPTION)
+            group, consumer = argv[i + 1], argv[i + 2]
+            i += 2
+        elif kw == b"noack":
+            if not group_cmd:
+                raise messages.error(messages.XREAD_NOACK_OPTION)
+            noack = True
+        else:
+            raise messages.error(messages.SYNTAX)
+        i += 1
+    if streams_at == 0:
+        raise messages.error(messages.SYNTAX)
+    if group_cmd and group is None:
+        raise messages.error("ERR Missing GROUP option for XREADGROUP")
+    n = (argc - streams_at) // 2
+    return XReadArgs(
+        block_ms,
+        count,
+        argv[streams_at : streams_at + n],
+        argv[streams_at + n :],
+        group,
+        consumer,
+        noack,
+    )
+
+
+def resolve_xread_ids(ctx: Context, args: XReadArgs) -> list[ids.ID]:
+    """Validate each key and turn each ID argument into the ID to read after (XREAD)."""
+    out: list[ids.ID] = []
+    for key, arg in zip(args.keys, args.id_args):
+        stream = lookup_stream(ctx.txn, key)
+        token = cstr(arg)
+        if token == b"$":
+            out.append(stream.meta.last_id if stream is not None else (0, 0))
+        elif token == b">":
+            raise messages.error(messages.XREAD_GT_ID)
+        else:
+            out.append(ids.parse_id(arg, strict=True))
+    return out
+
+
+def serve_xread(ctx: Context, keys: list[bytes], after: list[ids.ID], count: int) -> list[Any]:
+    """The ``[[key, entries], ...]`` reply for the keys that have entries after their ID."""
+    reply: list[Any] = []
+    for key, last in zip(keys, after):
+        stream = lookup_stream(ctx.txn, key)
+        if stream is None or stream.meta.length == 0:
+            continue
+        entries = read_after(ctx.txn, stream, last, count)
+        if entries:
+            reply.append([key, entries_reply(entries)])
+    return reply
+
+
+@command("xread", -4, summary="Read entries after given IDs from one or more streams")
+def xread(ctx: Context, argv: list[bytes]) -> Any:
+    args = parse_xread(argv, False)
+    after = resolve_xread_ids(ctx, args)
+    reply = serve_xread(ctx, args.keys, after, args.count)
+    if reply:
+        return reply
+    if args.block_ms is not None:
+        raise messages.error("ERR XREAD BLOCK is not supported yet")
+    return NIL_ARRAY

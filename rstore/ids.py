@@ -1,0 +1,146 @@
+"""Stream IDs: the ``<ms>-<seq>`` pair, its text form, and Redis's three parsers.
+
+An ID is a pair of unsigned 64-bit integers compared ``ms`` first.  Internally rstore uses
+plain ``tuple[int, int]`` (fast to build and compare); :class:`StreamID` is the same tuple with
+names, returned by the public API.
+
+Redis parses IDs with one routine in three flavours (see ``redis-commands.md`` §1.1):
+
+* non-strict: ``-`` means ``0-0`` and ``+`` means ``max-max`` (range bounds, XGROUP SETID);
+* strict: ``-`` and ``+`` are invalid (XDEL, XADD, XREAD ids, ...);
+* strict with ``<ms>-*`` (XADD only): a sequence of exactly ``*`` means "pick it for me".
+
+The argument is split at its first ``-``; each half goes through ``string2ull``.  Like the C
+code, the text ends at the first NUL byte.  Every failure is
+``ERR Invalid stream ID specified as stream command argument``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from rstore import messages
+from rstore.errors import ResponseError
+from rstore.numbers import UINT64_MAX, string2ull
+
+__all__ = [
+    "ID",
+    "MAX_ID",
+    "MIN_ID",
+    "StreamID",
+    "decrement",
+    "format_id",
+    "increment",
+    "parse_id",
+    "parse_interval_id",
+]
+
+ID = tuple[int, int]
+MIN_ID: ID = (0, 0)
+MAX_ID: ID = (UINT64_MAX, UINT64_MAX)
+
+
+class StreamID(NamedTuple):
+    """A stream entry ID; ``str(StreamID(5, 1)) == "5-1"``."""
+
+    ms: int
+    seq: int
+
+    def __str__(self) -> str:
+        return f"{self.ms}-{self.seq}"
+
+
+def format_id(sid: ID) -> bytes:
+    """The reply form of an ID: ``b"<ms>-<seq>"``."""
+    return b"%d-%d" % sid
+
+
+def increment(sid: ID) -> ID | None:
+    """The next ID, or ``None`` past ``max-max``."""
+    ms, seq = sid
+    if seq < UINT64_MAX:
+        return (ms, seq + 1)
+    if ms < UINT64_MAX:
+        return (ms + 1, 0)
+    return None
+
+
+def decrement(sid: ID) -> ID | None:
+    """The previous ID, or ``None`` before ``0-0``."""
+    ms, seq = sid
+    if seq > 0:
+        return (ms, seq - 1)
+    if ms > 0:
+        return (ms - 1, UINT64_MAX)
+    return None
+
+
+def _invalid() -> ResponseError:
+    return ResponseError(messages.INVALID_ID)
+
+
+def parse_id(
+    arg: bytes,
+    *,
+    strict: bool = True,
+    missing_seq: int = 0,
+) -> ID:
+    """Parse a stream ID argument (Redis ``streamGenericParseIDOrReply``).
+
+    ``missing_seq`` is the sequence used when the argument has no ``-`` part (0 for start-like
+    arguments, 2**64-1 for range ends).  Raises :class:`ResponseError` when invalid.
+    """
+    ms, seq = _parse(arg, strict, missing_seq, allow_star=False)
+    assert seq is not None
+    return (ms, seq)
+
+
+def parse_xadd_id(arg: bytes) -> tuple[int, int | None]:
+    """Parse an explicit XADD ID, strict, allowing ``<ms>-*``: the seq is ``None`` for ``*``."""
+    return _parse(arg, True, 0, allow_star=True)
+
+
+def _parse(arg: bytes, strict: bool, missing_seq: int, allow_star: bool) -> tuple[int, int | None]:
+    if len(arg) > 127:
+        raise _invalid()
+    nul = arg.find(b"\0")
+    if nul >= 0:
+        arg = arg[:nul]
+    if arg in {b"-", b"+"}:
+        if strict:
+            raise _invalid()
+        return MIN_ID if arg == b"-" else MAX_ID
+    dash = arg.find(b"-")
+    if dash < 0:
+        ms = string2ull(arg)
+        if ms is None:
+            raise _invalid()
+        return (ms, missing_seq)
+    ms = string2ull(arg[:dash])
+    if ms is None:
+        raise _invalid()
+    seq_part = arg[dash + 1 :]
+    if allow_star and seq_part == b"*":
+        return (ms, None)
+    seq = string2ull(seq_part)
+    if seq is None:
+        raise _invalid()
+    return (ms, seq)
+
+
+def parse_interval_id(arg: bytes, *, missing_seq: int, is_end: bool) -> ID:
+    """Parse a range bound that may be exclusive (``(id``), Redis ``streamParseIntervalIdOrReply``.
+
+    An exclusive start is incremented and an exclusive end decremented; overflow gives
+    ``ERR invalid start ID for the interval`` / ``ERR invalid end ID for the interval``.
+    The part after ``(`` is parsed strictly, so ``(-`` and ``(+`` are invalid.
+    """
+    if len(arg) > 1 and arg[0] == 0x28:  # '('
+        sid = parse_id(arg[1:], strict=True, missing_seq=missing_seq)
+        moved = decrement(sid) if is_end else increment(sid)
+        if moved is None:
+            raise ResponseError(
+                messages.INVALID_END_INTERVAL if is_end else messages.INVALID_START_INTERVAL
+            )
+        return moved
+    return parse_id(arg, strict=False, missing_seq=missing_seq)

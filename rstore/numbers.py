@@ -1,0 +1,78 @@
+"""Integer parsing with Redis's exact rules (pure, stdlib only).
+
+Redis parses integers in two ways, and the difference is visible to users:
+
+* ``string2ll`` -- strict canonical decimal: optional ``-``, no leading zeros (except ``0``
+  itself), no ``+``, no spaces, at most 20 characters, inside the signed 64-bit range.  Used for
+  every count/option argument and by listpacks to decide whether a string is stored as an integer.
+* ``strtoull`` (C library, base 10) -- used as a fallback by stream ID parsing: leading white
+  space, a ``+`` or ``-`` sign and leading zeros are accepted; a ``-`` sign wraps modulo 2**64.
+"""
+
+from __future__ import annotations
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+UINT64_MAX = (1 << 64) - 1
+
+_DIGITS = frozenset(b"0123456789")
+_C_SPACE = b" \t\n\v\f\r"
+
+
+def string2ll(s: bytes) -> int | None:
+    """Parse ``s`` as a canonical signed 64-bit decimal, or return ``None``.
+
+    ``b"0"``, ``b"-5"``, ``b"9223372036854775807"`` parse; ``b"007"``, ``b"-0"``, ``b"+1"``,
+    ``b" 1"``, ``b""`` and ``b"9223372036854775808"`` do not.
+    """
+    n = len(s)
+    if n == 0 or n > 20:
+        return None
+    if s == b"0":
+        return 0
+    start = 1 if s[0] == 0x2D else 0  # '-'
+    if start == n:
+        return None
+    first = s[start]
+    if first < 0x31 or first > 0x39:  # must start with 1-9
+        return None
+    for c in s[start + 1 :]:
+        if c < 0x30 or c > 0x39:
+            return None
+    v = int(s)
+    if v < INT64_MIN or v > INT64_MAX:
+        return None
+    return v
+
+
+def strtoull(s: bytes) -> int | None:
+    """Emulate ``strtoull(s, &end, 10)`` requiring the whole, non-empty string to be consumed.
+
+    Returns the unsigned 64-bit result (a ``-`` sign wraps modulo 2**64), or ``None`` when C
+    would fail (no digits, trailing characters, overflow).
+    """
+    i = 0
+    n = len(s)
+    while i < n and s[i] in _C_SPACE:
+        i += 1
+    negative = False
+    if i < n and s[i] in b"+-":
+        negative = s[i] == 0x2D
+        i += 1
+    digits_start = i
+    while i < n and s[i] in _DIGITS:
+        i += 1
+    if i == digits_start or i != n:
+        return None
+    v = int(s[digits_start:i])
+    if v > UINT64_MAX:
+        return None
+    return (-v) & UINT64_MAX if negative else v
+
+
+def string2ull(s: bytes) -> int | None:
+    """Redis's ``string2ull``: strict parse first (negative -> invalid), else ``strtoull``."""
+    v = string2ll(s)
+    if v is not None:
+        return v if v >= 0 else None
+    return strtoull(s)

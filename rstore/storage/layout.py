@@ -1,0 +1,238 @@
+"""The on-disk layout: sub-database names, key schemas and fixed-layout records.
+
+Pure code (no lmdb): it only turns records into bytes and back, so ``docs/format.md`` can
+describe every byte and tests can check it.  All integers are big-endian.
+
+======== ============================================ =========================================
+sub-db   key                                          value
+======== ============================================ =========================================
+meta     ``b"format"``                                 magic ``b"rstore"`` + u32 format version
+meta     ``b"config"``                                 u64 node_max_bytes, u64 node_max_entries
+meta     ``b"next_handle"``                            u64 next free stream handle
+keys     u64 crc64(name) + name (or + sha256(name))    u8 type, u8 flags, u64 handle [+ name]
+streams  u64 handle                                    :class:`StreamMeta` (96 bytes)
+nodes    u64 handle + u64 master ms + u64 master seq   the node listpack, byte-identical to Redis
+groups, consumers, pel, consumer_pel                   consumer groups (created empty; next format)
+======== ============================================ =========================================
+
+The key name is prefixed with its CRC64 so the keyspace is ordered by a stable hash: SCAN's
+cursor is that hash (a plain integer, stateless, with Redis's guarantee that keys present for
+the whole iteration are returned).  Names too long for an LMDB key are stored as their SHA-256
+with the full name in the value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from dataclasses import dataclass
+
+from rstore.codec.crc64 import crc64
+
+FORMAT_MAGIC = b"rstore"
+FORMAT_VERSION = 1
+
+DB_META = b"meta"
+DB_KEYS = b"keys"
+DB_STREAMS = b"streams"
+DB_NODES = b"nodes"
+DB_GROUPS = b"groups"
+DB_CONSUMERS = b"consumers"
+DB_PEL = b"pel"
+DB_CONSUMER_PEL = b"consumer_pel"
+ALL_DBS = (DB_META, DB_KEYS, DB_STREAMS, DB_NODES, DB_GROUPS, DB_CONSUMERS, DB_PEL, DB_CONSUMER_PEL)
+DATA_DBS = ALL_DBS[1:]  # everything FLUSHALL empties
+
+META_FORMAT = b"format"
+META_CONFIG = b"config"
+META_NEXT_HANDLE = b"next_handle"
+
+TYPE_STREAM = 1
+TYPE_NAMES = {TYPE_STREAM: "stream"}
+
+KEY_FLAG_LONG = 1
+# LMDB's default maximum key size is 511 bytes; names longer than this are hashed.
+MAX_INLINE_NAME = 480
+
+DEFAULT_NODE_MAX_BYTES = 4096
+DEFAULT_NODE_MAX_ENTRIES = 100
+
+_U64 = struct.Struct(">Q")
+_KEYREC = struct.Struct(">BBQ")
+_CONFIG = struct.Struct(">QQ")
+_FORMAT = struct.Struct(">6sI")
+_META = struct.Struct(">12Q")
+
+ID = tuple[int, int]
+
+
+def pack_u64(v: int) -> bytes:
+    return _U64.pack(v)
+
+
+def unpack_u64(b: bytes) -> int:
+    return int(_U64.unpack(b)[0])
+
+
+# ----------------------------------------------------------------------------- format / config
+
+
+def pack_format(version: int = FORMAT_VERSION) -> bytes:
+    return _FORMAT.pack(FORMAT_MAGIC, version)
+
+
+def unpack_format(b: bytes) -> int | None:
+    """The format version, or ``None`` when the record is not an rstore format record."""
+    if len(b) != _FORMAT.size:
+        return None
+    magic, version = _FORMAT.unpack(b)
+    return int(version) if magic == FORMAT_MAGIC else None
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """Per-store settings (Redis's ``stream-node-max-bytes`` and ``stream-node-max-entries``)."""
+
+    node_max_bytes: int = DEFAULT_NODE_MAX_BYTES
+    node_max_entries: int = DEFAULT_NODE_MAX_ENTRIES
+
+    def pack(self) -> bytes:
+        return _CONFIG.pack(self.node_max_bytes, self.node_max_entries)
+
+    @classmethod
+    def unpack(cls, b: bytes) -> StoreConfig:
+        max_bytes, max_entries = _CONFIG.unpack(b)
+        return cls(int(max_bytes), int(max_entries))
+
+
+# ----------------------------------------------------------------------------- keys
+
+
+def key_hash(name: bytes) -> int:
+    """The 64-bit hash that orders the keyspace (and is SCAN's cursor)."""
+    return crc64(name)
+
+
+def key_db_key(name: bytes, h: int | None = None) -> bytes:
+    """The ``keys`` sub-db key of ``name``."""
+    if h is None:
+        h = crc64(name)
+    if len(name) <= MAX_INLINE_NAME:
+        return _U64.pack(h) + name
+    return _U64.pack(h) + hashlib.sha256(name).digest()
+
+
+@dataclass(frozen=True)
+class KeyRecord:
+    """What the keyspace knows of a key: its type and the handle of its data."""
+
+    type: int
+    handle: int
+
+
+def pack_key_record(name: bytes, rec: KeyRecord) -> bytes:
+    if len(name) <= MAX_INLINE_NAME:
+        return _KEYREC.pack(rec.type, 0, rec.handle)
+    return _KEYREC.pack(rec.type, KEY_FLAG_LONG, rec.handle) + name
+
+
+def unpack_key_record(value: bytes) -> KeyRecord:
+    type_, _flags, handle = _KEYREC.unpack_from(value)
+    return KeyRecord(type_, handle)
+
+
+def name_from_key_entry(db_key: bytes, value: bytes) -> bytes:
+    """Recover the key name from a ``keys`` sub-db entry."""
+    if value[1] & KEY_FLAG_LONG:
+        return bytes(value[_KEYREC.size :])
+    return bytes(db_key[8:])
+
+
+def long_name_matches(value: bytes, name: bytes) -> bool:
+    """For a hashed long name, confirm the stored full name (a SHA-256 collision is refused)."""
+    return not (value[1] & KEY_FLAG_LONG) or bytes(value[_KEYREC.size :]) == name
+
+
+# ----------------------------------------------------------------------------- streams
+
+
+class StreamMeta:
+    """Stream-level state, named after Redis's ``stream`` struct.
+
+    Mutable: a write transaction caches it and writes it back once at commit.
+    """
+
+    __slots__ = (
+        "entries_added",
+        "first_id",
+        "group_count",
+        "last_id",
+        "length",
+        "max_deleted_entry_id",
+        "node_count",
+        "tail_id",
+    )
+
+    def __init__(
+        self,
+        length: int = 0,
+        last_id: ID = (0, 0),
+        first_id: ID = (0, 0),
+        max_deleted_entry_id: ID = (0, 0),
+        entries_added: int = 0,
+        node_count: int = 0,
+        tail_id: ID = (0, 0),
+        group_count: int = 0,
+    ) -> None:
+        self.length = length  # live entries
+        self.last_id = last_id  # largest ID ever added (or set by XSETID)
+        self.first_id = first_id  # first live entry, 0-0 when empty
+        self.max_deleted_entry_id = max_deleted_entry_id  # largest ID removed by XDEL
+        self.entries_added = entries_added  # all-time count of XADDs
+        self.node_count = node_count  # nodes ("radix-tree-keys")
+        self.tail_id = tail_id  # master ID of the last node (valid when node_count > 0)
+        self.group_count = group_count  # consumer groups
+
+    def pack(self) -> bytes:
+        return _META.pack(
+            self.length,
+            self.last_id[0],
+            self.last_id[1],
+            self.first_id[0],
+            self.first_id[1],
+            self.max_deleted_entry_id[0],
+            self.max_deleted_entry_id[1],
+            self.entries_added,
+            self.node_count,
+            self.tail_id[0],
+            self.tail_id[1],
+            self.group_count,
+        )
+
+    @classmethod
+    def unpack(cls, b: bytes) -> StreamMeta:
+        v = _META.unpack(b)
+        return cls(v[0], (v[1], v[2]), (v[3], v[4]), (v[5], v[6]), v[7], v[8], (v[9], v[10]), v[11])
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"StreamMeta({fields})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StreamMeta) and self.pack() == other.pack()
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+STREAM_META_SIZE = _META.size
+
+
+def node_key(handle: int, master_id: ID) -> bytes:
+    """``nodes`` sub-db key: handle, then the master ID as 128-bit big-endian (ID order)."""
+    return struct.pack(">QQQ", handle, master_id[0], master_id[1])
+
+
+def node_key_id(key: bytes) -> ID:
+    """The master ID part of a ``nodes`` key."""
+    _, ms, seq = struct.unpack(">QQQ", key)
+    return (ms, seq)

@@ -1,0 +1,151 @@
+"""The :class:`Store` facade: a stream store in a directory, with redis-py-style methods."""
+
+from __future__ import annotations
+
+import os
+from types import TracebackType
+from typing import Any
+
+from rstore.client import Callback, RedisCommands
+from rstore.commands.args import encode_arg
+from rstore.commands.executor import run_one
+from rstore.commands.reply import to_public
+from rstore.errors import StoreClosedError
+from rstore.pipeline import Pipeline
+from rstore.storage import env as envmod
+from rstore.storage.layout import StoreConfig
+
+__all__ = ["DEFAULT_PATH", "Store"]
+
+DEFAULT_PATH = "rstore-data"
+
+
+class Store(RedisCommands):
+    """A durable stream store living in the directory ``path``.
+
+    Many threads and processes may open the same directory at once.  Writes are serialised by
+    LMDB; readers work on consistent snapshots and never block writers.
+
+    :param path: the store directory; created (with parents) if missing and ``create`` is true.
+    :param sync: ``True`` (default): a write that returned is on disk (like Redis's
+        ``appendfsync always``).  ``False``: commits are not flushed; a process crash loses
+        nothing, an operating-system crash or power loss may lose writes since the last
+        :meth:`sync` (see ``docs/durability.md``).  Every Store on one path in one process must
+        use the same setting.
+    :param node_max_bytes: Redis's ``stream-node-max-bytes`` for this store (default 4096);
+        when given it is saved in the store, like ``CONFIG SET``.
+    :param node_max_entries: Redis's ``stream-node-max-entries`` (default 100); likewise.
+    :param map_size: initial LMDB map size in bytes (the map grows by itself when full).
+    :param create: create the store when it does not exist (else :class:`NotAStoreError`).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = DEFAULT_PATH,
+        *,
+        sync: bool = True,
+        node_max_bytes: int | None = None,
+        node_max_entries: int | None = None,
+        map_size: int | None = None,
+        create: bool = True,
+    ) -> None:
+        for name, value in (
+            ("node_max_bytes", node_max_bytes),
+            ("node_max_entries", node_max_entries),
+        ):
+            if value is not None and (not isinstance(value, int) or value < 0):
+                raise ValueError(f"{name} must be a non-negative integer, not {value!r}")
+        self._path = os.fspath(path)
+        self._env: envmod.Env | None = envmod.acquire(
+            self._path, sync=sync, map_size=map_size, create=create
+        )
+        self._sync = sync
+        if node_max_bytes is not None or node_max_entries is not None:
+            self._set_config(node_max_bytes, node_max_entries)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def closed(self) -> bool:
+        return self._env is None
+
+    def _live_env(self) -> envmod.Env:
+        env = self._env
+        if env is None:
+            raise StoreClosedError(f"the store at {self._path} is closed")
+        return env
+
+    def close(self) -> None:
+        """Release the store (the LMDB handle closes with the last Store on this path)."""
+        if self._env is not None:
+            envmod.release(self._env)
+            self._env = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else ("sync" if self._sync else "nosync")
+        return f"<rstore.Store {self._path!r} {state}>"
+
+    def sync(self) -> None:
+        """Flush committed writes to disk (only needed with ``sync=False``)."""
+        self._live_env().sync()
+
+    @property
+    def config(self) -> StoreConfig:
+        """The store's node limits as saved in the store."""
+        return self._live_env().read(lambda txn: txn.config())
+
+    def _set_config(self, node_max_bytes: int | None, node_max_entries: int | None) -> None:
+        def update(txn: Any) -> None:
+            current = txn.config()
+            txn.set_config(
+                StoreConfig(
+                    current.node_max_bytes if node_max_bytes is None else node_max_bytes,
+                    current.node_max_entries if node_max_entries is None else node_max_entries,
+                )
+            )
+
+        self._live_env().write(update)
+
+    # ------------------------------------------------------------------ commands
+
+    def execute(self, *argv: Any) -> Any:
+        """Run one command given as argv (``str``, ``bytes``, ``int`` or ``float`` items).
+
+        Returns the RESP2 reply as Python values: bulk string -> ``bytes``, status -> ``str``,
+        integer -> ``int``, nil -> ``None``, array -> ``list``.  A refused command raises
+        :class:`rstore.ResponseError` whose ``str()`` is Valkey's exact error line.
+        """
+        spec, reply = run_one(self._live_env(), [encode_arg(a) for a in argv])
+        return to_public(reply, spec.nested_nil)
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        """redis-py's low-level entry point: same as :meth:`execute`."""
+        return self.execute(*args)
+
+    def _command(self, argv: list[Any], callback: Callback = None, **options: Any) -> Any:
+        spec, reply = run_one(self._live_env(), [encode_arg(a) for a in argv])
+        public = to_public(reply, spec.nested_nil)
+        return callback(public, **options) if callback is not None else public
+
+    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Pipeline:
+        """A pipeline whose :meth:`~Pipeline.execute` runs in one atomic transaction.
+
+        ``transaction`` is accepted for redis-py compatibility; rstore pipelines are always
+        atomic.
+        """
+        return Pipeline(self)

@@ -1,0 +1,119 @@
+"""XADD: choosing the new ID and appending the entry, as Redis's ``streamAppendItem``.
+
+A new node is opened when the tail node's byte size plus the raw length of the new fields and
+values reaches ``stream-node-max-bytes``, or when the tail already holds
+``stream-node-max-entries`` entries counting tombstones.  Otherwise the entry is appended to the
+tail.  Identical rules give identical nodes, so ``radix-tree-keys`` and ``~`` trimming match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rstore import messages
+from rstore.codec import stream_node as sn
+from rstore.ids import ID, MAX_ID, increment
+from rstore.numbers import UINT64_MAX
+from rstore.storage.txn import Txn
+from rstore.streams.keyspace import StreamRef, create_stream, lookup_stream
+from rstore.streams.trim import TrimSpec, trim
+
+__all__ = ["add", "next_id"]
+
+STREAM_LISTPACK_MAX_SIZE = 1 << 30
+
+
+def next_id(last_id: ID, explicit: tuple[int, int | None] | None, now_ms: int) -> ID:
+    """The ID XADD gives the new entry.
+
+    ``explicit`` is ``None`` for ``*``, ``(ms, None)`` for ``<ms>-*`` and ``(ms, seq)`` otherwise.
+    Raises the "equal or smaller" error when the result does not beat ``last_id``.
+    """
+    if explicit is None:
+        if now_ms > last_id[0]:
+            return (now_ms, 0)
+        nxt = increment(last_id)
+        assert nxt is not None  # max-max was refused before
+        return nxt
+    ms, seq = explicit
+    if seq is None:
+        if ms == last_id[0]:
+            if last_id[1] == UINT64_MAX:
+                raise messages.error(messages.XADD_ID_SMALL)
+            return (ms, last_id[1] + 1)
+        new_id = (ms, 0)
+    else:
+        new_id = (ms, seq)
+    if new_id <= last_id:
+        raise messages.error(messages.XADD_ID_SMALL)
+    return new_id
+
+
+def add(
+    txn: Txn,
+    name: bytes,
+    fields_values: Sequence[bytes],
+    *,
+    explicit_id: tuple[int, int | None] | None,
+    nomkstream: bool,
+    trim_spec: TrimSpec | None,
+    now_ms: int,
+) -> ID | None:
+    """XADD semantics; the new ID, or ``None`` for NOMKSTREAM on a missing key."""
+    if explicit_id == (0, 0):
+        raise messages.error(messages.XADD_ID_ZERO)
+    stream = lookup_stream(txn, name)
+    if stream is not None:
+        meta = stream.meta
+        if meta.last_id == MAX_ID:
+            raise messages.error(messages.XADD_EXHAUSTED)
+        new_id = next_id(meta.last_id, explicit_id, now_ms)
+    else:
+        if nomkstream:
+            return None
+        new_id = next_id((0, 0), explicit_id, now_ms)
+    totelelen = sn.entry_size(fields_values)
+    if totelelen > STREAM_LISTPACK_MAX_SIZE:
+        raise messages.error(messages.XADD_TOO_LARGE)
+    if stream is None:
+        stream = create_stream(txn, name)
+        meta = stream.meta
+    _append(txn, stream, new_id, fields_values, totelelen)
+    if trim_spec is not None:
+        trim(txn, stream, trim_spec)
+    return new_id
+
+
+def _append(
+    txn: Txn, stream: StreamRef, new_id: ID, fields_values: Sequence[bytes], totelelen: int
+) -> None:
+    meta = stream.meta
+    handle = stream.handle
+    config = txn.config()
+    tail = None
+    if meta.node_count:
+        tail = txn.node_get(handle, meta.tail_id)
+        assert tail is not None, "stream metadata names a tail node that is not stored"
+        max_bytes = config.node_max_bytes
+        if max_bytes == 0 or max_bytes > STREAM_LISTPACK_MAX_SIZE:
+            max_bytes = STREAM_LISTPACK_MAX_SIZE
+        if len(tail) + totelelen >= max_bytes:
+            tail = None
+        elif config.node_max_entries:
+            count, deleted = sn.node_counts(tail)
+            if count + deleted >= config.node_max_entries:
+                tail = None
+    if tail is None:
+        txn.node_put(handle, new_id, sn.new_node(fields_values))
+        meta.node_count += 1
+        meta.tail_id = new_id
+    else:
+        node = txn.node_for_update(handle, meta.tail_id)
+        assert node is not None
+        sn.append_entry(node, meta.tail_id, new_id, fields_values)
+    meta.length += 1
+    meta.entries_added += 1
+    meta.last_id = new_id
+    if meta.length == 1:
+        meta.first_id = new_id
+    txn.stream_put(handle, meta)

@@ -1,0 +1,125 @@
+"""The keyspace: finding, creating and deleting keys, and the generic key commands.
+
+rstore stores streams only, so every existing key is a stream; the WRONGTYPE path is kept for
+the record types a later format may add.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rstore import glob, messages
+from rstore.storage.layout import TYPE_NAMES, TYPE_STREAM, KeyRecord, StreamMeta
+from rstore.storage.txn import Txn
+
+__all__ = [
+    "StreamRef",
+    "create_stream",
+    "dbsize",
+    "delete_keys",
+    "exists",
+    "flushall",
+    "key_type",
+    "keys",
+    "lookup_stream",
+    "scan",
+]
+
+
+@dataclass
+class StreamRef:
+    """A stream found in a transaction: its handle and (cached, mutable) metadata."""
+
+    handle: int
+    meta: StreamMeta
+
+
+def lookup_stream(txn: Txn, name: bytes) -> StreamRef | None:
+    """The stream at ``name``; ``None`` if the key is missing; WRONGTYPE for another type."""
+    rec = txn.key_get(name)
+    if rec is None:
+        return None
+    if rec.type != TYPE_STREAM:
+        raise messages.error(messages.WRONGTYPE)
+    return StreamRef(rec.handle, txn.stream_get(rec.handle))
+
+
+def create_stream(txn: Txn, name: bytes) -> StreamRef:
+    """Create an empty stream at ``name`` (which must not exist)."""
+    handle = txn.new_handle()
+    txn.key_put(name, KeyRecord(TYPE_STREAM, handle))
+    meta = StreamMeta()
+    txn.stream_put(handle, meta)
+    return StreamRef(handle, meta)
+
+
+def _delete(txn: Txn, name: bytes, rec: KeyRecord) -> None:
+    txn.stream_delete(rec.handle)
+    txn.key_delete(name)
+
+
+def delete_keys(txn: Txn, names: list[bytes]) -> int:
+    """DEL: remove the keys that exist; the number removed."""
+    removed = 0
+    for name in names:
+        rec = txn.key_get(name)
+        if rec is not None:
+            _delete(txn, name, rec)
+            removed += 1
+    return removed
+
+
+def exists(txn: Txn, names: list[bytes]) -> int:
+    """EXISTS: how many of ``names`` exist (a name given twice counts twice)."""
+    return sum(1 for name in names if txn.key_get(name) is not None)
+
+
+def key_type(txn: Txn, name: bytes) -> str:
+    """TYPE: ``"stream"`` or ``"none"``."""
+    rec = txn.key_get(name)
+    return "none" if rec is None else TYPE_NAMES.get(rec.type, "none")
+
+
+def dbsize(txn: Txn) -> int:
+    return txn.key_count()
+
+
+def flushall(txn: Txn) -> None:
+    txn.drop_all_data()
+
+
+def _matches(pattern: bytes | None, name: bytes) -> bool:
+    return pattern is None or pattern == b"*" or glob.match(pattern, name)
+
+
+def keys(txn: Txn, pattern: bytes) -> list[bytes]:
+    """KEYS: every key matching the glob ``pattern`` (in rstore's hash order)."""
+    return [name for _, name, _ in txn.iter_keys() if _matches(pattern, name)]
+
+
+def scan(
+    txn: Txn,
+    cursor: int,
+    count: int,
+    pattern: bytes | None = None,
+    type_name: str | None = None,
+) -> tuple[int, list[bytes]]:
+    """SCAN: visit about ``count`` keys from ``cursor``; ``(next cursor, matching names)``.
+
+    The cursor is the 64-bit hash that orders the keyspace, so it needs no server-side state:
+    keys present during the whole iteration are returned exactly once, and keys sharing a hash
+    are always returned by the same call.  A next cursor of 0 ends the iteration.
+    """
+    found: list[bytes] = []
+    visited = 0
+    last_hash = -1
+    for h, name, rec in txn.iter_keys(cursor):
+        if visited >= count and h != last_hash:
+            return h, found
+        visited += 1
+        last_hash = h
+        if type_name is not None and TYPE_NAMES.get(rec.type) != type_name:
+            continue
+        if _matches(pattern, name):
+            found.append(name)
+    return 0, found

@@ -1,0 +1,63 @@
+"""Reading entries: XRANGE / XREVRANGE, XREAD, first and last entry.
+
+Entries are ``(id, [field1, value1, field2, value2, ...])`` with ``id`` an ``(ms, seq)`` tuple;
+tombstones are never returned.
+"""
+
+from __future__ import annotations
+
+from rstore.codec import stream_node as sn
+from rstore.codec.stream_node import Entry
+from rstore.ids import ID, MAX_ID, MIN_ID, increment
+from rstore.storage.txn import Txn
+from rstore.streams.keyspace import StreamRef
+
+__all__ = ["Entry", "first_entry", "last_entry", "read_after", "read_range"]
+
+
+def read_range(
+    txn: Txn,
+    stream: StreamRef,
+    start: ID,
+    end: ID,
+    count: int = 0,
+    *,
+    reverse: bool = False,
+) -> list[Entry]:
+    """Live entries with ``start <= id <= end``, ascending (or descending with ``reverse``),
+    at most ``count`` of them (0 = no limit)."""
+    out: list[Entry] = []
+    if start > end or stream.meta.length == 0:
+        return out
+    handle = stream.handle
+    if not reverse:
+        for master_id, node in txn.iter_nodes(handle, start):
+            if master_id > end:
+                break
+            if sn.scan_forward(node, master_id, start, end, count, out):
+                break
+    else:
+        for master_id, node in txn.iter_nodes(handle, end, reverse=True):
+            if sn.scan_backward(node, master_id, start, end, count, out):
+                break
+            if master_id <= start:
+                break  # earlier nodes hold only IDs below this master ID
+    return out
+
+
+def read_after(txn: Txn, stream: StreamRef, after: ID, count: int = 0) -> list[Entry]:
+    """XREAD's view: live entries with ``id > after``, ascending, at most ``count``."""
+    start = increment(after)
+    if start is None:
+        return []
+    return read_range(txn, stream, start, MAX_ID, count)
+
+
+def first_entry(txn: Txn, stream: StreamRef) -> Entry | None:
+    found = read_range(txn, stream, MIN_ID, MAX_ID, 1)
+    return found[0] if found else None
+
+
+def last_entry(txn: Txn, stream: StreamRef) -> Entry | None:
+    found = read_range(txn, stream, MIN_ID, MAX_ID, 1, reverse=True)
+    return found[0] if found else None
