@@ -16,6 +16,7 @@ from rstore.errors import (
     StoreClosedError,
     UnsupportedFormatError,
 )
+from rstore.commands.reply import NIL_ARRAY
 from rstore.ids import StreamID
 from rstore.pipeline import Pipeline
 from rstore.store import DEFAULT_PATH, Store
@@ -24,6 +25,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_PATH",
+    "NIL_ARRAY",
     "CorruptDataError",
     "DataError",
     "NotAStoreError",

@@ -133,6 +133,11 @@ class Store(RedisCommands):
         spec, reply = run_one(self._live_env(), [encode_arg(a) for a in argv])
         return to_public(reply, spec.nested_nil)
 
+    def execute_raw(self, *argv: Any) -> Any:
+        """Like :meth:`execute`, but keeps RESP2's two nils apart: a nil bulk is ``None`` and a
+        nil array is :data:`rstore.NIL_ARRAY`.  For network fronts and exact comparisons."""
+        return run_one(self._live_env(), [encode_arg(a) for a in argv])[1]
+
     def execute_command(self, *args: Any, **options: Any) -> Any:
         """redis-py's low-level entry point: same as :meth:`execute`."""
         return self.execute(*args)
