@@ -16,6 +16,7 @@ INT64_MAX = (1 << 63) - 1
 UINT64_MAX = (1 << 64) - 1
 
 _DIGITS = frozenset(b"0123456789")
+_INT_START = frozenset(b"-0123456789")
 _C_SPACE = b" \t\n\v\f\r"
 
 
@@ -25,22 +26,14 @@ def string2ll(s: bytes) -> int | None:
     ``b"0"``, ``b"-5"``, ``b"9223372036854775807"`` parse; ``b"007"``, ``b"-0"``, ``b"+1"``,
     ``b" 1"``, ``b""`` and ``b"9223372036854775808"`` do not.
     """
-    n = len(s)
-    if n == 0 or n > 20:
+    if not s or len(s) > 20 or s[0] not in _INT_START:
         return None
-    if s == b"0":
-        return 0
-    start = 1 if s[0] == 0x2D else 0  # '-'
-    if start == n:
+    try:
+        v = int(s)
+    except ValueError:
         return None
-    first = s[start]
-    if first < 0x31 or first > 0x39:  # must start with 1-9
-        return None
-    for c in s[start + 1 :]:
-        if c < 0x30 or c > 0x39:
-            return None
-    v = int(s)
-    if v < INT64_MIN or v > INT64_MAX:
+    # int() also takes spaces, "+", "_" and leading zeros: only the canonical text round-trips.
+    if b"%d" % v != s or v < INT64_MIN or v > INT64_MAX:
         return None
     return v
 

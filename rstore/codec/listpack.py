@@ -65,6 +65,8 @@ NUMELE_UNKNOWN = 65535
 EMPTY = b"\x07\x00\x00\x00\x00\x00\xff"
 
 _INT_TEXT = tuple(b"%d" % i for i in range(128))
+_STR6_HEAD = tuple(bytes((0x80 | n,)) for n in range(64))
+_BACKLEN1 = tuple(bytes((n,)) for n in range(128))
 _NUMERIC_START = frozenset(b"-0123456789")
 
 
@@ -133,10 +135,13 @@ def encode_string(s: bytes) -> bytes:
 def encode_value(s: bytes) -> bytes:
     """A whole element for ``s`` as Redis's ``lpAppend`` writes it: an integer when ``s`` is a
     canonical int64 decimal, else a string."""
-    if s and len(s) <= 20 and s[0] in _NUMERIC_START:
+    n = len(s)
+    if n and s[0] in _NUMERIC_START:
         v = string2ll(s)
         if v is not None:
             return encode_int(v)
+    if n < 64:
+        return _STR6_HEAD[n] + s + _BACKLEN1[n + 1]
     return encode_string(s)
 
 

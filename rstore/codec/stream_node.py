@@ -21,6 +21,7 @@ All functions here are pure; they take the node bytes and the master ID ``(ms, s
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
@@ -54,6 +55,8 @@ FLAG_SAMEFIELDS = 2
 
 _U64 = (1 << 64) - 1
 _I64_HALF = 1 << 63
+_U32 = struct.Struct("<I")
+_U16 = struct.Struct("<H")
 
 ID = tuple[int, int]
 # A decoded entry as replies need it: (id, [f1, v1, f2, v2, ...]).
@@ -100,8 +103,14 @@ def new_node(fields_values: Sequence[bytes]) -> bytearray:
 
 def node_counts(node: bytes | bytearray) -> tuple[int, int]:
     """``(count, deleted)`` from the master entry."""
-    count, p = read_int(node, lp.HEADER_SIZE)
-    deleted, _ = read_int(node, p)
+    count = node[lp.HEADER_SIZE]
+    if count < 0x80:
+        p = lp.HEADER_SIZE + 2
+    else:
+        count, p = read_int(node, lp.HEADER_SIZE)
+    deleted = node[p]
+    if deleted >= 0x80:
+        deleted, _ = read_int(node, p)
     return count, deleted
 
 
@@ -128,10 +137,43 @@ def _replace_int(node: bytearray, p: int, value: int) -> int:
 
 
 def _set_header(node: bytearray, added_elements: int) -> None:
-    node[0:4] = len(node).to_bytes(4, "little")
+    _U32.pack_into(node, 0, len(node))
     cur = node[4] | (node[5] << 8)
     if cur != lp.NUMELE_UNKNOWN:
-        node[4:6] = min(cur + added_elements, lp.NUMELE_UNKNOWN).to_bytes(2, "little")
+        _U16.pack_into(node, 4, min(cur + added_elements, lp.NUMELE_UNKNOWN))
+
+
+_field_blobs: dict[tuple[bytes, ...], bytes] = {}
+_FIELD_BLOB_CACHE_MAX = 1024
+
+
+def _fields_blob(fields: tuple[bytes, ...]) -> bytes:
+    """The encoded field names followed by the master terminator, as a node stores them.
+
+    Field sets repeat from entry to entry, so the encoding is cached (bounded)."""
+    blob = _field_blobs.get(fields)
+    if blob is None:
+        if len(_field_blobs) >= _FIELD_BLOB_CACHE_MAX:
+            _field_blobs.clear()
+        blob = b"".join(map(lp.encode_value, fields)) + b"\x00\x01"
+        _field_blobs[fields] = blob
+    return blob
+
+
+def _same_fields(node: bytearray, p: int, fields: tuple[bytes, ...]) -> bool:
+    """Whether the master field names starting at ``p`` equal ``fields`` (compared as text).
+
+    Nodes are written with canonical encodings, so equal text means equal bytes; a node with
+    non-canonical encodings (possible only in a crafted file) falls back to decoding.
+    """
+    blob = _fields_blob(fields)
+    if node[p : p + len(blob)] == blob:
+        return True
+    for f in fields:
+        v, p = read_element(node, p)
+        if element_text(v) != f:
+            return False
+    return True
 
 
 def append_entry(
@@ -142,35 +184,43 @@ def append_entry(
     The live count goes up by one; SAMEFIELDS is set when the field names equal the master's
     (same count, same order, compared as text).
     """
-    count, p = read_int(node, lp.HEADER_SIZE)
-    growth = _replace_int(node, lp.HEADER_SIZE, count + 1)
-    p += growth
-    p = skip_element(node, p)  # deleted
-    n_master, p = read_int(node, p)
-    n = len(fields_values) // 2
-    same = n == n_master
-    if same:
-        for i in range(n):
-            v, p = read_element(node, p)
-            if element_text(v) != fields_values[2 * i]:
-                same = False
-                break
+    b = node[lp.HEADER_SIZE]
+    if b < 127:  # live count stays a one-byte integer: bump it in place
+        node[lp.HEADER_SIZE] = b + 1
+        p = lp.HEADER_SIZE + 2
+    else:
+        count, p = read_int(node, lp.HEADER_SIZE)
+        p += _replace_int(node, lp.HEADER_SIZE, count + 1)
+    p = p + 2 if node[p] < 0x80 else skip_element(node, p)  # deleted
+    b = node[p]
+    if b < 0x80:
+        n_master = b
+        p += 2
+    else:
+        n_master, p = read_int(node, p)
+    n = len(fields_values) >> 1
+    same = n == n_master and _same_fields(node, p, tuple(fields_values[0::2]))
+    ms_d = entry_id[0] - master_id[0]
+    seq_d = entry_id[1] - master_id[1]
+    if not -_I64_HALF <= ms_d < _I64_HALF:
+        ms_d = _delta(entry_id[0], master_id[0])
+    if not -_I64_HALF <= seq_d < _I64_HALF:
+        seq_d = _delta(entry_id[1], master_id[1])
+    if 0 <= ms_d < 128 and 0 <= seq_d < 128:
+        head = bytes((2 if same else 0, 1, ms_d, 1, seq_d, 1))
+    else:
+        head = (b"\x02\x01" if same else b"\x00\x01") + lp.encode_int(ms_d) + lp.encode_int(seq_d)
     enc = lp.encode_value
-    ms_d = _delta(entry_id[0], master_id[0])
-    seq_d = _delta(entry_id[1], master_id[1])
     if same:
-        parts = [b"\x02\x01", lp.encode_int(ms_d), lp.encode_int(seq_d)]
-        parts.extend(map(enc, fields_values[1::2]))
-        parts.append(lp.encode_int(n + 3))
+        body = b"".join([enc(v) for v in fields_values[1::2]])
+        lp_count = n + 3
         added = n + 4
     else:
-        parts = [b"\x00\x01", lp.encode_int(ms_d), lp.encode_int(seq_d), lp.encode_int(n)]
-        parts.extend(map(enc, fields_values))
-        parts.append(lp.encode_int(2 * n + 4))
+        body = lp.encode_int(n) + b"".join([enc(v) for v in fields_values])
+        lp_count = 2 * n + 4
         added = 2 * n + 5
-    del node[-1]
-    node += b"".join(parts)
-    node.append(lp.EOF)
+    tail = bytes((lp_count, 1, lp.EOF)) if lp_count < 128 else lp.encode_int(lp_count) + b"\xff"
+    node[-1:] = head + body + tail
     _set_header(node, added)
 
 
@@ -403,7 +453,7 @@ def mark_deleted(node: bytearray, flags_positions: Sequence[int]) -> int:
     p += _replace_int(node, lp.HEADER_SIZE, count - k)
     deleted, _ = read_int(node, p)
     _replace_int(node, p, deleted + k)
-    node[0:4] = len(node).to_bytes(4, "little")
+    _U32.pack_into(node, 0, len(node))
     return count - k
 
 

@@ -46,8 +46,13 @@ def encode_arg(value: object) -> bytes:
     bytes and memoryviews pass through, ``str`` is UTF-8 encoded, ``int`` and ``float`` use
     ``repr``; anything else (``None``, ``bool``, containers) is a :class:`DataError`.
     """
+    t = type(value)
+    if t is bytes:
+        return value  # type: ignore[return-value]
+    if t is str:
+        return value.encode("utf-8")  # type: ignore[attr-defined,no-any-return]
     if isinstance(value, bytes):
-        return value
+        return bytes(value)
     if isinstance(value, str):
         return value.encode("utf-8")
     if isinstance(value, bytearray | memoryview):
