@@ -173,25 +173,30 @@ class Env:
         fresh = not names
         if fresh and not self._create:
             raise NotAStoreError(f"no store at {self.path}")
-        with env.begin(write=fresh) as txn:
-            dbs = {}
-            for name in layout.ALL_DBS:
-                dbs[name] = env.open_db(name, txn=txn, create=fresh)
+        if not fresh:
+            # Handles opened outside a write transaction stay valid for the environment's life
+            # (a handle opened in a read-only transaction dies with it).
+            dbs = {name: env.open_db(name, create=False) for name in layout.ALL_DBS}
             meta = dbs[layout.DB_META]
-            if fresh:
+            with env.begin() as txn:
+                raw = txn.get(layout.META_FORMAT, db=meta)
+            version = layout.unpack_format(raw) if raw is not None else None
+            if version is None:
+                raise NotAStoreError(f"{self.path} has no rstore format record")
+            if version > layout.FORMAT_VERSION:
+                raise UnsupportedFormatError(
+                    f"{self.path} was written in store format {version}; this rstore "
+                    f"reads format {layout.FORMAT_VERSION} and older -- upgrade rstore"
+                )
+            return dbs
+        with env.begin(write=True) as txn:
+            dbs = {name: env.open_db(name, txn=txn, create=True) for name in layout.ALL_DBS}
+            meta = dbs[layout.DB_META]
+            # Another process may have created the store while we waited for the write lock.
+            if txn.get(layout.META_FORMAT, db=meta) is None:
                 txn.put(layout.META_FORMAT, layout.pack_format(), db=meta)
                 txn.put(layout.META_CONFIG, StoreConfig().pack(), db=meta)
                 txn.put(layout.META_NEXT_HANDLE, layout.pack_u64(1), db=meta)
-            else:
-                raw = txn.get(layout.META_FORMAT, db=meta)
-                version = layout.unpack_format(raw) if raw is not None else None
-                if version is None:
-                    raise NotAStoreError(f"{self.path} has no rstore format record")
-                if version > layout.FORMAT_VERSION:
-                    raise UnsupportedFormatError(
-                        f"{self.path} was written in store format {version}; this rstore "
-                        f"reads format {layout.FORMAT_VERSION} and older -- upgrade rstore"
-                    )
         return dbs
 
     def _reopen_after_fork(self) -> None:
