@@ -1,0 +1,169 @@
+"""Human-readable output.
+
+Two styles live here:
+
+* :func:`redis_cli_reply` reproduces ``redis-cli``'s interactive (TTY) reply format byte for
+  byte, for ``rstore exec``: ``"bulk"`` strings quoted with C-style escapes, ``(integer) 5``,
+  status lines bare, ``(nil)``, ``(empty array)``, and numbered nested arrays.
+* :func:`token` and friends print names, IDs and values for the friendly commands: bare when
+  that is unambiguous, otherwise double-quoted with the same escapes.  Bytes that are not UTF-8
+  never reach the terminal raw; they are written as ``\\xHH``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from rstore import NIL_ARRAY
+
+from .replies import Entry
+
+__all__ = [
+    "entry_line",
+    "info_lines",
+    "quote_bytes",
+    "redis_cli_reply",
+    "redis_repr",
+    "scalar",
+    "token",
+]
+
+# ----------------------------------------------------------------------------- redis-cli style
+
+_C_ESCAPES = {
+    ord("\\"): "\\\\",
+    ord('"'): '\\"',
+    ord("\n"): "\\n",
+    ord("\r"): "\\r",
+    ord("\t"): "\\t",
+    ord("\a"): "\\a",
+    ord("\b"): "\\b",
+}
+
+# One string per byte value, as redis-cli's sdscatrepr() writes it: the escapes above, printable
+# ASCII (isprint() in the C locale: 0x20-0x7e) as itself, every other byte as \xHH.
+_REPR_TABLE = tuple(
+    _C_ESCAPES.get(b, chr(b) if 0x20 <= b <= 0x7E else f"\\x{b:02x}") for b in range(256)
+)
+
+
+def redis_repr(value: bytes) -> str:
+    """``value`` double-quoted the way redis-cli prints a bulk string."""
+    return '"' + "".join([_REPR_TABLE[b] for b in value]) + '"'
+
+
+def redis_cli_reply(reply: Any, prefix: str = "") -> str:
+    """The reply as redis-cli prints it on a terminal, ending in a newline.
+
+    Nested arrays follow redis-cli's layout: each element is numbered ``N) `` with the number
+    right-aligned to the width of the largest index, and an element that is itself an array
+    starts on the same line, its further lines indented by the parent's width plus two.
+    """
+    if reply is None or reply is NIL_ARRAY:
+        return "(nil)\n"
+    if isinstance(reply, bytes):
+        return redis_repr(reply) + "\n"
+    if isinstance(reply, str):  # a status reply: printed as is
+        return reply + "\n"
+    if isinstance(reply, int):
+        return f"(integer) {reply}\n"
+    if isinstance(reply, list):
+        if not reply:
+            return "(empty array)\n"
+        width = len(str(len(reply)))
+        inner = prefix + " " * (width + 2)
+        parts: list[str] = []
+        for index, item in enumerate(reply, start=1):
+            # The first element shares the line the caller already started.
+            parts.append(f"{prefix if index > 1 else ''}{index:>{width}}) ")
+            parts.append(redis_cli_reply(item, inner))
+        return "".join(parts)
+    raise TypeError(f"not a reply value: {reply!r}")
+
+
+# ----------------------------------------------------------------------------- friendly style
+
+_QUOTED_ESCAPES = {chr(k): v for k, v in _C_ESCAPES.items()}
+
+
+def quote_bytes(value: bytes) -> str:
+    """``value`` in double quotes: valid UTF-8 printable characters as themselves, the C escapes
+    (``\\n``, ``\\t``, ``\\"``, ``\\\\`` ...), and every other byte as ``\\xHH``."""
+    out = ['"']
+    for ch in value.decode("utf-8", "surrogateescape"):
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte that is not part of valid UTF-8
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif ch in _QUOTED_ESCAPES:
+            out.append(_QUOTED_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            out.extend(f"\\x{b:02x}" for b in ch.encode("utf-8"))
+    out.append('"')
+    return "".join(out)
+
+
+def token(value: bytes, *, field: bool = False) -> str:
+    """``value`` bare when that is unambiguous, else :func:`quote_bytes`.
+
+    Bare means: non-empty valid UTF-8 made of printable characters other than space, ``"`` and
+    ``\\`` (and, for a field name, ``=``).  So a printed token never contains a raw space,
+    newline or control character, and one that starts with ``"`` is always the quoted form.
+    """
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        return quote_bytes(value)
+    special = ' "\\=' if field else ' "\\'
+    if text and text.isprintable() and not any(ch in text for ch in special):
+        return text
+    return quote_bytes(value)
+
+
+def entry_line(entry: Entry) -> str:
+    """``ID  field=value field=value`` (two spaces after the ID)."""
+    pairs = " ".join(f"{token(f, field=True)}={token(v)}" for f, v in entry.fields)
+    return f"{entry.id.decode('ascii', 'backslashreplace')}  {pairs}".rstrip()
+
+
+def scalar(value: Any) -> str:
+    """An integer, a name or ID, or nil, for ``key: value`` lines."""
+    if value is None:
+        return "(nil)"
+    if isinstance(value, bytes):
+        return token(value)
+    if isinstance(value, Entry):
+        return entry_line(value)
+    return str(value)
+
+
+def info_lines(tree: Mapping[str, Any], indent: str = "") -> Iterator[str]:
+    """``key: value`` lines for a tree from :func:`rstore_cli.replies.info_tree`.
+
+    Lists of entries print one entry per line, indented; lists of maps print YAML-like items
+    (``- name: g1`` then the other keys aligned under ``name``).
+    """
+    for key, value in tree.items():
+        if isinstance(value, list):
+            if not value:
+                yield f"{indent}{key}: (empty)"
+                continue
+            yield f"{indent}{key}:"
+            yield from _list_lines(value, indent + "  ")
+        else:
+            yield f"{indent}{key}: {scalar(value)}"
+
+
+def _list_lines(items: Sequence[Any], indent: str) -> Iterator[str]:
+    for item in items:
+        if isinstance(item, Mapping):
+            lines = list(info_lines(item, indent + "  "))
+            if not lines:
+                yield f"{indent}- (empty)"
+                continue
+            yield f"{indent}- {lines[0][len(indent) + 2 :]}"
+            yield from lines[1:]
+        else:
+            yield f"{indent}{scalar(item)}"

@@ -1,0 +1,331 @@
+"""Stream commands: ``add``, ``range``, ``len``, ``info``, ``trim``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import click
+
+import rstore
+
+from .args import parse_fields, to_bytes
+from .context import StoreOpener, json_option, pass_opener, unescape_option
+from .format import entry_line, info_lines, token
+from .jsonout import array_lines, dumps, echo_json, echo_utf8
+from .replies import Entry, entries_from_reply, info_tree
+
+__all__ = ["COMMANDS", "RANGE_PAGE", "iter_range"]
+
+#: ``range`` reads this many entries per call, so a long stream prints as it is read.
+RANGE_PAGE = 1000
+_MAX_ID = b"18446744073709551615-18446744073709551615"
+
+
+def _check_trim_options(
+    maxlen: int | None, minid: str | None, approx: bool, limit: int | None, needed: bool
+) -> None:
+    if maxlen is not None and minid is not None:
+        raise click.UsageError("give either --maxlen or --minid, not both")
+    if maxlen is None and minid is None:
+        if needed:
+            raise click.UsageError("give --maxlen N or --minid ID")
+        if approx or limit is not None:
+            raise click.UsageError("--approx and --limit need --maxlen or --minid")
+
+
+def _trim_args(
+    maxlen: int | None, minid: str | None, approx: bool, limit: int | None
+) -> list[bytes]:
+    if maxlen is None and minid is None:
+        return []
+    out = [b"MAXLEN" if maxlen is not None else b"MINID"]
+    if approx:
+        out.append(b"~")
+    out.append(str(maxlen).encode() if maxlen is not None else to_bytes(minid or ""))
+    if limit is not None:
+        out += [b"LIMIT", str(limit).encode()]
+    return out
+
+
+def _echo_int(value: int, as_json: bool) -> None:
+    if as_json:
+        echo_json(value)
+    else:
+        click.echo(str(value))
+
+
+_maxlen_option = click.option(
+    "--maxlen", type=click.IntRange(min=0), metavar="N", help="Keep at most N entries."
+)
+_minid_option = click.option(
+    "--minid", metavar="ID", help="Remove the entries with IDs lower than ID."
+)
+_approx_option = click.option(
+    "--approx",
+    is_flag=True,
+    help="Trim only whole nodes (Redis's ~): cheaper, may keep a few more entries.",
+)
+_limit_option = click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="With --approx: remove at most N entries in this call (0 = no limit).",
+)
+
+
+@click.command("add", short_help="Append an entry to a stream.")
+@click.argument("stream")
+@click.argument("pairs", nargs=-1, required=True, metavar="FIELD=VALUE...")
+@click.option(
+    "--id",
+    "entry_id",
+    default="*",
+    show_default=True,
+    metavar="ID",
+    help="The new entry's ID: *, MS-*, or MS-SEQ.",
+)
+@_maxlen_option
+@_approx_option
+@_minid_option
+@_limit_option
+@click.option("--nomkstream", is_flag=True, help="Do not create the stream when it is missing.")
+@json_option
+@unescape_option
+@pass_opener
+def add_command(
+    opener: StoreOpener,
+    stream: str,
+    pairs: tuple[str, ...],
+    entry_id: str,
+    maxlen: int | None,
+    approx: bool,
+    minid: str | None,
+    limit: int | None,
+    nomkstream: bool,
+    as_json: bool,
+    unescape: bool,
+) -> None:
+    """Append an entry with the given fields to STREAM (XADD) and print its ID.
+
+    Each FIELD=VALUE is split at its first "="; fields keep their order and may repeat.
+    The store and the stream are created when missing (unless --nomkstream: then nothing is
+    added, nothing is printed on stdout, JSON prints null, and the exit status is still 0).
+
+    \b
+    Examples:
+      rstore add events user=42 action=login
+      rstore add events --id 1700000000000-0 n=1
+      rstore add events --maxlen 1000 --approx user=42
+      rstore add -e blobs 'data=\\x00\\xff'
+    """
+    _check_trim_options(maxlen, minid, approx, limit, needed=False)
+    fields = parse_fields(pairs, unescape)
+    key = to_bytes(stream, unescape, "STREAM")
+    argv = [b"XADD", key]
+    if nomkstream:
+        argv.append(b"NOMKSTREAM")
+    argv += _trim_args(maxlen, minid, approx, limit)
+    argv += [to_bytes(entry_id), *fields]
+    with opener.open(create=True) as store:
+        new_id = store.execute(*argv)
+    if as_json:
+        echo_json(new_id)
+    elif new_id is None:
+        click.echo(f"stream {token(key)} does not exist; nothing added (--nomkstream)", err=True)
+    else:
+        click.echo(new_id.decode("ascii"))
+
+
+def iter_range(
+    store: rstore.Store, stream: bytes, start: bytes, end: bytes, count: int | None, rev: bool
+) -> Iterator[Entry]:
+    """Entries from ``start`` to ``end`` (both inclusive unless written ``(ID``), ascending, or
+    descending with ``rev``; at most ``count``.  Read :data:`RANGE_PAGE` entries per call."""
+    remaining = count
+    low, high = start, end
+    while remaining is None or remaining > 0:
+        page = RANGE_PAGE if remaining is None else min(RANGE_PAGE, remaining)
+        if rev:
+            reply = store.execute(b"XREVRANGE", stream, high, low, b"COUNT", page)
+        else:
+            reply = store.execute(b"XRANGE", stream, low, high, b"COUNT", page)
+        entries = entries_from_reply(reply)
+        yield from entries
+        if len(entries) < page:
+            return
+        last = entries[-1].id
+        if last == _MAX_ID and not rev:
+            return
+        if rev:
+            high = b"(" + last
+        else:
+            low = b"(" + last
+        if remaining is not None:
+            remaining -= len(entries)
+
+
+@click.command("range", short_help="Print a stream's entries.")
+@click.argument("stream")
+@click.argument("start", default="-")
+@click.argument("end", default="+")
+@click.option("--count", type=click.IntRange(min=0), metavar="N", help="Print at most N entries.")
+@click.option(
+    "--rev", is_flag=True, help="Newest first: from END down to START (same range, reversed)."
+)
+@json_option
+@click.option(
+    "--nl", "as_nl", is_flag=True, help="Print newline-delimited JSON: one entry object a line."
+)
+@unescape_option
+@pass_opener
+def range_command(
+    opener: StoreOpener,
+    stream: str,
+    start: str,
+    end: str,
+    count: int | None,
+    rev: bool,
+    as_json: bool,
+    as_nl: bool,
+    unescape: bool,
+) -> None:
+    """Print the entries of STREAM from START to END (XRANGE / XREVRANGE).
+
+    START and END are IDs (MS or MS-SEQ); they default to - and + (the whole stream) and
+    are inclusive unless written (ID.  They always name the low and the high end: --rev only
+    reverses the order.  A stream that does not exist has no entries.
+
+    Text output is one entry per line: ID, two spaces, then field=value pairs.  A name or
+    value that is empty or holds spaces, quotes, backslashes, control characters or bytes
+    that are not UTF-8 is double-quoted with escapes (\\n, \\", \\xHH).  --json prints one
+    JSON array (one entry per line); --nl prints one JSON object per line.
+
+    \b
+    Examples:
+      rstore range events
+      rstore range events 1700000000000 1700000060000
+      rstore range events --rev --count 5
+      rstore range events '(1700000000000-3' + --nl | jq .fields
+    """
+    key = to_bytes(stream, unescape, "STREAM")
+    with opener.open(create=False) as store:
+        entries = iter_range(store, key, to_bytes(start), to_bytes(end), count, rev)
+        if as_nl:
+            for entry in entries:
+                echo_utf8(dumps(entry))
+        elif as_json:
+            for line in array_lines(entries):
+                echo_utf8(line)
+        else:
+            for entry in entries:
+                click.echo(entry_line(entry))
+
+
+@click.command("len", short_help="Print the number of entries in a stream.")
+@click.argument("stream")
+@json_option
+@unescape_option
+@pass_opener
+def len_command(opener: StoreOpener, stream: str, as_json: bool, unescape: bool) -> None:
+    """Print the number of entries in STREAM (XLEN); 0 when the stream does not exist.
+
+    \b
+    Examples:
+      rstore len events
+    """
+    with opener.open(create=False) as store:
+        length = store.xlen(to_bytes(stream, unescape, "STREAM"))
+    _echo_int(length, as_json)
+
+
+@click.command("info", short_help="Print a stream's metadata.")
+@click.argument("stream")
+@click.option(
+    "--full", is_flag=True, help="Also list entries and consumer groups (XINFO STREAM FULL)."
+)
+@click.option(
+    "--count",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="With --full: list at most N entries and pending entries (default 10, 0 = all).",
+)
+@json_option
+@unescape_option
+@pass_opener
+def info_command(
+    opener: StoreOpener, stream: str, full: bool, count: int | None, as_json: bool, unescape: bool
+) -> None:
+    """Print STREAM's metadata as "key: value" lines (XINFO STREAM).
+
+    The first and last entries print like `range` lines; with --full, entries and groups
+    follow as indented lists.  A stream that does not exist is an error (ERR no such key).
+
+    \b
+    Examples:
+      rstore info events
+      rstore info events --full --count 0
+      rstore info events --json | jq .length
+    """
+    if count is not None and not full:
+        raise click.UsageError("--count needs --full")
+    argv = [b"XINFO", b"STREAM", to_bytes(stream, unescape, "STREAM")]
+    if full:
+        argv.append(b"FULL")
+        if count is not None:
+            argv += [b"COUNT", str(count).encode()]
+    with opener.open(create=False) as store:
+        tree = info_tree(store.execute(*argv))
+    if as_json:
+        echo_json(tree)
+    else:
+        for line in info_lines(tree):
+            click.echo(line)
+
+
+@click.command("trim", short_help="Remove old entries from a stream.")
+@click.argument("stream")
+@_maxlen_option
+@_minid_option
+@_approx_option
+@_limit_option
+@json_option
+@unescape_option
+@pass_opener
+def trim_command(
+    opener: StoreOpener,
+    stream: str,
+    maxlen: int | None,
+    minid: str | None,
+    approx: bool,
+    limit: int | None,
+    as_json: bool,
+    unescape: bool,
+) -> None:
+    """Trim STREAM to --maxlen entries or to IDs from --minid on (XTRIM); print how many
+    entries were removed.  Exactly one of --maxlen and --minid is required.
+
+    \b
+    Examples:
+      rstore trim events --maxlen 1000
+      rstore trim events --minid 1700000000000
+      rstore trim events --maxlen 0 --approx --limit 500
+    """
+    _check_trim_options(maxlen, minid, approx, limit, needed=True)
+    with opener.open(create=False) as store:
+        removed = store.xtrim(
+            to_bytes(stream, unescape, "STREAM"),
+            maxlen=maxlen,
+            approximate=approx,
+            minid=None if minid is None else to_bytes(minid),
+            limit=limit,
+        )
+    _echo_int(removed, as_json)
+
+
+COMMANDS: list[click.Command] = [
+    add_command,
+    range_command,
+    len_command,
+    info_command,
+    trim_command,
+]

@@ -1,0 +1,156 @@
+"""The group as a whole: help texts, docs coverage, global options, central error handling."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner, Result
+from rstore_cli.main import cli
+
+import rstore
+
+Run = Callable[..., Result]
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+
+
+def walk(group: click.Group, prefix: tuple[str, ...] = ("rstore",)) -> Iterator[Any]:
+    """``(("rstore", "add"), command)`` for every command, nested groups included."""
+    for name, command in group.commands.items():
+        path = (*prefix, name)
+        yield path, command
+        if isinstance(command, click.Group):
+            yield from walk(command, path)
+
+
+COMMANDS = list(walk(cli))
+
+
+def test_the_cli_has_the_commands_of_the_brief() -> None:
+    names = {" ".join(path[1:]) for path, _ in COMMANDS}
+    assert {"add", "range", "len", "info", "keys", "del", "trim", "exec"} <= names
+
+
+@pytest.mark.parametrize(("path", "command"), COMMANDS, ids=str)
+def test_every_command_has_help_with_examples(path: tuple[str, ...], command: Any) -> None:
+    assert command.short_help, path
+    assert command.help and "Examples:" in command.help, path
+    assert f"{' '.join(path)} " in command.help, f"{path}: examples should run the command"
+    for param in command.params:
+        if isinstance(param, click.Option):
+            assert param.help, f"{path} {param.opts} has no help"
+
+
+def _section(text: str, heading: str) -> str:
+    start = text.index(heading)
+    following = re.search(r"^#{2,3} ", text[start + len(heading) :], re.MULTILINE)
+    return text[start : start + len(heading) + following.start()] if following else text[start:]
+
+
+def test_every_command_and_option_is_documented() -> None:
+    """Fails when a command (or one of its options) is missing from docs/cli.md."""
+    text = DOCS.read_text()
+    missing = []
+    for path, command in COMMANDS:
+        heading = f"### `{' '.join(path)}`"
+        if heading not in text:
+            missing.append(heading)
+            continue
+        section = _section(text, heading)
+        for param in command.params:
+            for opt in getattr(param, "opts", []):
+                if opt.startswith("--") and f"`{opt}" not in section:
+                    missing.append(f"{' '.join(path)} {opt}")
+    global_section = _section(text, "## Global options")
+    for param in cli.params:
+        for opt in getattr(param, "opts", []):
+            if opt.startswith("--") and f"`{opt}" not in global_section:
+                missing.append(f"rstore {opt}")
+    assert missing == [], f"document these in docs/cli.md: {missing}"
+
+
+def test_help_and_version(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["--help"])
+    assert result.exit_code == 0
+    listed = re.findall(r"^  (\w[\w-]*)\s", result.stdout.split("Commands:")[1], re.MULTILINE)
+    assert listed == ["add", "range", "len", "info", "trim", "keys", "del", "exec"]
+    assert runner.invoke(cli, ["-V"]).stdout == f"rstore, version {rstore.__version__}\n"
+    assert runner.invoke(cli, ["range", "-h"]).exit_code == 0
+
+
+def test_unknown_command_is_a_usage_error(runner: CliRunner) -> None:
+    result = runner.invoke(cli, ["nosuch"])
+    assert result.exit_code == 2
+    assert "No such command 'nosuch'" in result.stderr
+
+
+def test_store_from_environment(runner: CliRunner, tmp_path: Path) -> None:
+    target = tmp_path / "from-env"
+    result = runner.invoke(cli, ["add", "s", "a=1"], env={"RSTORE_PATH": str(target)})
+    assert result.exit_code == 0, result.stderr
+    assert target.is_dir()
+    result = runner.invoke(cli, ["len", "s"], env={"RSTORE_PATH": str(target)})
+    assert result.stdout == "1\n"
+    other = tmp_path / "explicit"
+    result = runner.invoke(
+        cli, ["--store", str(other), "len", "s"], env={"RSTORE_PATH": str(target)}
+    )
+    assert result.exit_code == 1 and "no store at" in result.stderr  # --store wins
+
+
+def test_default_store_is_rstore_data_in_the_working_directory(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RSTORE_PATH", raising=False)
+    result = runner.invoke(cli, ["add", "s", "a=1"], env={"RSTORE_PATH": ""})
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "rstore-data").is_dir()
+
+
+def test_ctrl_c_exits_130_without_traceback(
+    run: Run, store: rstore.Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rstore.Store, "xlen", interrupted)
+    result = run("len", "s")
+    assert result.exit_code == 130
+    assert "Traceback" not in result.output
+
+
+def test_unexpected_errors_are_one_line(
+    run: Run, store: rstore.Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("boom")
+
+    monkeypatch.setattr(rstore.Store, "xlen", broken)
+    monkeypatch.delenv("RSTORE_DEBUG", raising=False)
+    result = run("len", "s")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: unexpected ValueError: boom (a bug in rstore;")
+    assert result.stderr.count("\n") == 1
+    with pytest.raises(ValueError, match="boom"):
+        run("len", "s", env={"RSTORE_DEBUG": "1"})
+
+
+def test_storage_errors_are_one_line_with_status_1(
+    run: Run, store: rstore.Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise rstore.StorageError("/x: the disk is full\n(details)")
+
+    monkeypatch.setattr(rstore.Store, "xlen", failing)
+    monkeypatch.setattr(rstore.Store, "execute_raw", failing)
+    expected = (1, "", "Error: /x: the disk is full (details)\n")
+    result = run("len", "s")
+    assert (result.exit_code, result.stdout, result.stderr) == expected
+    result = run("exec", "XLEN", "s")  # "(error) " is only for Redis's own refusals
+    assert (result.exit_code, result.stdout, result.stderr) == expected

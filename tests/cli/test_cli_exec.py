@@ -1,0 +1,109 @@
+"""``rstore exec``: redis-cli's reply format, the JSON mapping, errors, argument handling."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from click.testing import Result
+
+import rstore
+
+Run = Callable[..., Result]
+
+
+def test_scalar_replies(run: Run, store: rstore.Store) -> None:
+    assert run("exec", "XADD", "s", "1-0", "a", "1").stdout == '"1-0"\n'
+    assert run("exec", "XLEN", "s").stdout == "(integer) 1\n"
+    assert run("exec", "PING").stdout == "PONG\n"
+    assert run("exec", "ECHO", "").stdout == '""\n'
+    assert run("exec", "XREAD", "STREAMS", "s", "$").stdout == "(nil)\n"  # nil array
+    assert run("exec", "XRANGE", "nope", "-", "+").stdout == "(empty array)\n"
+
+
+def test_nested_arrays_align_like_redis_cli(run: Run, store: rstore.Store) -> None:
+    for i in range(1, 11):
+        store.execute("XADD", "s", f"{i}-0", "f", str(i))
+    store.execute("XADD", "t", "1-0", *[x for i in range(5) for x in (f"k{i}", f"v{i}")])
+    out = run("exec", "XRANGE", "s", "-", "+").stdout.splitlines()
+    assert out[:3] == [' 1) 1) "1-0"', '    2) 1) "f"', '       2) "1"']
+    assert out[-3:] == ['10) 1) "10-0"', '    2) 1) "f"', '       2) "10"']
+    out = run("exec", "XREAD", "STREAMS", "t", "0").stdout.splitlines()
+    assert out[:4] == [
+        '1) 1) "t"',
+        '   2) 1) 1) "1-0"',
+        '         2)  1) "k0"',
+        '             2) "v0"',
+    ]
+    assert out[-1] == '            10) "v4"'
+
+
+def test_bulk_strings_are_escaped_like_redis_cli(run: Run, store: rstore.Store) -> None:
+    store.execute("XADD", "s", "1-0", "v", bytes(range(256)))
+    line = run("exec", "XRANGE", "s", "-", "+").stdout.splitlines()[-1]
+    assert line.startswith('      2) "\\x00\\x01\\x02\\x03\\x04\\x05\\x06\\a\\b\\t\\n\\x0b\\x0c\\r')
+    assert ' !\\"#$%&' in line and "[\\\\]^_`" in line and "~\\x7f\\x80" in line
+    assert line.endswith('\\xfe\\xff"')
+    assert run("exec", "ECHO", "café").stdout == '"caf\\xc3\\xa9"\n'
+
+
+def test_json_mapping(run: Run, store: rstore.Store) -> None:
+    store.execute("XADD", "s", "1-0", "text", "café", "bin", b"\x00\xff")
+
+    def as_json(*argv: str) -> object:
+        result = run("exec", "--json", *argv)
+        assert result.exit_code == 0, result.stderr
+        return json.loads(result.stdout)
+
+    assert as_json("XRANGE", "s", "-", "+") == [
+        ["1-0", ["text", "café", "bin", {"base64": "AP8="}]]
+    ]
+    assert as_json("PING") == "PONG"
+    assert as_json("XLEN", "s") == 1
+    assert as_json("XREAD", "STREAMS", "s", "$") is None
+    info = as_json("XINFO", "STREAM", "s")
+    assert isinstance(info, list) and info[:2] == ["length", 1]
+
+
+def test_refused_command_prints_redis_error_on_stderr(run: Run, store: rstore.Store) -> None:
+    result = run("exec", "XADD", "s")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == "(error) ERR wrong number of arguments for 'xadd' command\n"
+    result = run("exec", "NOSUCH", "x")
+    assert result.exit_code == 1
+    assert result.stderr.startswith("(error) ERR unknown command 'NOSUCH'")
+    result = run("exec", "--json", "XINFO", "STREAM", "nope")
+    assert (result.exit_code, result.stdout, result.stderr) == (1, "", "(error) ERR no such key\n")
+
+
+def test_arguments_after_cmd_are_passed_verbatim(run: Run, store: rstore.Store) -> None:
+    assert run("exec", "ECHO", "--json").stdout == '"--json"\n'
+    assert run("exec", "ECHO", "-h").stdout == '"-h"\n'
+    assert run("exec", "ECHO", "-").stdout == '"-"\n'
+    assert run("exec", "ECHO", os.fsdecode(b"\xff\xfe")).stdout == '"\\xff\\xfe"\n'
+    assert run("exec", "--", "ECHO", "x").stdout == '"x"\n'
+
+
+def test_unescape(run: Run, store: rstore.Store) -> None:
+    assert run("exec", "-e", "ECHO", r"a\x00b\n\"\\\q\xZZ").stdout == '"a\\x00b\\n\\"\\\\qxZZ"\n'
+    assert run("exec", "ECHO", r"a\x00b").stdout == '"a\\\\x00b"\n'  # not unescaped by default
+    result = run("exec", "-e", "ECHO", "a\\")
+    assert result.exit_code == 2
+    assert "trailing backslash" in result.stderr
+
+
+def test_missing_cmd_is_a_usage_error(run: Run) -> None:
+    result = run("exec")
+    assert result.exit_code == 2
+    assert "Missing argument 'CMD'" in result.stderr
+
+
+def test_store_created_only_for_commands_that_add_data(run: Run, store_path: Path) -> None:
+    assert run("exec", "PING").exit_code == 1
+    assert not store_path.exists()
+    assert run("exec", "xadd", "s", "1-0", "a", "1").stdout == '"1-0"\n'
+    assert store_path.is_dir()
+    assert run("exec", "XLEN", "s").stdout == "(integer) 1\n"
