@@ -6,6 +6,7 @@
 b'1732191234567-0'
 """
 
+from rstore.commands.reply import NIL_ARRAY
 from rstore.errors import (
     CorruptDataError,
     DataError,
@@ -14,9 +15,9 @@ from rstore.errors import (
     RStoreError,
     StorageError,
     StoreClosedError,
+    StoreNotFoundError,
     UnsupportedFormatError,
 )
-from rstore.commands.reply import NIL_ARRAY
 from rstore.ids import StreamID
 from rstore.pipeline import Pipeline
 from rstore.store import DEFAULT_PATH, Store
@@ -35,6 +36,7 @@ __all__ = [
     "StorageError",
     "Store",
     "StoreClosedError",
+    "StoreNotFoundError",
     "StreamID",
     "UnsupportedFormatError",
     "__version__",

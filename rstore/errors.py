@@ -24,6 +24,7 @@ __all__ = [
     "ResponseError",
     "StorageError",
     "StoreClosedError",
+    "StoreNotFoundError",
     "UnsupportedFormatError",
 ]
 
@@ -58,6 +59,10 @@ class StorageError(RStoreError):
 
 class NotAStoreError(StorageError):
     """The directory exists and holds files, but not an rstore store."""
+
+
+class StoreNotFoundError(NotAStoreError):
+    """No store exists at the path and creating one was not asked for."""
 
 
 class UnsupportedFormatError(StorageError):

@@ -8,7 +8,8 @@ from typing import Any
 
 from rstore.client import Callback, RedisCommands
 from rstore.commands.args import encode_arg
-from rstore.commands.executor import run_one
+from rstore.commands.executor import execute
+from rstore.commands.registry import lookup
 from rstore.commands.reply import to_public
 from rstore.errors import StoreClosedError
 from rstore.pipeline import Pipeline
@@ -130,22 +131,30 @@ class Store(RedisCommands):
         integer -> ``int``, nil -> ``None``, array -> ``list``.  A refused command raises
         :class:`rstore.ResponseError` whose ``str()`` is Valkey's exact error line.
         """
-        spec, reply = run_one(self._live_env(), [encode_arg(a) for a in argv])
+        spec, reply = execute(self._live_env(), [encode_arg(a) for a in argv])
         return to_public(reply, spec.nested_nil)
 
     def execute_raw(self, *argv: Any) -> Any:
         """Like :meth:`execute`, but keeps RESP2's two nils apart: a nil bulk is ``None`` and a
         nil array is :data:`rstore.NIL_ARRAY`.  For network fronts and exact comparisons."""
-        return run_one(self._live_env(), [encode_arg(a) for a in argv])[1]
+        return execute(self._live_env(), [encode_arg(a) for a in argv])[1]
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
         """redis-py's low-level entry point: same as :meth:`execute`."""
         return self.execute(*args)
 
     def _command(self, argv: list[Any], callback: Callback = None, **options: Any) -> Any:
-        spec, reply = run_one(self._live_env(), [encode_arg(a) for a in argv])
+        spec, reply = execute(self._live_env(), [encode_arg(a) for a in argv])
         public = to_public(reply, spec.nested_nil)
         return callback(public, **options) if callback is not None else public
+
+    @staticmethod
+    def is_write_command(*argv: Any) -> bool:
+        """Whether the command would write (and so needs, or creates, a store).
+
+        Raises :class:`ResponseError` for an unknown command or a wrong argument count.
+        """
+        return lookup([encode_arg(a) for a in argv]).write
 
     def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Pipeline:
         """A pipeline whose :meth:`~Pipeline.execute` runs in one atomic transaction.

@@ -3,7 +3,16 @@
 Importing this package registers every command in :data:`~rstore.commands.registry.COMMANDS`.
 """
 
-from rstore.commands import keyspace, stream_read, stream_write, xinfo
+from rstore.commands import (
+    keyspace,
+    stream_read,
+    stream_write,
+    xclaim,
+    xgroup,
+    xinfo,
+    xpending,
+    xreadgroup,
+)
 from rstore.commands.executor import run_batch, run_one
 from rstore.commands.registry import COMMANDS, Context, lookup
 from rstore.commands.reply import NIL_ARRAY, to_public
@@ -19,5 +28,9 @@ __all__ = [
     "stream_read",
     "stream_write",
     "to_public",
+    "xclaim",
+    "xgroup",
     "xinfo",
+    "xpending",
+    "xreadgroup",
 ]

@@ -4,20 +4,31 @@ A write command runs in one LMDB write transaction from start to end; a refused 
 before anything is committed, so it changes nothing.  A batch (a pipeline) runs every command
 in a single write transaction, atomically, like MULTI/EXEC: a command refused while running
 answers with its error and the others still apply; a command refused before running (unknown
-name, wrong arity) discards the whole batch.
+name, wrong arity) discards the whole batch.  BLOCK is ignored inside a batch.
+
+After a commit, readers blocked on the keys a command changed are woken (in any process).
+A blocking read that finds nothing returns :class:`Blocked`; :func:`execute` then waits and
+re-runs the command until it is served or its deadline passes (Valkey's 7.2+ model).
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from rstore.commands.registry import CommandSpec, Context, lookup
+from rstore.commands.reply import NIL_ARRAY
 from rstore.errors import ResponseError
 from rstore.storage.env import Env
+from rstore.storage.notify import Waiter
 from rstore.storage.txn import Txn
 
-__all__ = ["now_ms", "run_batch", "run_one"]
+__all__ = ["Blocked", "execute", "now_ms", "run_batch", "run_one"]
+
+# A blocked reader re-checks at least this often even without a wake-up (bounds the delay if a
+# waking process dies half-way); the cost is one read transaction per interval.
+SAFETY_RECHECK_S = 1.0
 
 
 def now_ms() -> int:
@@ -25,26 +36,76 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+@dataclass(frozen=True)
+class Blocked:
+    """A blocking read with nothing to serve yet: what to wait on and how to re-run it."""
+
+    keys: list[bytes]
+    kind: int  # notify.KIND_READ or notify.KIND_GROUP
+    group: int  # hash of the group name for XREADGROUP, else 0
+    rerun_argv: list[bytes]  # the command to run again (XREAD's "$" made concrete)
+    block_ms: int  # 0 = forever
+
+
 def run_one(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
-    """Run one command; ``(spec, internal reply)``.  Errors raise :class:`ResponseError`."""
+    """Run one command once; ``(spec, internal reply)``.  Errors raise :class:`ResponseError`.
+
+    The reply may be :class:`Blocked`; see :func:`execute`.
+    """
     spec = lookup(argv)
     handler = spec.handler
     assert handler is not None
     now = now_ms()
+    contexts: list[Context] = []
 
     def body(txn: Txn) -> Any:
-        return handler(Context(txn, now), argv)
+        ctx = Context(txn, now)
+        contexts[:] = [ctx]
+        return handler(ctx, argv)
 
-    return spec, (env.write(body) if spec.write else env.read(body))
+    if not spec.write:
+        return spec, env.read(body)
+    reply = env.write(body)
+    env.notify(contexts[0].signals)
+    return spec, reply
+
+
+def execute(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
+    """Run one command, waiting when it is a blocking read with nothing to serve yet."""
+    spec, reply = run_one(env, argv)
+    if isinstance(reply, Blocked):
+        reply = _wait(env, reply)
+    return spec, reply
+
+
+def _wait(env: Env, blocked: Blocked) -> Any:
+    deadline = None if blocked.block_ms == 0 else time.monotonic() + blocked.block_ms / 1000
+    with Waiter(env.notifier, blocked.kind, blocked.keys, blocked.group) as waiter:
+        while True:
+            try:
+                _, reply = run_one(env, blocked.rerun_argv)
+            finally:
+                waiter.pass_baton()
+            if not isinstance(reply, Blocked):
+                return reply
+            if deadline is None:
+                waiter.wait(SAFETY_RECHECK_S)
+                continue
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return NIL_ARRAY
+            waiter.wait(min(remaining, SAFETY_RECHECK_S))
 
 
 def run_batch(env: Env, batch: list[list[bytes]]) -> list[tuple[CommandSpec, Any]]:
     """Run ``batch`` in one transaction; each result is a reply or a ResponseError instance."""
     specs = [lookup(argv) for argv in batch]  # refuse the whole batch before running any
     now = now_ms()
+    signals: list[set[bytes] | None] = []
 
     def body(txn: Txn) -> list[tuple[CommandSpec, Any]]:
-        ctx = Context(txn, now)
+        ctx = Context(txn, now, in_batch=True)
+        signals[:] = [ctx.signals]
         results: list[tuple[CommandSpec, Any]] = []
         for spec, argv in zip(specs, batch):
             assert spec.handler is not None
@@ -52,8 +113,11 @@ def run_batch(env: Env, batch: list[list[bytes]]) -> list[tuple[CommandSpec, Any
                 results.append((spec, spec.handler(ctx, argv)))
             except ResponseError as exc:
                 results.append((spec, exc))
+        signals[:] = [ctx.signals]
         return results
 
-    if any(spec.write for spec in specs):
-        return env.write(body)
-    return env.read(body)
+    if not any(spec.write for spec in specs):
+        return env.read(body)
+    results = env.write(body)
+    env.notify(signals[0])
+    return results

@@ -18,12 +18,14 @@ _KNOWN_TYPES = {"string", "list", "set", "zset", "hash", "stream"} | set(TYPE_NA
 
 @command("del", -2, write=True, summary="Delete keys")
 def del_(ctx: Context, argv: list[bytes]) -> Any:
+    for key in argv[1:]:
+        ctx.signal(key)  # blocked XREADGROUP readers of a deleted key get NOGROUP
     return keyspace.delete_keys(ctx.txn, argv[1:])
 
 
 @command("unlink", -2, write=True, summary="Delete keys (same as DEL here)")
 def unlink(ctx: Context, argv: list[bytes]) -> Any:
-    return keyspace.delete_keys(ctx.txn, argv[1:])
+    return del_(ctx, argv)
 
 
 @command("exists", -2, summary="Count how many of the keys exist")
@@ -83,6 +85,7 @@ def flushall(ctx: Context, argv: list[bytes]) -> Any:
     if len(argv) > 2 or (len(argv) == 2 and keyword(argv[1]) not in (b"sync", b"async")):
         raise messages.error(messages.SYNTAX)
     keyspace.flushall(ctx.txn)
+    ctx.signal_all()
     return "OK"
 
 

@@ -24,13 +24,26 @@ __all__ = ["COMMANDS", "CommandSpec", "Context", "command", "lookup", "subcomman
 
 
 class Context:
-    """What a handler runs against: one transaction and one time snapshot (ms)."""
+    """What a handler runs against: one transaction, one time snapshot (ms), whether it runs
+    inside a batch (where BLOCK is ignored, as in MULTI), and the keys it signals to blocked
+    readers once the transaction commits."""
 
-    __slots__ = ("now_ms", "txn")
+    __slots__ = ("in_batch", "now_ms", "signals", "txn")
 
-    def __init__(self, txn: Txn, now_ms: int) -> None:
+    def __init__(self, txn: Txn, now_ms: int, *, in_batch: bool = False) -> None:
         self.txn = txn
         self.now_ms = now_ms
+        self.in_batch = in_batch
+        self.signals: set[bytes] | None = set()
+
+    def signal(self, key: bytes) -> None:
+        """Wake readers blocked on ``key`` after commit."""
+        if self.signals is not None:
+            self.signals.add(key)
+
+    def signal_all(self) -> None:
+        """Wake every blocked reader after commit (FLUSHALL)."""
+        self.signals = None
 
 
 Handler = Callable[[Context, list[bytes]], Any]

@@ -7,9 +7,11 @@ from typing import Any
 
 from rstore import ids, messages
 from rstore.commands.args import cstr, keyword, parse_int
+from rstore.commands.executor import Blocked
 from rstore.commands.registry import Context, command
 from rstore.commands.reply import NIL_ARRAY, entries_reply
 from rstore.numbers import UINT64_MAX
+from rstore.storage.notify import KIND_READ
 from rstore.streams.keyspace import lookup_stream
 from rstore.streams.read import read_after, read_range
 
@@ -158,6 +160,15 @@ def xread(ctx: Context, argv: list[bytes]) -> Any:
     reply = serve_xread(ctx, args.keys, after, args.count)
     if reply:
         return reply
-    if args.block_ms is not None:
-        raise messages.error("ERR XREAD BLOCK is not supported yet")
-    return NIL_ARRAY
+    if args.block_ms is None or ctx.in_batch:
+        return NIL_ARRAY
+    return Blocked(args.keys, KIND_READ, 0, _concrete_ids(argv, args, after), args.block_ms)
+
+
+def _concrete_ids(argv: list[bytes], args: XReadArgs, after: list[ids.ID]) -> list[bytes]:
+    """The XREAD argv to re-run after a wake-up: each "$" becomes the ID it stood for."""
+    n = len(args.keys)
+    concrete = [
+        ids.format_id(sid) if cstr(arg) == b"$" else arg for arg, sid in zip(args.id_args, after)
+    ]
+    return argv[: len(argv) - n] + concrete

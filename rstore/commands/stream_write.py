@@ -123,7 +123,10 @@ def xadd(ctx: Context, argv: list[bytes]) -> Any:
         trim_spec=trim_spec,
         now_ms=ctx.now_ms,
     )
-    return None if new_id is None else b"%d-%d" % new_id
+    if new_id is None:
+        return None
+    ctx.signal(argv[1])
+    return b"%d-%d" % new_id
 
 
 @command("xtrim", -4, write=True, summary="Trim a stream by length or minimum ID")

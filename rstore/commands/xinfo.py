@@ -9,6 +9,8 @@ from rstore.commands.args import keyword, parse_int
 from rstore.commands.registry import Context, container, subcommand, subcommand_syntax_error
 from rstore.commands.reply import entries_reply, entry_reply
 from rstore.ids import format_id
+from rstore.streams import groups
+from rstore.streams.group_info import consumers_info, full_groups, groups_info
 from rstore.streams.info import stream_info
 from rstore.streams.keyspace import StreamRef, lookup_stream
 
@@ -68,7 +70,10 @@ def xinfo_stream(ctx: Context, argv: list[bytes]) -> Any:
     ]  # fmt: skip
     if full:
         assert info.entries is not None
-        reply += [b"entries", entries_reply(info.entries), b"groups", []]
+        reply += [
+            b"entries", entries_reply(info.entries),
+            b"groups", _full_groups(ctx, stream, count),
+        ]  # fmt: skip
     else:
         reply += [
             b"groups", info.groups,
@@ -76,3 +81,68 @@ def xinfo_stream(ctx: Context, argv: list[bytes]) -> Any:
             b"last-entry", None if info.last_entry is None else entry_reply(info.last_entry),
         ]  # fmt: skip
     return reply
+
+
+def _full_groups(ctx: Context, stream: StreamRef, count: int) -> list[Any]:
+    out: list[Any] = []
+    for g in full_groups(ctx.txn, stream, count):
+        consumers = [
+            [
+                b"name", c.name,
+                b"seen-time", c.seen_time,
+                b"active-time", c.active_time,
+                b"pel-count", c.pel_count,
+                b"pending", [[format_id(eid), t, n] for eid, t, n in c.pending],
+            ]
+            for c in g.consumers
+        ]  # fmt: skip
+        out.append(
+            [
+                b"name", g.name,
+                b"last-delivered-id", format_id(g.last_delivered_id),
+                b"entries-read", g.entries_read,
+                b"lag", g.lag,
+                b"pel-count", g.pel_count,
+                b"pending", [[format_id(eid), who, t, n] for eid, who, t, n in g.pending],
+                b"consumers", consumers,
+            ]
+        )  # fmt: skip
+    return out
+
+
+@subcommand("xinfo", "groups", 3)
+def xinfo_groups(ctx: Context, argv: list[bytes]) -> Any:
+    stream = lookup_for_xinfo(ctx, argv[2])
+    return [
+        [
+            b"name", g.name,
+            b"consumers", g.consumers,
+            b"pending", g.pending,
+            b"last-delivered-id", format_id(g.last_delivered_id),
+            b"entries-read", g.entries_read,
+            b"lag", g.lag,
+        ]
+        for g in groups_info(ctx.txn, stream)
+    ]  # fmt: skip
+
+
+@subcommand("xinfo", "consumers", 4)
+def xinfo_consumers(ctx: Context, argv: list[bytes]) -> Any:
+    stream = lookup_for_xinfo(ctx, argv[2])
+    group = groups.find_group(ctx.txn, stream, argv[3])
+    if group is None:
+        raise messages.error(
+            "NOGROUP No such consumer group '{group}' for key name '{key}'",
+            group=messages.sanitize(argv[3]),
+            key=messages.sanitize(argv[2]),
+        )
+    now = ctx.now_ms
+    return [
+        [
+            b"name", c.name,
+            b"pending", c.pending,
+            b"idle", max(now - c.seen_time, 0),
+            b"inactive", -1 if c.active_time == -1 else now - c.active_time,
+        ]
+        for c in consumers_info(ctx.txn, group)
+    ]  # fmt: skip

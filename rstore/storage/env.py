@@ -28,9 +28,15 @@ from typing import Any, TypeVar
 
 import lmdb
 
-from rstore.errors import NotAStoreError, StorageError, UnsupportedFormatError
+from rstore.errors import (
+    NotAStoreError,
+    StorageError,
+    StoreNotFoundError,
+    UnsupportedFormatError,
+)
 from rstore.storage import layout
 from rstore.storage.layout import StoreConfig
+from rstore.storage.notify import Notifier, key_hash
 from rstore.storage.txn import Txn
 
 T = TypeVar("T")
@@ -109,7 +115,7 @@ def _check_directory(path: str, create: bool) -> None:
         raise NotAStoreError(f"{path} is a file, not a store directory")
     if not os.path.exists(path):
         if not create:
-            raise NotAStoreError(f"no store at {path}")
+            raise StoreNotFoundError(f"no store at {path}")
         try:
             os.makedirs(path, exist_ok=True)
         except OSError as exc:
@@ -122,7 +128,7 @@ def _check_directory(path: str, create: bool) -> None:
                 f"{path} is not an rstore store: it holds other files and no data.mdb"
             )
         if not create:
-            raise NotAStoreError(f"no store at {path}")
+            raise StoreNotFoundError(f"no store at {path}")
 
 
 class Env:
@@ -137,6 +143,8 @@ class Env:
         self._gate = _Gate()
         self._forked = False
         self._pid = os.getpid()
+        self._notifier: Notifier | None = None
+        self._notifier_lock = threading.Lock()
         self._open()
         _all_envs.add(self)
 
@@ -172,7 +180,7 @@ class Env:
             raise NotAStoreError(f"{self.path} is an LMDB environment but not an rstore store")
         fresh = not names
         if fresh and not self._create:
-            raise NotAStoreError(f"no store at {self.path}")
+            raise StoreNotFoundError(f"no store at {self.path}")
         if not fresh:
             # Handles opened outside a write transaction stay valid for the environment's life
             # (a handle opened in a read-only transaction dies with it).
@@ -207,6 +215,7 @@ class Env:
         self._gate = _Gate()
         self._pid = os.getpid()
         self._forked = False
+        self._notifier = None  # its flock and mmap belong to the parent's open file
         self._open()
 
     # ------------------------------------------------------------------ transactions
@@ -284,6 +293,27 @@ class Env:
             except lmdb.Error as exc:
                 raise translate(exc, self.path) from exc
 
+    # ------------------------------------------------------------------ wake-ups
+
+    @property
+    def notifier(self) -> Notifier:
+        """The waiter table of this store (opened on first use)."""
+        if self._forked:
+            self._reopen_after_fork()
+        notifier = self._notifier
+        if notifier is None:
+            with self._notifier_lock:
+                if self._notifier is None:
+                    self._notifier = Notifier(self.path)
+                notifier = self._notifier
+        return notifier
+
+    def notify(self, keys: set[bytes] | None) -> None:
+        """Wake readers blocked on ``keys`` (``None``: on every key) after a commit."""
+        if keys is not None and not keys:
+            return
+        self.notifier.notify(None if keys is None else {key_hash(k) for k in keys})
+
     # ------------------------------------------------------------------ misc
 
     @property
@@ -313,6 +343,8 @@ class Env:
     def _close(self) -> None:
         if not self._forked:
             self._env.close()
+            if self._notifier is not None:
+                self._notifier.close()
 
 
 def acquire(path: str, *, sync: bool, map_size: int | None, create: bool) -> Env:

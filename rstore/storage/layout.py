@@ -236,3 +236,122 @@ def node_key_id(key: bytes) -> ID:
     """The master ID part of a ``nodes`` key."""
     _, ms, seq = struct.unpack(">QQQ", key)
     return (ms, seq)
+
+
+# ----------------------------------------------------------------------------- groups
+
+# Group and consumer names are stored in keys (so LMDB returns them in Redis's bytewise order);
+# names longer than this keep a prefix plus their SHA-256, with the full name in the value.
+MAX_INLINE_MEMBER = 400
+_MEMBER_PREFIX = MAX_INLINE_MEMBER - 32
+INVALID_ENTRIES_READ = -1
+
+_GROUP = struct.Struct(">QQqQQQ")
+_CONSUMER = struct.Struct(">qqQ")
+_NACK = struct.Struct(">qQ")
+_U16 = struct.Struct(">H")
+
+
+def member_part(name: bytes) -> bytes:
+    """The key part naming a group or consumer (the name itself unless it is very long)."""
+    if len(name) <= MAX_INLINE_MEMBER:
+        return name
+    return name[:_MEMBER_PREFIX] + hashlib.sha256(name).digest()
+
+
+def group_key(stream_handle: int, name: bytes) -> bytes:
+    """``groups`` key: stream handle + group name."""
+    return _U64.pack(stream_handle) + member_part(name)
+
+
+def consumer_key(group_handle: int, name: bytes) -> bytes:
+    """``consumers`` key: group handle + consumer name."""
+    return _U64.pack(group_handle) + member_part(name)
+
+
+def pel_key(group_handle: int, entry_id: ID) -> bytes:
+    """``pel`` key: group handle + entry ID (16 bytes, big-endian)."""
+    return struct.pack(">QQQ", group_handle, entry_id[0], entry_id[1])
+
+
+def consumer_pel_prefix(group_handle: int, consumer: bytes) -> bytes:
+    """``consumer_pel`` key prefix of one consumer: group handle + u16 length + name part."""
+    part = member_part(consumer)
+    return _U64.pack(group_handle) + _U16.pack(len(part)) + part
+
+
+def id_from_key_tail(key: bytes) -> ID:
+    """The 16-byte big-endian entry ID at the end of a ``pel``/``consumer_pel`` key."""
+    ms, seq = struct.unpack_from(">QQ", key, len(key) - 16)
+    return (ms, seq)
+
+
+class GroupMeta:
+    """A consumer group (Redis ``streamCG``) without its PEL and consumers."""
+
+    __slots__ = ("consumer_count", "entries_read", "handle", "last_id", "name", "pel_count")
+
+    def __init__(
+        self,
+        name: bytes,
+        handle: int,
+        last_id: ID = (0, 0),
+        entries_read: int = INVALID_ENTRIES_READ,
+        pel_count: int = 0,
+        consumer_count: int = 0,
+    ) -> None:
+        self.name = name  # the group name (not packed when short: it is in the key)
+        self.handle = handle  # prefixes the group's consumers, pel and consumer_pel keys
+        self.last_id = last_id  # last delivered ID
+        self.entries_read = entries_read  # logical read counter, -1 = unknown
+        self.pel_count = pel_count  # pending entries of the group
+        self.consumer_count = consumer_count
+
+    def pack(self) -> bytes:
+        rec = _GROUP.pack(
+            self.last_id[0],
+            self.last_id[1],
+            self.entries_read,
+            self.handle,
+            self.pel_count,
+            self.consumer_count,
+        )
+        return rec + self.name if len(self.name) > MAX_INLINE_MEMBER else rec
+
+    @classmethod
+    def unpack(cls, key: bytes, value: bytes) -> GroupMeta:
+        ms, seq, entries_read, handle, pel_count, consumer_count = _GROUP.unpack_from(value)
+        name = bytes(value[_GROUP.size :]) if len(value) > _GROUP.size else bytes(key[8:])
+        return cls(name, handle, (ms, seq), entries_read, pel_count, consumer_count)
+
+
+class ConsumerMeta:
+    """A consumer of a group (Redis ``streamConsumer``) without its PEL."""
+
+    __slots__ = ("active_time", "name", "pel_count", "seen_time")
+
+    def __init__(self, name: bytes, seen_time: int, active_time: int = -1, pel_count: int = 0):
+        self.name = name
+        self.seen_time = seen_time  # last attempted interaction, ms
+        self.active_time = active_time  # last successful read or claim, ms; -1 = never
+        self.pel_count = pel_count  # entries this consumer owns in the group PEL
+
+    def pack(self) -> bytes:
+        rec = _CONSUMER.pack(self.seen_time, self.active_time, self.pel_count)
+        return rec + self.name if len(self.name) > MAX_INLINE_MEMBER else rec
+
+    @classmethod
+    def unpack(cls, key: bytes, value: bytes) -> ConsumerMeta:
+        seen, active, pel_count = _CONSUMER.unpack_from(value)
+        name = bytes(value[_CONSUMER.size :]) if len(value) > _CONSUMER.size else bytes(key[8:])
+        return cls(name, seen, active, pel_count)
+
+
+def pack_nack(delivery_time_ms: int, delivery_count: int, consumer: bytes) -> bytes:
+    """``pel`` value: delivery time (ms), delivery count, owning consumer's name."""
+    return _NACK.pack(delivery_time_ms, delivery_count) + consumer
+
+
+def unpack_nack(value: bytes) -> tuple[int, int, bytes]:
+    delivery_time, delivery_count = _NACK.unpack_from(value)
+    return delivery_time, delivery_count, bytes(value[_NACK.size :])

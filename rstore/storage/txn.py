@@ -146,15 +146,41 @@ class Txn:
         for key in [k for k in self._dirty_nodes if k.startswith(prefix)]:
             del self._dirty_nodes[key]
         self._raw.delete(prefix, db=self.db_streams)
-        self._delete_prefix(self.db_nodes, prefix)
+        self.delete_prefix(self.db_nodes, prefix)
 
-    def _delete_prefix(self, db: Any, prefix: bytes) -> None:
+    # ------------------------------------------------------------------ generic helpers
+
+    def delete_prefix(self, db: Any, prefix: bytes) -> None:
+        """Delete every key of ``db`` that starts with ``prefix``."""
         cur = self._raw.cursor(db=db)
         if not cur.set_range(prefix):
             return
         while cur.key()[: len(prefix)] == prefix:
             if not cur.delete():
                 break
+
+    def iter_prefix(
+        self, db: Any, prefix: bytes, start: bytes | None = None, *, values: bool = True
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """``(key, value)`` pairs of ``db`` whose key starts with ``prefix``, in key order,
+        beginning at ``start`` (default: the prefix itself).  Values are ``b""`` when not asked.
+
+        Do not change ``db`` while iterating: collect first, then write.
+        """
+        cur = self._raw.cursor(db=db)
+        if not cur.set_range(start if start is not None else prefix):
+            return
+        n = len(prefix)
+        if values:
+            for key, value in cur.iternext():
+                if key[:n] != prefix:
+                    return
+                yield key, value
+        else:
+            for key in cur.iternext(values=False):
+                if key[:n] != prefix:
+                    return
+                yield key, b""
 
     # ------------------------------------------------------------------ nodes
 

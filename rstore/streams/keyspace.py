@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rstore import glob, messages
+from rstore.storage import groups as storage_groups
 from rstore.storage.layout import TYPE_NAMES, TYPE_STREAM, KeyRecord, StreamMeta
 from rstore.storage.txn import Txn
 
@@ -54,6 +55,7 @@ def create_stream(txn: Txn, name: bytes) -> StreamRef:
 
 
 def _delete(txn: Txn, name: bytes, rec: KeyRecord) -> None:
+    storage_groups.groups_delete_all(txn, rec.handle)
     txn.stream_delete(rec.handle)
     txn.key_delete(name)
 

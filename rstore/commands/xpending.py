@@ -1,0 +1,76 @@
+"""XACK and XPENDING."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rstore import ids, messages
+from rstore.commands.args import keyword, parse_int
+from rstore.commands.registry import Context, command
+from rstore.commands.reply import NIL_ARRAY
+from rstore.numbers import UINT64_MAX
+from rstore.storage.layout import GroupMeta
+from rstore.streams import groups
+from rstore.streams.keyspace import StreamRef, lookup_stream
+from rstore.streams.pending import ack, pending_range, pending_summary
+
+NOGROUP = "NOGROUP No such key '{key}' or consumer group '{group}'"
+
+
+def lookup_group(ctx: Context, key: bytes, name: bytes) -> tuple[StreamRef, GroupMeta]:
+    """The stream and group for XPENDING/XCLAIM/XAUTOCLAIM, or their shared NOGROUP error."""
+    stream = lookup_stream(ctx.txn, key)
+    group = None if stream is None else groups.find_group(ctx.txn, stream, name)
+    if stream is None or group is None:
+        raise messages.error(NOGROUP, key=messages.sanitize(key), group=messages.sanitize(name))
+    return stream, group
+
+
+@command("xack", -4, write=True, summary="Acknowledge pending entries")
+def xack(ctx: Context, argv: list[bytes]) -> Any:
+    stream = lookup_stream(ctx.txn, argv[1])
+    group = None if stream is None else groups.find_group(ctx.txn, stream, argv[2])
+    if stream is None or group is None:
+        return 0
+    id_list = [ids.parse_id(a, strict=True) for a in argv[3:]]
+    return ack(ctx.txn, stream, group, id_list)
+
+
+@command("xpending", -3, summary="Inspect pending entries of a group")
+def xpending(ctx: Context, argv: list[bytes]) -> Any:
+    argc = len(argv)
+    if argc != 3 and not 6 <= argc <= 9:
+        raise messages.error(messages.SYNTAX)
+    consumer = None
+    min_idle = 0
+    if argc >= 6:
+        at = 3
+        if keyword(argv[3]) == b"idle":
+            min_idle = parse_int(argv[4])
+            if argc < 8:
+                raise messages.error(messages.SYNTAX)
+            at += 2
+        count = max(parse_int(argv[at + 2]), 0)
+        start = ids.parse_interval_id(argv[at], missing_seq=0, is_end=False)
+        end = ids.parse_interval_id(argv[at + 1], missing_seq=UINT64_MAX, is_end=True)
+        if at + 3 < argc:
+            consumer = argv[at + 3]
+    _, group = lookup_group(ctx, argv[1], argv[2])
+    if argc == 3:
+        summary = pending_summary(ctx.txn, group)
+        if summary.count == 0:
+            return [0, None, None, NIL_ARRAY]
+        assert summary.first is not None and summary.last is not None
+        return [
+            summary.count,
+            ids.format_id(summary.first),
+            ids.format_id(summary.last),
+            [[name, b"%d" % n] for name, n in summary.consumers],
+        ]
+    if consumer is not None and groups.find_consumer(ctx.txn, group, consumer) is None:
+        return []
+    found = pending_range(
+        ctx.txn, group, start, end, count,
+        consumer=consumer, min_idle_ms=min_idle, now_ms=ctx.now_ms,
+    )  # fmt: skip
+    return [[ids.format_id(p.id), p.consumer, p.idle_ms, p.delivery_count] for p in found]

@@ -1,0 +1,188 @@
+"""Consumer groups on disk: group records, consumers, the group PEL and the per-consumer index.
+
+Four sub-databases, all apart from the stream nodes:
+
+* ``groups``       stream handle + group name       -> :class:`GroupMeta`
+* ``consumers``    group handle + consumer name     -> :class:`ConsumerMeta`
+* ``pel``          group handle + entry ID          -> delivery time, delivery count, owner name
+* ``consumer_pel`` group handle + u16 len + consumer + entry ID -> empty (index)
+
+Names sit in keys, so LMDB returns groups and consumers in Redis's bytewise order and PEL
+entries in ID order.  The per-consumer index lets per-consumer reads, XPENDING with a consumer
+and DELCONSUMER touch only that consumer's entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rstore.storage import layout
+from rstore.storage.layout import ID, ConsumerMeta, GroupMeta
+from rstore.storage.txn import Txn
+
+__all__ = [
+    "consumer_delete",
+    "consumer_get",
+    "consumer_pel_ids",
+    "consumer_put",
+    "consumers_of",
+    "group_delete",
+    "group_get",
+    "group_put",
+    "groups_delete_all",
+    "groups_of",
+    "last_pel_id",
+    "nack_delete",
+    "nack_get",
+    "nack_put",
+    "pel_entries",
+]
+
+Nack = tuple[int, int, bytes]  # delivery_time_ms, delivery_count, consumer name
+
+
+# ----------------------------------------------------------------------------- groups
+
+
+def group_get(txn: Txn, stream_handle: int, name: bytes) -> GroupMeta | None:
+    key = layout.group_key(stream_handle, name)
+    value = txn.raw.get(key, db=txn.db_groups)
+    if value is None:
+        return None
+    group = GroupMeta.unpack(key, value)
+    return group if group.name == name else None
+
+
+def group_put(txn: Txn, stream_handle: int, group: GroupMeta) -> None:
+    txn.raw.put(layout.group_key(stream_handle, group.name), group.pack(), db=txn.db_groups)
+
+
+def groups_of(txn: Txn, stream_handle: int) -> list[GroupMeta]:
+    """The stream's groups in name order."""
+    prefix = layout.pack_u64(stream_handle)
+    return [GroupMeta.unpack(k, v) for k, v in txn.iter_prefix(txn.db_groups, prefix)]
+
+
+def group_delete(txn: Txn, stream_handle: int, group: GroupMeta) -> None:
+    """Remove a group with its consumers and pending entries."""
+    txn.raw.delete(layout.group_key(stream_handle, group.name), db=txn.db_groups)
+    prefix = layout.pack_u64(group.handle)
+    txn.delete_prefix(txn.db_consumers, prefix)
+    txn.delete_prefix(txn.db_pel, prefix)
+    txn.delete_prefix(txn.db_consumer_pel, prefix)
+
+
+def groups_delete_all(txn: Txn, stream_handle: int) -> None:
+    for group in groups_of(txn, stream_handle):
+        group_delete(txn, stream_handle, group)
+
+
+# ----------------------------------------------------------------------------- consumers
+
+
+def consumer_get(txn: Txn, group: GroupMeta, name: bytes) -> ConsumerMeta | None:
+    key = layout.consumer_key(group.handle, name)
+    value = txn.raw.get(key, db=txn.db_consumers)
+    if value is None:
+        return None
+    consumer = ConsumerMeta.unpack(key, value)
+    return consumer if consumer.name == name else None
+
+
+def consumer_put(txn: Txn, group: GroupMeta, consumer: ConsumerMeta) -> None:
+    txn.raw.put(
+        layout.consumer_key(group.handle, consumer.name), consumer.pack(), db=txn.db_consumers
+    )
+
+
+def consumer_delete(txn: Txn, group: GroupMeta, name: bytes) -> None:
+    """Remove a consumer record and its index entries (its NACKs are the caller's business)."""
+    txn.raw.delete(layout.consumer_key(group.handle, name), db=txn.db_consumers)
+    txn.delete_prefix(txn.db_consumer_pel, layout.consumer_pel_prefix(group.handle, name))
+
+
+def consumers_of(txn: Txn, group: GroupMeta) -> list[ConsumerMeta]:
+    """The group's consumers in name order."""
+    prefix = layout.pack_u64(group.handle)
+    return [ConsumerMeta.unpack(k, v) for k, v in txn.iter_prefix(txn.db_consumers, prefix)]
+
+
+# ----------------------------------------------------------------------------- PEL
+
+
+def nack_get(txn: Txn, group: GroupMeta, entry_id: ID) -> Nack | None:
+    value = txn.raw.get(layout.pel_key(group.handle, entry_id), db=txn.db_pel)
+    return None if value is None else layout.unpack_nack(value)
+
+
+def nack_put(
+    txn: Txn,
+    group: GroupMeta,
+    entry_id: ID,
+    nack: Nack,
+    previous_owner: bytes | None,
+) -> None:
+    """Store a NACK; keep the per-consumer index in step when the owner changes.
+
+    ``previous_owner`` is the owner before this call (``None`` for a new NACK).
+    """
+    delivery_time, delivery_count, owner = nack
+    txn.raw.put(
+        layout.pel_key(group.handle, entry_id),
+        layout.pack_nack(delivery_time, delivery_count, owner),
+        db=txn.db_pel,
+    )
+    if previous_owner != owner:
+        tail = layout.pel_key(0, entry_id)[8:]
+        if previous_owner is not None:
+            txn.raw.delete(
+                layout.consumer_pel_prefix(group.handle, previous_owner) + tail,
+                db=txn.db_consumer_pel,
+            )
+        txn.raw.put(
+            layout.consumer_pel_prefix(group.handle, owner) + tail, b"", db=txn.db_consumer_pel
+        )
+
+
+def nack_delete(txn: Txn, group: GroupMeta, entry_id: ID, owner: bytes) -> None:
+    """Remove a NACK from the group PEL and from its owner's index."""
+    key = layout.pel_key(group.handle, entry_id)
+    txn.raw.delete(key, db=txn.db_pel)
+    txn.raw.delete(
+        layout.consumer_pel_prefix(group.handle, owner) + key[8:], db=txn.db_consumer_pel
+    )
+
+
+def pel_entries(
+    txn: Txn, group: GroupMeta, start: ID = (0, 0), end: ID | None = None
+) -> Iterator[tuple[ID, Nack]]:
+    """The group PEL from ``start`` (inclusive) to ``end`` (inclusive), in ID order."""
+    prefix = layout.pack_u64(group.handle)
+    end_key = None if end is None else layout.pel_key(group.handle, end)
+    for key, value in txn.iter_prefix(txn.db_pel, prefix, layout.pel_key(group.handle, start)):
+        if end_key is not None and key > end_key:
+            return
+        yield layout.id_from_key_tail(key), layout.unpack_nack(value)
+
+
+def last_pel_id(txn: Txn, group: GroupMeta) -> ID | None:
+    """The greatest ID in the group PEL."""
+    cur = txn.raw.cursor(db=txn.db_pel)
+    after = layout.pack_u64(group.handle + 1)
+    ok = cur.prev() if cur.set_range(after) else cur.last()
+    if not ok or cur.key()[:8] != layout.pack_u64(group.handle):
+        return None
+    return layout.id_from_key_tail(bytes(cur.key()))
+
+
+def consumer_pel_ids(
+    txn: Txn, group: GroupMeta, consumer: bytes, start: ID = (0, 0), end: ID | None = None
+) -> Iterator[ID]:
+    """The IDs a consumer owns, from ``start`` to ``end`` inclusive, in ID order."""
+    prefix = layout.consumer_pel_prefix(group.handle, consumer)
+    first = prefix + layout.pel_key(0, start)[8:]
+    last = None if end is None else prefix + layout.pel_key(0, end)[8:]
+    for key, _ in txn.iter_prefix(txn.db_consumer_pel, prefix, first, values=False):
+        if last is not None and key > last:
+            return
+        yield layout.id_from_key_tail(key)

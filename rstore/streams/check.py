@@ -1,0 +1,109 @@
+"""A full consistency check of a store: every stored counter against what it counts.
+
+Stream metadata (length, node count, tail, first ID, last ID bound), every node's structure,
+group and consumer counters, and the two PEL indexes (group PEL and per-consumer lists) must
+agree.  Returns a list of problems; empty means consistent.
+"""
+
+from __future__ import annotations
+
+from rstore.codec import stream_node as sn
+from rstore.errors import CorruptDataError
+from rstore.ids import format_id
+from rstore.storage import groups as store
+from rstore.storage.layout import TYPE_STREAM
+from rstore.storage.txn import Txn
+from rstore.streams.keyspace import StreamRef
+
+__all__ = ["check_store", "check_stream"]
+
+
+def check_store(txn: Txn) -> list[str]:
+    """Problems found in the whole store (empty when consistent)."""
+    problems: list[str] = []
+    keys = 0
+    for _, name, rec in txn.iter_keys():
+        keys += 1
+        if rec.type != TYPE_STREAM:
+            problems.append(f"{name!r}: unknown type {rec.type}")
+            continue
+        stream = StreamRef(rec.handle, txn.stream_get(rec.handle))
+        problems += [f"{name!r}: {p}" for p in check_stream(txn, stream)]
+    if keys != txn.key_count():
+        problems.append(f"keyspace iterates {keys} keys but counts {txn.key_count()}")
+    return problems
+
+
+def check_stream(txn: Txn, stream: StreamRef) -> list[str]:
+    meta = stream.meta
+    problems: list[str] = []
+    length = nodes = 0
+    first_live = None
+    previous = None
+    last_master = None
+    for master_id, node in txn.iter_nodes(stream.handle):
+        nodes += 1
+        last_master = master_id
+        try:
+            sn.validate_node(node, master_id, deep=True)
+        except CorruptDataError as exc:
+            problems.append(f"node {format_id(master_id)!r}: {exc}")
+            continue
+        count, deleted = sn.node_counts(node)
+        physical = live = 0
+        for entry_id, flags, _ in sn.iter_ids(node, master_id):
+            physical += 1
+            if previous is not None and entry_id <= previous:
+                problems.append(f"entry {format_id(entry_id)!r} is not after its predecessor")
+            previous = entry_id
+            if not flags & sn.FLAG_DELETED:
+                live += 1
+                if first_live is None:
+                    first_live = entry_id
+        if live != count or physical != count + deleted:
+            problems.append(f"node {format_id(master_id)!r}: counters {count}+{deleted}")
+        length += live
+    if length != meta.length:
+        problems.append(f"length {meta.length} but {length} live entries")
+    if nodes != meta.node_count:
+        problems.append(f"node count {meta.node_count} but {nodes} nodes")
+    if nodes and last_master != meta.tail_id:
+        problems.append(f"tail {meta.tail_id} but last node {last_master}")
+    if (first_live or (0, 0)) != meta.first_id:
+        problems.append(f"first id {meta.first_id} but first live entry {first_live}")
+    if previous is not None and previous > meta.last_id:
+        problems.append(f"entry {previous} after last id {meta.last_id}")
+    problems += _check_groups(txn, stream)
+    return problems
+
+
+def _check_groups(txn: Txn, stream: StreamRef) -> list[str]:
+    problems: list[str] = []
+    groups = store.groups_of(txn, stream.handle)
+    if len(groups) != stream.meta.group_count:
+        problems.append(f"group count {stream.meta.group_count} but {len(groups)} groups")
+    for group in groups:
+        where = f"group {group.name!r}"
+        owners: dict[bytes, int] = {}
+        pel = list(store.pel_entries(txn, group))
+        for entry_id, (_, _, owner) in pel:
+            owners[owner] = owners.get(owner, 0) + 1
+            if entry_id not in set(store.consumer_pel_ids(txn, group, owner, entry_id, entry_id)):
+                problems.append(f"{where}: {entry_id} missing from {owner!r}'s list")
+        if len(pel) != group.pel_count:
+            problems.append(f"{where}: pel count {group.pel_count} but {len(pel)} entries")
+        consumers = store.consumers_of(txn, group)
+        if len(consumers) != group.consumer_count:
+            problems.append(f"{where}: consumer count {group.consumer_count} but {len(consumers)}")
+        names = {c.name for c in consumers}
+        for owner in owners:
+            if owner not in names:
+                problems.append(f"{where}: pending entries owned by missing consumer {owner!r}")
+        for c in consumers:
+            own = list(store.consumer_pel_ids(txn, group, c.name))
+            if len(own) != c.pel_count or owners.get(c.name, 0) != c.pel_count:
+                problems.append(
+                    f"{where}: consumer {c.name!r} counts {c.pel_count}, lists {len(own)}, "
+                    f"owns {owners.get(c.name, 0)}"
+                )
+    return problems

@@ -1,0 +1,168 @@
+"""Claiming pending entries: XCLAIM and XAUTOCLAIM.
+
+Both move NACKs to the claiming consumer (creating it if needed, and marking it seen), set the
+delivery time and bump the delivery count (unless JUSTID).  An entry deleted from the stream
+cannot be claimed: its NACK is dropped -- silently by XCLAIM, reported by XAUTOCLAIM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import islice
+
+from rstore.ids import ID
+from rstore.storage import groups as store
+from rstore.storage.layout import ConsumerMeta, GroupMeta
+from rstore.storage.txn import Txn
+from rstore.streams.groups import ensure_consumer
+from rstore.streams.keyspace import StreamRef
+from rstore.streams.lookup import EntryLookup
+
+__all__ = ["ClaimOptions", "autoclaim", "claim"]
+
+AUTOCLAIM_ATTEMPTS_FACTOR = 10
+
+Claimed = tuple[ID, list[bytes] | None]  # fields are None with JUSTID
+
+
+@dataclass(frozen=True)
+class ClaimOptions:
+    """XCLAIM's options, parsed."""
+
+    min_idle_ms: int = 0
+    delivery_time_ms: int | None = None  # from IDLE (now - ms) or TIME; None = now
+    retry_count: int | None = None
+    force: bool = False
+    justid: bool = False
+    last_id: ID | None = None
+
+
+class _Counts:
+    """Pending-count changes of one claim call, applied once at the end."""
+
+    def __init__(self, group: GroupMeta, consumer: ConsumerMeta) -> None:
+        self.group = group
+        self.consumer = consumer
+        self.others: dict[bytes, int] = {}  # entries each other consumer lost
+
+    def take_from(self, owner: bytes | None) -> None:
+        """A NACK moves from ``owner`` (None: new NACK) to the claiming consumer."""
+        if owner == self.consumer.name:
+            return
+        self.consumer.pel_count += 1
+        if owner is None:
+            self.group.pel_count += 1
+        else:
+            self.others[owner] = self.others.get(owner, 0) + 1
+
+    def drop(self, owner: bytes) -> None:
+        """A NACK of ``owner`` is removed from the PEL."""
+        self.group.pel_count -= 1
+        if owner == self.consumer.name:
+            self.consumer.pel_count -= 1
+        else:
+            self.others[owner] = self.others.get(owner, 0) + 1
+
+    def save(self, txn: Txn, stream: StreamRef) -> None:
+        for name, delta in self.others.items():
+            other = store.consumer_get(txn, self.group, name)
+            if other is not None and delta:
+                other.pel_count -= delta
+                store.consumer_put(txn, self.group, other)
+        store.consumer_put(txn, self.group, self.consumer)
+        store.group_put(txn, stream.handle, self.group)
+
+
+def claim(
+    txn: Txn,
+    stream: StreamRef,
+    group: GroupMeta,
+    consumer_name: bytes,
+    ids: list[ID],
+    opts: ClaimOptions,
+    now_ms: int,
+) -> list[Claimed]:
+    """XCLAIM: claim ``ids`` (in argument order, repeats included) for ``consumer_name``."""
+    if opts.last_id is not None and opts.last_id > group.last_id:
+        group.last_id = opts.last_id
+    delivery_time = opts.delivery_time_ms
+    if delivery_time is None or delivery_time < 0 or delivery_time > now_ms:
+        delivery_time = now_ms
+    consumer = ensure_consumer(txn, stream, group, consumer_name, now_ms)
+    counts = _Counts(group, consumer)
+    lookup = EntryLookup(txn, stream)
+    out: list[Claimed] = []
+    for entry_id in ids:
+        nack = store.nack_get(txn, group, entry_id)
+        fields = lookup.get(entry_id)
+        if fields is None:
+            if nack is not None:
+                store.nack_delete(txn, group, entry_id, nack[2])
+                counts.drop(nack[2])
+            continue
+        owner: bytes | None
+        if nack is None:
+            if not opts.force:
+                continue
+            owner, delivery_count = None, 1
+        else:
+            owner, delivery_count = nack[2], nack[1]
+            if opts.min_idle_ms and now_ms - nack[0] < opts.min_idle_ms:
+                continue
+        if opts.retry_count is not None:
+            delivery_count = opts.retry_count
+        elif not opts.justid:
+            delivery_count += 1
+        store.nack_put(txn, group, entry_id, (delivery_time, delivery_count, consumer.name), owner)
+        counts.take_from(owner)
+        consumer.active_time = now_ms
+        out.append((entry_id, None if opts.justid else fields))
+    counts.save(txn, stream)
+    return out
+
+
+def autoclaim(
+    txn: Txn,
+    stream: StreamRef,
+    group: GroupMeta,
+    consumer_name: bytes,
+    min_idle_ms: int,
+    start: ID,
+    count: int,
+    *,
+    justid: bool,
+    now_ms: int,
+) -> tuple[ID, list[Claimed], list[ID]]:
+    """XAUTOCLAIM: scan the PEL from ``start`` (at most 10 x ``count`` entries) and claim idle
+    entries; returns ``(next cursor, claimed, deleted IDs)``; the cursor is 0-0 at the end."""
+    consumer = ensure_consumer(txn, stream, group, consumer_name, now_ms)
+    counts = _Counts(group, consumer)
+    attempts = count * AUTOCLAIM_ATTEMPTS_FACTOR
+    window = list(islice(store.pel_entries(txn, group, start), attempts + 1))
+    lookup = EntryLookup(txn, stream)
+    claimed: list[Claimed] = []
+    deleted: list[ID] = []
+    examined = 0
+    remaining = count
+    while attempts and remaining and examined < len(window):
+        attempts -= 1
+        entry_id, (delivery_time, delivery_count, owner) = window[examined]
+        examined += 1
+        fields = lookup.get(entry_id)
+        if fields is None:
+            store.nack_delete(txn, group, entry_id, owner)
+            counts.drop(owner)
+            deleted.append(entry_id)
+            remaining -= 1
+            continue
+        if min_idle_ms and now_ms - delivery_time < min_idle_ms:
+            continue
+        new_count = delivery_count if justid else delivery_count + 1
+        store.nack_put(txn, group, entry_id, (now_ms, new_count, consumer.name), owner)
+        counts.take_from(owner)
+        consumer.active_time = now_ms
+        claimed.append((entry_id, None if justid else fields))
+        remaining -= 1
+    counts.save(txn, stream)
+    cursor = window[examined][0] if examined < len(window) else (0, 0)
+    return cursor, claimed, deleted

@@ -1,0 +1,100 @@
+"""Pending entries: XACK and XPENDING."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rstore.ids import ID
+from rstore.storage import groups as store
+from rstore.storage.layout import GroupMeta
+from rstore.storage.txn import Txn
+from rstore.streams.keyspace import StreamRef
+
+__all__ = ["PendingEntry", "PendingSummary", "ack", "pending_range", "pending_summary"]
+
+
+def ack(txn: Txn, stream: StreamRef, group: GroupMeta, ids: list[ID]) -> int:
+    """Remove ``ids`` from the group PEL (and their owners' lists); how many were pending."""
+    acked = 0
+    per_owner: dict[bytes, int] = {}
+    for entry_id in ids:
+        nack = store.nack_get(txn, group, entry_id)
+        if nack is None:
+            continue
+        owner = nack[2]
+        store.nack_delete(txn, group, entry_id, owner)
+        per_owner[owner] = per_owner.get(owner, 0) + 1
+        acked += 1
+    if acked:
+        for owner, n in per_owner.items():
+            consumer = store.consumer_get(txn, group, owner)
+            if consumer is not None:
+                consumer.pel_count -= n
+                store.consumer_put(txn, group, consumer)
+        group.pel_count -= acked
+        store.group_put(txn, stream.handle, group)
+    return acked
+
+
+@dataclass(frozen=True)
+class PendingSummary:
+    """XPENDING's summary form."""
+
+    count: int
+    first: ID | None
+    last: ID | None
+    consumers: list[tuple[bytes, int]]  # consumers owning at least one entry, by name
+
+
+def pending_summary(txn: Txn, group: GroupMeta) -> PendingSummary:
+    if group.pel_count == 0:
+        return PendingSummary(0, None, None, [])
+    first = next(store.pel_entries(txn, group))[0]
+    last = store.last_pel_id(txn, group)
+    owners = [(c.name, c.pel_count) for c in store.consumers_of(txn, group) if c.pel_count]
+    return PendingSummary(group.pel_count, first, last, owners)
+
+
+@dataclass(frozen=True)
+class PendingEntry:
+    """One line of XPENDING's extended form."""
+
+    id: ID
+    consumer: bytes
+    idle_ms: int
+    delivery_count: int
+
+
+def pending_range(
+    txn: Txn,
+    group: GroupMeta,
+    start: ID,
+    end: ID,
+    count: int,
+    *,
+    consumer: bytes | None,
+    min_idle_ms: int,
+    now_ms: int,
+) -> list[PendingEntry]:
+    """Pending entries from ``start`` to ``end``, at most ``count``, idle >= ``min_idle_ms``."""
+    out: list[PendingEntry] = []
+    if count <= 0:
+        return out
+    if consumer is None:
+        nacks = ((eid, nack) for eid, nack in store.pel_entries(txn, group, start, end))
+    else:
+        ids = store.consumer_pel_ids(txn, group, consumer, start, end)
+        nacks = ((eid, _must(store.nack_get(txn, group, eid))) for eid in ids)
+    for entry_id, (delivery_time, delivery_count, owner) in nacks:
+        idle = now_ms - delivery_time
+        if min_idle_ms and idle < min_idle_ms:
+            continue
+        out.append(PendingEntry(entry_id, owner, max(idle, 0), delivery_count))
+        if len(out) >= count:
+            break
+    return out
+
+
+def _must(nack: store.Nack | None) -> store.Nack:
+    assert nack is not None, "consumer index names an entry missing from the group PEL"
+    return nack

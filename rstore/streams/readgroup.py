@@ -1,0 +1,103 @@
+"""XREADGROUP's two ways of serving a consumer: new entries (``>``) and its own history.
+
+New entries: the entries after the group's last delivered ID are delivered in order; each
+moves the group forward (``last_id``, ``entries_read``) and, unless NOACK, becomes a pending
+entry (NACK) owned by the consumer with delivery count 1.  A NACK that already exists for
+that ID (possible after XGROUP SETID moved the group back) moves to this consumer, reset.
+
+History: the consumer's own pending entries after the given ID; each one still in the stream
+is returned and its delivery count goes up; a deleted one is returned as ``(id, None)``.
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+
+from rstore.ids import ID, MAX_ID, increment
+from rstore.storage import groups as store
+from rstore.storage.layout import ConsumerMeta, GroupMeta
+from rstore.storage.txn import Txn
+from rstore.streams.keyspace import StreamRef
+from rstore.streams.lag import entries_read_after_delivery
+from rstore.streams.lookup import EntryLookup
+from rstore.streams.read import Entry, read_range
+
+__all__ = ["read_history", "read_new"]
+
+
+def read_new(
+    txn: Txn,
+    stream: StreamRef,
+    group: GroupMeta,
+    consumer: ConsumerMeta,
+    count: int,
+    *,
+    noack: bool,
+    now_ms: int,
+) -> list[Entry]:
+    """Deliver up to ``count`` (0 = all) entries after the group's last ID to ``consumer``."""
+    start = increment(group.last_id)
+    if start is None:
+        return []
+    entries = read_range(txn, stream, start, MAX_ID, count)
+    if not entries:
+        return entries
+    meta = stream.meta
+    others: dict[bytes, int] = {}  # NACKs taken from other consumers
+    for entry_id, _ in entries:
+        group.entries_read = entries_read_after_delivery(meta, group, entry_id)
+        group.last_id = entry_id
+        if noack:
+            continue
+        existing = store.nack_get(txn, group, entry_id)
+        previous = None if existing is None else existing[2]
+        store.nack_put(txn, group, entry_id, (now_ms, 1, consumer.name), previous)
+        if previous is None:
+            group.pel_count += 1
+            consumer.pel_count += 1
+        elif previous != consumer.name:
+            others[previous] = others.get(previous, 0) + 1
+            consumer.pel_count += 1
+    if not noack:
+        consumer.active_time = now_ms
+    _release(txn, group, others)
+    store.consumer_put(txn, group, consumer)
+    store.group_put(txn, stream.handle, group)
+    return entries
+
+
+def _release(txn: Txn, group: GroupMeta, taken: dict[bytes, int]) -> None:
+    """Lower the pending counts of consumers whose NACKs moved elsewhere."""
+    for name, n in taken.items():
+        other = store.consumer_get(txn, group, name)
+        if other is not None:
+            other.pel_count -= n
+            store.consumer_put(txn, group, other)
+
+
+def read_history(
+    txn: Txn,
+    stream: StreamRef,
+    group: GroupMeta,
+    consumer: ConsumerMeta,
+    after: ID,
+    count: int,
+    *,
+    now_ms: int,
+) -> list[tuple[ID, list[bytes] | None]]:
+    """The consumer's pending entries with ID > ``after`` (at most ``count``; 0 = all)."""
+    start = increment(after)
+    if start is None:
+        return []
+    ids = store.consumer_pel_ids(txn, group, consumer.name, start)
+    wanted = list(islice(ids, count) if count else ids)
+    lookup = EntryLookup(txn, stream)
+    out: list[tuple[ID, list[bytes] | None]] = []
+    for entry_id in wanted:
+        fields = lookup.get(entry_id)
+        out.append((entry_id, fields))
+        if fields is not None:
+            nack = store.nack_get(txn, group, entry_id)
+            assert nack is not None, "consumer index names an entry missing from the group PEL"
+            store.nack_put(txn, group, entry_id, (now_ms, nack[1] + 1, nack[2]), nack[2])
+    return out
