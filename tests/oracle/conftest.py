@@ -1,0 +1,72 @@
+"""Fixtures for the oracle tests: a throw-away valkey-server and a fresh rstore Store per test.
+
+Every test here needs ``valkey-server`` (or ``$RSTORE_ORACLE_SERVER``); without it the tests are
+skipped, never failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .harness import Oracle, reset_valkey
+from .resp import RespClient
+from .server import ValkeyServer, find_server_binary
+
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Refuse an unmarked test in this folder: `-m "not oracle"` must deselect all of them."""
+    for item in items:
+        if HERE in Path(str(item.path)).parents and item.get_closest_marker("oracle") is None:
+            raise pytest.UsageError(f"{item.nodeid} lacks @pytest.mark.oracle")
+
+
+@pytest.fixture(scope="session")
+def valkey_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ValkeyServer]:
+    binary = find_server_binary()
+    if binary is None:
+        pytest.skip("valkey-server is not on PATH")
+    server = ValkeyServer(binary, tmp_path_factory.mktemp("valkey"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def valkey_connection(valkey_server: ValkeyServer) -> Iterator[RespClient]:
+    client = valkey_server.client()
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def valkey(valkey_connection: RespClient) -> RespClient:
+    """The oracle connection, flushed and with the default stream node limits."""
+    reset_valkey(valkey_connection)
+    return valkey_connection
+
+
+@pytest.fixture
+def oracle(valkey: RespClient, tmp_path: Path) -> Iterator[Oracle]:
+    """valkey plus a fresh rstore Store in ``tmp_path`` (commits not fsynced: replies are what
+    is compared here; test_persistence covers sync=True)."""
+    pair = Oracle(valkey, tmp_path / "store", sync=False)
+    try:
+        yield pair
+    finally:
+        pair.close()
+
+
+@pytest.fixture
+def both(oracle: Oracle) -> Callable[..., Any]:
+    """``both(*argv)``: same argv on valkey and rstore, identical reply asserted and returned."""
+    return oracle.both
