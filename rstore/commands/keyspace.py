@@ -8,9 +8,8 @@ from typing import Any
 from rstore import glob, messages
 from rstore.commands.args import keyword, parse_int
 from rstore.commands.registry import Context, command, container, subcommand
-from rstore.errors import ResponseError
-from rstore.numbers import INT64_MAX, string2ull
-from rstore.storage.layout import TYPE_NAMES, StoreConfig
+from rstore.numbers import INT64_MAX, string2ll, string2ull
+from rstore.storage.layout import TYPE_NAMES
 from rstore.streams import keyspace
 
 _KNOWN_TYPES = {"string", "list", "set", "zset", "hash", "stream"} | set(TYPE_NAMES.values())
@@ -64,11 +63,13 @@ def scan(ctx: Context, argv: list[bytes]) -> Any:
             pattern = argv[i + 1]
         elif kw == b"type" and left >= 2:
             type_name = argv[i + 1].decode("utf-8", "surrogateescape")
+            if type_name.lower() not in _KNOWN_TYPES:
+                raise messages.error(f"ERR unknown type name '{messages.sanitize(type_name)}'")
+        elif kw == b"novalues":
+            raise messages.error("ERR NOVALUES option can only be used in HSCAN")
         else:
             raise messages.error(messages.SYNTAX)
         i += 2
-    if type_name is not None and type_name.lower() not in _KNOWN_TYPES:
-        raise messages.error(f"ERR unknown type name '{messages.sanitize(type_name)}'")
     next_cursor, found = keyspace.scan(
         ctx.txn, cursor, count, pattern, None if type_name is None else type_name.lower()
     )
@@ -132,26 +133,40 @@ def config_help(ctx: Context, argv: list[bytes]) -> Any:
 def config_get(ctx: Context, argv: list[bytes]) -> Any:
     config = ctx.txn.config()
     reply: list[bytes] = []
-    for name, attr in _PARAMS.items():
-        if any(glob.match(keyword(p), name) for p in argv[2:]):
-            reply += [name, b"%d" % getattr(config, attr)]
+    seen: set[bytes] = set()
+    for pattern in argv[2:]:
+        lowered = keyword(pattern)
+        exact = not any(c in lowered for c in b"*?[")
+        for name, attr in _PARAMS.items():
+            if name in seen or not (lowered == name if exact else glob.match(lowered, name)):
+                continue
+            seen.add(name)
+            reply += [pattern if exact else name, b"%d" % getattr(config, attr)]
     return reply
 
 
-def _config_value(name: bytes, raw: bytes) -> int:
-    def failed(reason: str) -> Exception:
-        return messages.error(messages.CONFIG_SET_FAILED, name=name.decode(), reason=reason)
-
+def _memory_value(raw: bytes) -> int | None:
+    """Redis's memory values: an unsigned integer with an optional unit (k, kb, m, mb, g, gb)."""
     text = raw.lower()
     digits = text.rstrip(b"kmgb")
     unit = text[len(digits) :]
-    if name == b"stream-node-max-bytes" and unit in _UNITS:
-        value = parse_int_or_none(digits)
+    if unit not in _UNITS or not digits.isdigit():
+        return None
+    return int(digits) * _UNITS[unit]
+
+
+def _config_value(name: bytes, typed: bytes, raw: bytes) -> int:
+    def failed(reason: str) -> Exception:
+        return messages.error(
+            messages.CONFIG_SET_FAILED, name=messages.sanitize(typed), reason=reason
+        )
+
+    if name == b"stream-node-max-bytes":
+        value = _memory_value(raw)
         if value is None:
             raise failed("argument must be a memory value")
-        value *= _UNITS[unit]
     else:
-        value = parse_int_or_none(raw)
+        value = string2ll(raw)
         if value is None:
             raise failed("argument couldn't be parsed into an integer")
     if not 0 <= value <= INT64_MAX:
@@ -159,26 +174,24 @@ def _config_value(name: bytes, raw: bytes) -> int:
     return value
 
 
-def parse_int_or_none(raw: bytes) -> int | None:
-    try:
-        return parse_int(raw)
-    except ResponseError:
-        return None
-
-
 @subcommand("config", "set", -4, write=True)
 def config_set(ctx: Context, argv: list[bytes]) -> Any:
     pairs = argv[2:]
     if len(pairs) % 2:
-        raise messages.error(messages.CONFIG_UNKNOWN_OPTION, name=messages.sanitize(pairs[-1]))
-    config = ctx.txn.config()
+        raise messages.error(messages.SYNTAX)
     changes: dict[str, int] = {}
-    for name_arg, value_arg in zip(pairs[0::2], pairs[1::2]):
-        name = keyword(name_arg)
-        attr = _PARAMS.get(name)
-        if attr is None:
+    names = [keyword(n) for n in pairs[0::2]]
+    for name_arg, name in zip(pairs[0::2], names):
+        if name not in _PARAMS:
             raise messages.error(messages.CONFIG_UNKNOWN_OPTION, name=messages.sanitize(name_arg))
-        changes[attr] = _config_value(name, value_arg)
-    new: StoreConfig = replace(config, **changes)
-    ctx.txn.set_config(new)
+    for name, typed, value_arg in zip(names, pairs[0::2], pairs[1::2]):
+        attr = _PARAMS[name]
+        if attr in changes:
+            raise messages.error(
+                messages.CONFIG_SET_FAILED,
+                name=messages.sanitize(typed),
+                reason="duplicate parameter",
+            )
+        changes[attr] = _config_value(name, typed, value_arg)
+    ctx.txn.set_config(replace(ctx.txn.config(), **changes))
     return "OK"

@@ -133,6 +133,14 @@ def resolve_xread_ids(ctx: Context, args: XReadArgs) -> list[ids.ID]:
         token = cstr(arg)
         if token == b"$":
             out.append(stream.meta.last_id if stream is not None else (0, 0))
+        elif token == b"+":  # the last entry: read after the ID just before last_id
+            if stream is None:
+                out.append((0, 0))
+            else:
+                before = ids.decrement(stream.meta.last_id)
+                if before is None:
+                    raise messages.error("ERR the stream last element ID is 0-0")
+                out.append(before)
         elif token == b">":
             raise messages.error(messages.XREAD_GT_ID)
         else:

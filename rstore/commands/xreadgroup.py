@@ -45,8 +45,8 @@ def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
                 NOGROUP, key=messages.sanitize(key), group=messages.sanitize(args.group)
             )
         token = cstr(arg)
-        if token == b"$":
-            raise messages.error(DOLLAR)
+        if token in (b"$", b"+"):
+            raise messages.error(DOLLAR.replace("$", token.decode()))
         after = NEW if token == b">" else ids.parse_id(arg, strict=True)
         targets.append((key, after))
     reply: list[Any] = []

@@ -69,6 +69,7 @@ def trim(txn: Txn, stream: StreamRef, spec: TrimSpec) -> int:
     maxlen = spec.maxlen
     minid = spec.minid
     removed = 0
+    changed = False
     while meta.node_count > 0:
         if by_maxlen and meta.length <= maxlen:
             break
@@ -85,6 +86,7 @@ def trim(txn: Txn, stream: StreamRef, spec: TrimSpec) -> int:
             meta.node_count -= 1
             meta.length -= entries
             removed += entries
+            changed = True  # a node of tombstones only may go while removing no entry
             continue
         if spec.approx:
             break
@@ -100,8 +102,9 @@ def trim(txn: Txn, stream: StreamRef, spec: TrimSpec) -> int:
             assert mutable is not None
             sn.mark_deleted(mutable, positions)
             removed += len(positions)
+            changed = True
         break
-    if removed:
+    if changed:
         if meta.node_count == 0:
             meta.tail_id = (0, 0)
         refresh_first_id(txn, stream)
