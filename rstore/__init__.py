@@ -21,14 +21,17 @@ from rstore.errors import (
 from rstore.ids import StreamID
 from rstore.pipeline import Pipeline
 from rstore.store import DEFAULT_PATH, Store
+from rstore.worker import Consumer, Message
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_PATH",
     "NIL_ARRAY",
+    "Consumer",
     "CorruptDataError",
     "DataError",
+    "Message",
     "NotAStoreError",
     "Pipeline",
     "RStoreError",

@@ -13,84 +13,26 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from rstore.client_groups import GroupCommands
+from rstore.client_shapes import (
+    bool_ok,
+    parse_config_get,
+    parse_scan,
+    parse_stream_list,
+    parse_xinfo_stream,
+    parse_xread,
+    status_bytes,
+)
 from rstore.errors import DataError
 
 __all__ = ["RedisCommands"]
 
 Callback = Callable[..., Any] | None
 
-# ----------------------------------------------------------------------------- reply shapes
-
-
-def pairs_to_dict(flat: list[Any] | None) -> dict[Any, Any]:
-    if not flat:
-        return {}
-    it = iter(flat)
-    return dict(zip(it, it))
-
-
-def parse_stream_list(reply: list[Any] | None, **_: Any) -> list[Any] | None:
-    if reply is None:
-        return None
-    out: list[Any] = []
-    for r in reply:
-        if r is None:
-            out.append((None, None))
-        else:
-            it = iter(r[1] or ())
-            out.append((r[0], dict(zip(it, it))))
-    return out
-
-
-def parse_xread(reply: list[Any] | None, **_: Any) -> list[Any]:
-    if reply is None:
-        return []
-    return [[r[0], parse_stream_list(r[1])] for r in reply]
-
-
-def parse_xinfo_stream(reply: list[Any], **options: Any) -> dict[str, Any]:
-    data = {k.decode(): v for k, v in zip(reply[0::2], reply[1::2])}
-    if not options.get("full"):
-        for name in ("first-entry", "last-entry"):
-            entry = data.get(name)
-            if entry is not None and entry[0] is not None:
-                data[name] = (entry[0], pairs_to_dict(entry[1]))
-    else:
-        data["entries"] = {eid: pairs_to_dict(fv) for eid, fv in data["entries"]}
-        groups = []
-        for group in data["groups"]:
-            g = {k.decode(): v for k, v in zip(group[0::2], group[1::2])}
-            if g.get("consumers"):
-                g["consumers"] = [
-                    {k.decode(): v for k, v in zip(c[0::2], c[1::2])} for c in g["consumers"]
-                ]
-            groups.append(g)
-        data["groups"] = groups
-    return data
-
-
-def bool_ok(reply: Any, **_: Any) -> bool:
-    return bool(reply == "OK")
-
-
-def status_bytes(reply: Any, **_: Any) -> Any:
-    """redis-py (without decoding) returns status replies as bytes."""
-    return reply.encode() if isinstance(reply, str) else reply
-
-
-def parse_scan(reply: list[Any], **_: Any) -> tuple[int, list[bytes]]:
-    return int(reply[0]), reply[1]
-
-
-def parse_config_get(reply: list[bytes], **_: Any) -> dict[str, str]:
-    items = [r.decode() for r in reply]
-    return dict(zip(items[0::2], items[1::2]))
-
-
 # ----------------------------------------------------------------------------- methods
 
 
-class RedisCommands:
+class RedisCommands(GroupCommands):
     """The redis-py method surface; subclasses provide :meth:`_command`."""
 
     def _command(self, argv: list[Any], callback: Callback = None, **options: Any) -> Any:

@@ -1,0 +1,218 @@
+"""An idiomatic consumer for the queue use case, built on the Store's group methods.
+
+>>> consumer = rstore.Consumer(store, "orders", "billing", max_deliveries=5,
+...                            dead_letter="orders:dead")          # doctest: +SKIP
+>>> consumer.run(handle_order)                                      # doctest: +SKIP
+
+Delivery is at least once: a message is acknowledged only after the handler returned; one
+whose handler raised stays pending and is delivered again -- to this consumer's history read
+after a restart, or to any consumer that reclaims it once it has been idle ``claim_idle_ms``.
+Each message carries its delivery count; past ``max_deliveries`` it is moved to the
+``dead_letter`` stream (and acknowledged) in one atomic transaction instead of being handed out
+again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rstore.errors import ResponseError
+
+if TYPE_CHECKING:
+    from rstore.store import Store
+
+__all__ = ["Consumer", "Message"]
+
+log = logging.getLogger("rstore.worker")
+
+
+@dataclass(frozen=True)
+class Message:
+    """One delivered stream entry."""
+
+    stream: bytes
+    id: bytes
+    fields: dict[bytes, bytes]
+    deliveries: int  # how many times it has been delivered, this time included
+
+
+def _b(value: str | bytes) -> bytes:
+    return value.encode() if isinstance(value, str) else value
+
+
+class Consumer:
+    """A named consumer of ``group`` on ``stream`` that yields messages and acks them.
+
+    :param name: the consumer name; keep it stable across restarts to get this consumer's own
+        unacknowledged messages back first (default: ``<hostname>-<pid>``).
+    :param count: messages fetched per read.
+    :param block_ms: how long one read waits for new messages (also how quickly :meth:`stop`
+        takes effect).
+    :param claim_idle_ms: reclaim messages pending longer than this in any consumer (a crashed
+        worker's), via XAUTOCLAIM; ``None`` disables reclaiming.
+    :param claim_every_ms: how often to look for such messages.
+    :param max_deliveries: a message delivered more than this many times goes to
+        ``dead_letter`` instead of to the handler (needs ``dead_letter``).
+    :param dead_letter: the stream receiving poison messages, with the fields ``stream``,
+        ``group``, ``id``, ``deliveries`` and ``reason`` added under ``rstore:`` names.
+    :param create_group: create the group (and the stream) when missing, reading from the start.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        stream: str | bytes,
+        group: str | bytes,
+        name: str | bytes | None = None,
+        *,
+        count: int = 10,
+        block_ms: int = 1000,
+        claim_idle_ms: int | None = 60_000,
+        claim_every_ms: int = 5_000,
+        max_deliveries: int | None = None,
+        dead_letter: str | bytes | None = None,
+        create_group: bool = True,
+    ) -> None:
+        if max_deliveries is not None and dead_letter is None:
+            raise ValueError("max_deliveries needs a dead_letter stream")
+        self.store = store
+        self.stream = _b(stream)
+        self.group = _b(group)
+        self.name = (
+            _b(name) if name is not None else f"{socket.gethostname()}-{os.getpid()}".encode()
+        )
+        self.count = count
+        self.block_ms = block_ms
+        self.claim_idle_ms = claim_idle_ms
+        self.claim_every_s = claim_every_ms / 1000
+        self.max_deliveries = max_deliveries
+        self.dead_letter_stream = None if dead_letter is None else _b(dead_letter)
+        self._stopping = threading.Event()
+        self._claim_cursor = b"0-0"
+        self._next_claim = 0.0
+        if create_group:
+            try:
+                store.xgroup_create(self.stream, self.group, "0", mkstream=True)
+            except ResponseError as exc:
+                if exc.prefix != "BUSYGROUP":
+                    raise
+
+    # ------------------------------------------------------------------ fetching
+
+    def _with_deliveries(self, entries: list[Any]) -> list[Message]:
+        """Attach delivery counts (from the PEL) to entries this consumer now owns."""
+        live = [(eid, fields) for eid, fields in entries if fields is not None]
+        if not live:
+            return []
+        pending = self.store.xpending_range(
+            self.stream, self.group, live[0][0], live[-1][0], len(live) * 2 + 10, self.name
+        )
+        counts = {p["message_id"]: p["times_delivered"] for p in pending}
+        return [Message(self.stream, eid, fields, counts.get(eid, 1)) for eid, fields in live]
+
+    def _history(self, after: bytes) -> tuple[bytes, list[Message]]:
+        """This consumer's own pending messages after ``after`` (left by an earlier run under
+        the same name); entries since deleted from the stream are acknowledged away."""
+        reply = self.store.xreadgroup(self.group, self.name, {self.stream: after}, count=self.count)
+        entries = reply[0][1] if reply else []
+        if not entries:
+            return after, []
+        gone = [eid for eid, fields in entries if fields is None]
+        if gone:
+            self.store.xack(self.stream, self.group, *gone)
+        return entries[-1][0], self._with_deliveries(entries)
+
+    def _claim(self) -> list[Message]:
+        if self.claim_idle_ms is None or time.monotonic() < self._next_claim:
+            return []
+        self._next_claim = time.monotonic() + self.claim_every_s
+        cursor, claimed, _deleted = self.store.xautoclaim(
+            self.stream, self.group, self.name, self.claim_idle_ms, self._claim_cursor,
+            count=self.count,
+        )  # fmt: skip
+        self._claim_cursor = cursor
+        if claimed and cursor != b"0-0":
+            self._next_claim = 0.0  # more may be waiting: look again right away
+        return self._with_deliveries(claimed)
+
+    def _new(self) -> list[Message]:
+        reply = self.store.xreadgroup(
+            self.group, self.name, {self.stream: ">"}, count=self.count, block=self.block_ms
+        )
+        if not reply:
+            return []
+        return [Message(self.stream, eid, fields, 1) for eid, fields in reply[0][1]]
+
+    def messages(self) -> Iterator[Message]:
+        """Yield messages until :meth:`stop`; acknowledge each with :meth:`ack` when done.
+
+        Order: this consumer's own unacknowledged messages first, then reclaimed stale ones
+        and new ones as they come.  Poison messages are dead-lettered, not yielded.
+        """
+        after = b"0"
+        while not self._stopping.is_set():
+            last, backlog = self._history(after)
+            if last == after:
+                break
+            after = last
+            yield from self._filter(backlog)
+        while not self._stopping.is_set():
+            batch = self._claim() or self._new()
+            yield from self._filter(batch)
+
+    __iter__ = messages
+
+    def _filter(self, batch: list[Message]) -> Iterator[Message]:
+        for msg in batch:
+            if self.max_deliveries is not None and msg.deliveries > self.max_deliveries:
+                self.dead_letter(msg, f"delivered {msg.deliveries} times")
+                continue
+            yield msg
+
+    # ------------------------------------------------------------------ outcomes
+
+    def ack(self, *messages: Message) -> int:
+        """Acknowledge messages; the number that were still pending."""
+        if not messages:
+            return 0
+        return int(self.store.xack(self.stream, self.group, *(m.id for m in messages)))
+
+    def dead_letter(self, msg: Message, reason: str = "") -> None:
+        """Move ``msg`` to the dead-letter stream and acknowledge it, atomically."""
+        if self.dead_letter_stream is None:
+            raise ValueError("this consumer has no dead_letter stream")
+        fields: dict[Any, Any] = dict(msg.fields)
+        fields.update({
+            b"rstore:stream": msg.stream,
+            b"rstore:group": self.group,
+            b"rstore:id": msg.id,
+            b"rstore:deliveries": msg.deliveries,
+            b"rstore:reason": reason,
+        })  # fmt: skip
+        with self.store.pipeline() as pipe:
+            pipe.xadd(self.dead_letter_stream, fields)
+            pipe.xack(self.stream, self.group, msg.id)
+            pipe.execute()
+        log.warning("dead-lettered %r %r: %s", msg.stream, msg.id, reason)
+
+    def run(self, handler: Callable[[Message], Any]) -> None:
+        """Call ``handler`` on each message and acknowledge it when it returns; a message whose
+        handler raised stays pending (it will be delivered again).  Runs until :meth:`stop`."""
+        for msg in self.messages():
+            try:
+                handler(msg)
+            except Exception:
+                log.exception("handler failed on %r %r; left pending", msg.stream, msg.id)
+                continue
+            self.ack(msg)
+
+    def stop(self) -> None:
+        """Ask :meth:`messages` / :meth:`run` to return (within ``block_ms``)."""
+        self._stopping.set()
