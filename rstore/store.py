@@ -15,6 +15,7 @@ from rstore.errors import StoreClosedError
 from rstore.pipeline import Pipeline
 from rstore.storage import env as envmod
 from rstore.storage.layout import StoreConfig
+from rstore.streams.check import check_store
 
 __all__ = ["DEFAULT_PATH", "Store"]
 
@@ -104,6 +105,12 @@ class Store(RedisCommands):
     def sync(self) -> None:
         """Flush committed writes to disk (only needed with ``sync=False``)."""
         self._live_env().sync()
+
+    def check(self) -> list[str]:
+        """Verify the whole store: every node's structure and every stored counter (stream
+        length, node count, first ID, group pending and consumer counts, both PEL indexes).
+        Returns the problems found; an empty list means consistent."""
+        return self._live_env().read(check_store)
 
     @property
     def config(self) -> StoreConfig:

@@ -445,9 +445,9 @@ def mark_deleted(node: bytearray, flags_positions: Sequence[int]) -> int:
     ``count -= k``, ``deleted += k``.  Returns the new live count.  A caller that would take the
     live count to zero removes the whole node instead (Redis does that for XDEL).
     """
-    for pos in flags_positions:
+    for pos in sorted(flags_positions, reverse=True):  # last first: a re-encode shifts the rest
         flags, _ = read_int(node, pos)
-        node[pos] = flags | FLAG_DELETED  # flags 0/2 -> 1/3: one-byte 7-bit integers
+        _replace_int(node, pos, flags | FLAG_DELETED)  # 0/2 -> 1/3 in place; other forms re-encoded
     k = len(flags_positions)
     count, p = read_int(node, lp.HEADER_SIZE)
     p += _replace_int(node, lp.HEADER_SIZE, count - k)
