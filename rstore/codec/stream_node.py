@@ -46,7 +46,6 @@ __all__ = [
     "node_counts",
     "scan_backward",
     "scan_forward",
-    "validate_node",
 ]
 
 FLAG_NONE = 0
@@ -455,71 +454,3 @@ def mark_deleted(node: bytearray, flags_positions: Sequence[int]) -> int:
     _replace_int(node, p, deleted + k)
     _U32.pack_into(node, 0, len(node))
     return count - k
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def validate_node(node: bytes | bytearray, master_id: ID, *, deep: bool = True) -> int:
-    """Check that ``node`` is a well-formed stream node; return its physical entry count.
-
-    Shallow: the listpack checks and "not empty".  Deep (Redis ``streamValidateListpackIntegrity``):
-    the full listpack walk, integer master counters and terminator, exactly ``count + deleted``
-    entries, integer flags/deltas/num_fields, and each ``lp_count`` equal to ``N + 3`` or
-    ``2n + 4``, ending exactly at EOF.
-    """
-    lp.validate(node, deep=deep)
-    if len(node) == 7:
-        raise CorruptDataError("corrupt stream node: empty listpack", lp.HEADER_SIZE)
-    if not deep:
-        return -1
-    end = len(node) - 1
-    try:
-        count, p = read_int(node, lp.HEADER_SIZE)
-        deleted, p = read_int(node, p)
-        nmaster, p = read_int(node, p)
-        if count < 0 or deleted < 0 or nmaster < 0:
-            raise CorruptDataError("corrupt stream node: negative master counter", lp.HEADER_SIZE)
-        for _ in range(nmaster):
-            if p >= end:
-                raise CorruptDataError("corrupt stream node: master fields past the end", p)
-            p = skip_element(node, p)
-        terminator, p = read_int(node, p)
-        if terminator != 0:
-            raise CorruptDataError("corrupt stream node: master terminator is not 0", p)
-        entries = 0
-        while p < end:
-            flags, p = read_int(node, p)
-            _, p = read_int(node, p)
-            _, p = read_int(node, p)
-            if flags & FLAG_SAMEFIELDS:
-                nvals = nmaster
-                expected = nmaster + 3
-            else:
-                n, p = read_int(node, p)
-                if n < 0:
-                    raise CorruptDataError("corrupt stream node: negative field count", p)
-                nvals = 2 * n
-                expected = 2 * n + 4
-            for _ in range(nvals):
-                if p >= end:
-                    raise CorruptDataError("corrupt stream node: entry runs past the end", p)
-                p = skip_element(node, p)
-            if p >= end:
-                raise CorruptDataError("corrupt stream node: missing lp-count", p)
-            lp_count, p = read_int(node, p)
-            if lp_count != expected:
-                raise CorruptDataError(
-                    f"corrupt stream node: lp-count {lp_count}, expected {expected}", p
-                )
-            entries += 1
-    except IndexError as exc:
-        raise CorruptDataError("corrupt stream node: element runs past the end", None) from exc
-    if p != end:
-        raise CorruptDataError("corrupt stream node: trailing bytes", p)
-    if entries != count + deleted:
-        raise CorruptDataError(
-            f"corrupt stream node: {entries} entries, master says {count} + {deleted}",
-            lp.HEADER_SIZE,
-        )
-    return entries

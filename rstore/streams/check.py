@@ -8,6 +8,7 @@ agree.  Returns a list of problems; empty means consistent.
 from __future__ import annotations
 
 from rstore.codec import stream_node as sn
+from rstore.codec.node_validate import validate_node
 from rstore.errors import CorruptDataError
 from rstore.ids import format_id
 from rstore.storage import groups as store
@@ -45,7 +46,7 @@ def check_stream(txn: Txn, stream: StreamRef) -> list[str]:
         nodes += 1
         last_master = master_id
         try:
-            sn.validate_node(node, master_id, deep=True)
+            validate_node(node, master_id, deep=True)
         except CorruptDataError as exc:
             problems.append(f"node {format_id(master_id)!r}: {exc}")
             continue

@@ -14,6 +14,7 @@ import pytest
 
 from rstore.codec import listpack as lp
 from rstore.codec import stream_node as sn
+from rstore.codec.node_validate import validate_node
 
 from .golden import GOLDEN_DIR, Replay, first_difference, load, replay, server_nodes
 from .model import U64
@@ -68,7 +69,7 @@ def test_server_nodes_decode_to_the_recipe_entries(path: Path) -> None:
         ours = r.streams[stream["key"].encode()]
         for node, (master, blob) in zip(ours.nodes, server_nodes(stream), strict=True):
             expected = node.entries
-            assert sn.validate_node(blob, master, deep=True) == len(expected)
+            assert validate_node(blob, master, deep=True) == len(expected)
             live = [(e.id, e.fv) for e in expected if not e.deleted]
             assert sn.node_counts(blob) == (len(live), len(expected) - len(live))
             assert sn.master_fields(blob)[0] == expected[0].fields

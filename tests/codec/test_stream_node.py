@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from rstore.codec import listpack as lp
 from rstore.codec import stream_node as sn
+from rstore.codec.node_validate import validate_node
 
 from .model import ID, U64, ModelEntry, live_entries, ref_node
 from .strategies import READABLE_FAILURES, entry_lists, ids
@@ -103,7 +104,7 @@ def test_samefields_with_non_minimal_master_encoding() -> None:
     elements = [b"\x01\x01", b"\x00\x01", b"\x01\x01", b"\xc0\x01\x02", b"\x00\x01"]
     elements += [b"\x02\x01", b"\x00\x01", b"\x00\x01", lp.encode_value(b"v"), b"\x04\x01"]
     node = bytearray(lp.build(elements))
-    assert sn.validate_node(node, (1, 0)) == 1
+    assert validate_node(node, (1, 0)) == 1
     sn.append_entry(node, (1, 0), (2, 0), [b"1", b"w"])
     assert [flags for _, flags, _ in sn.iter_ids(node, (1, 0))] == [2, 2]
     assert sn.first_live_entry(node, (1, 0)) == ((1, 0), [b"1", b"v"])
@@ -124,7 +125,7 @@ def test_tombstoning_non_minimal_flags(flags: bytes) -> None:
     master = (1, 0)
     positions = [pos for _, _, pos in sn.iter_ids(node, master)]
     assert sn.mark_deleted(node, positions[1:]) == 1
-    assert sn.validate_node(node, master) == 3
+    assert validate_node(node, master) == 3
     assert sn.node_counts(node) == (1, 2)
     assert [(i, f) for i, f, _ in sn.iter_ids(node, master)] == [
         ((1, 0), 2),
@@ -142,7 +143,7 @@ def test_tombstoning_non_minimal_flags(flags: bytes) -> None:
 def test_built_node_is_byte_identical_to_the_reference(entries: list[ModelEntry]) -> None:
     master, node = build(entries)
     assert node == ref_node(entries)
-    assert sn.validate_node(node, master) == len(entries)
+    assert validate_node(node, master) == len(entries)
 
 
 @settings(deadline=None, max_examples=150)
@@ -160,7 +161,7 @@ def test_readers_agree_with_the_model(entries: list[ModelEntry], batches: list[s
     assert node == ref_node(entries)
     live = live_entries(entries)
     assert sn.node_counts(node) == (len(live), len(entries) - len(live))
-    assert sn.validate_node(node, master) == len(entries)
+    assert validate_node(node, master) == len(entries)
 
     raw = list(sn.iter_raw(node, master))
     assert [(r.id, r.flags, r.fields_values) for r in raw] == [
@@ -287,7 +288,7 @@ def test_counters_change_width_in_place(total: int) -> None:
     for batch in ({0, 1}, {5}, set(range(10, total - 1, 2)), {total - 1}):
         delete(node, master, entries, batch)
         assert node == ref_node(entries)
-        assert sn.validate_node(node, master) == total
+        assert validate_node(node, master) == total
     dead = sum(e.deleted for e in entries)
     assert sn.node_counts(node) == (total - dead, dead)
     out: list[Entry] = []
@@ -304,7 +305,7 @@ def test_header_count_saturates_while_appending() -> None:
     assert node[4:6] == b"\xff\xff"
     assert node == ref_node(entries)
     assert lp.validate(node, deep=True) == 7 + 7 * 9400
-    assert sn.validate_node(node, master) == 9400
+    assert validate_node(node, master) == 9400
 
 
 def test_fully_tombstoned_node_still_reads() -> None:
@@ -313,7 +314,7 @@ def test_fully_tombstoned_node_still_reads() -> None:
     master, node = build(entries)
     assert delete(node, master, entries, {0, 1}) == 0
     assert node == ref_node(entries)
-    assert sn.validate_node(node, master) == 2
+    assert validate_node(node, master) == 2
     assert sn.first_live_entry(node, master) is None
     assert sn.last_entry_id(node, master) == (2, 0)
     out: list[Entry] = []

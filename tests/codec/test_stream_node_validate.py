@@ -1,4 +1,4 @@
-"""``stream_node.validate_node``: accepts every node rstore builds, rejects broken structure, and
+"""``node_validate.validate_node``: accepts every node rstore builds, rejects broken structure, and
 for any bytes either returns or raises ``CorruptDataError`` -- and a node it accepts can be read
 by every reader without errors (docs/redis-formats.md §4.2, deep sanitization)."""
 
@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from rstore.codec import listpack as lp
 from rstore.codec import stream_node as sn
+from rstore.codec.node_validate import validate_node
 from rstore.errors import CorruptDataError
 
 from .model import ID, U64, ModelEntry
@@ -65,8 +66,8 @@ def read_everything(node: bytes, master: ID) -> None:
 def test_every_built_node_validates(entries: list[ModelEntry], dead: set[int]) -> None:
     master, node = build(entries)
     delete(node, master, entries, dead)
-    assert sn.validate_node(node, master, deep=True) == len(entries)
-    sn.validate_node(node, master, deep=False)  # the shallow checks pass too
+    assert validate_node(node, master, deep=True) == len(entries)
+    validate_node(node, master, deep=False)  # the shallow checks pass too
     read_everything(bytes(node), master)
 
 
@@ -152,7 +153,7 @@ def test_broken_structure_is_rejected(name: str, entries: list[ModelEntry], dead
     broken = lp.build(els)
     assert lp.validate(broken, deep=True) == len(els)  # still a well-formed listpack
     with pytest.raises(CorruptDataError):
-        sn.validate_node(broken, master, deep=True)
+        validate_node(broken, master, deep=True)
 
 
 @pytest.mark.parametrize(
@@ -166,7 +167,7 @@ def test_broken_structure_is_rejected(name: str, entries: list[ModelEntry], dead
 def test_shallow_problems_are_rejected_in_both_modes(buf: bytes) -> None:
     for deep in (False, True):
         with pytest.raises(CorruptDataError):
-            sn.validate_node(buf, (0, 0), deep=deep)
+            validate_node(buf, (0, 0), deep=deep)
 
 
 # --------------------------------------------------------------------------- fuzzing
@@ -175,7 +176,7 @@ def test_shallow_problems_are_rejected_in_both_modes(buf: bytes) -> None:
 def outcome(buf: bytes, master: ID) -> bool:
     """``True`` if accepted (and then fully readable), ``False`` if rejected as corrupt."""
     try:
-        sn.validate_node(buf, master, deep=True)
+        validate_node(buf, master, deep=True)
     except CorruptDataError:
         return False
     read_everything(buf, master)
