@@ -59,7 +59,7 @@ class Pipeline(RedisCommands):
                 first_error = first_error or reply
                 out.append(reply)
                 continue
-            public = to_public(reply, spec.nested_nil)
+            public = to_public(reply, spec.public)
             out.append(callback(public, **options) if callback else public)
         if raise_on_error and first_error is not None:
             raise first_error

@@ -139,7 +139,7 @@ class Store(RedisCommands):
         :class:`rstore.ResponseError` whose ``str()`` is Valkey's exact error line.
         """
         spec, reply = execute(self._live_env(), [encode_arg(a) for a in argv])
-        return to_public(reply, spec.nested_nil)
+        return to_public(reply, spec.public)
 
     def execute_raw(self, *argv: Any) -> Any:
         """Like :meth:`execute`, but keeps RESP2's two nils apart: a nil bulk is ``None`` and a
@@ -152,7 +152,7 @@ class Store(RedisCommands):
 
     def _command(self, argv: list[Any], callback: Callback = None, **options: Any) -> Any:
         spec, reply = execute(self._live_env(), [encode_arg(a) for a in argv])
-        public = to_public(reply, spec.nested_nil)
+        public = to_public(reply, spec.public)
         return callback(public, **options) if callback is not None else public
 
     @staticmethod

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from rstore.codec import listpack as lp
-from rstore.codec.listpack import element_text, read_element, read_int, skip_element
+from rstore.codec.listpack import _INT_TEXT, element_text, read_element, read_int, skip_element
 from rstore.errors import CorruptDataError
 
 __all__ = [
@@ -289,12 +289,18 @@ def scan_forward(
     ``False`` when the caller should continue with the next node.
     Entries below ``start`` and tombstones are skipped without decoding their values.
     """
+    if type(node) is not bytes:
+        node = bytes(node)  # slices of a bytes object are the bytes replies need
     fields, p = master_fields(node)
     nfields = len(fields)
+    template: list[bytes] = []
+    for f in fields:
+        template += (f, b"")
     stop = len(node) - 1
     mms, mseq = master_id
     buf = node
     text = element_text
+    small = _INT_TEXT
     while p < stop:
         # flags, ms_delta, seq_delta: small ints in the common case (one byte + backlen).
         b = buf[p]
@@ -326,33 +332,28 @@ def scan_forward(
             nvals *= 2
             named = True
         if flags & FLAG_DELETED or sid < start:
-            for _ in range(nvals):
+            for _ in range(nvals + 1):  # the values, then lp_count
                 p = skip_element(buf, p)
-            p = skip_element(buf, p)
             continue
-        fv: list[bytes] = []
+        vals: list[bytes] = []
+        for _ in range(nvals):
+            b = buf[p]
+            if b < 0x80:  # 7-bit integer
+                vals.append(small[b])
+                p += 2
+            elif b < 0xC0:  # short string
+                q = p + 1 + (b & 0x3F)
+                vals.append(buf[p + 1 : q])
+                p = q + 1
+            else:
+                v, p = read_element(buf, p)
+                vals.append(text(v))
         if named:
-            for _ in range(nvals):
-                b = buf[p]
-                if 0x80 <= b < 0xC0:
-                    q = p + 1 + (b & 0x3F)
-                    fv.append(bytes(buf[p + 1 : q]))
-                    p = q + 1
-                else:
-                    v, p = read_element(buf, p)
-                    fv.append(text(v))
+            fv = vals
         else:
-            for f in fields:
-                fv.append(f)
-                b = buf[p]
-                if 0x80 <= b < 0xC0:
-                    q = p + 1 + (b & 0x3F)
-                    fv.append(bytes(buf[p + 1 : q]))
-                    p = q + 1
-                else:
-                    v, p = read_element(buf, p)
-                    fv.append(text(v))
-        p = skip_element(buf, p)  # lp_count
+            fv = template.copy()
+            fv[1::2] = vals
+        p = p + 2 if buf[p] < 0x80 else skip_element(buf, p)  # lp_count
         out.append((sid, fv))
         if 0 < limit <= len(out):
             return True

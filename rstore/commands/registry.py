@@ -57,7 +57,8 @@ class CommandSpec:
     arity: int
     write: bool
     handler: Handler | None = None
-    nested_nil: bool = False  # replies may hold NIL_ARRAY below the top level
+    # replies that may hold NIL_ARRAY below the top level: how to turn them public
+    public: Callable[[Any], Any] | None = None
     subcommands: dict[bytes, CommandSpec] = field(default_factory=dict)
     summary: str = ""
 
@@ -66,12 +67,17 @@ COMMANDS: dict[bytes, CommandSpec] = {}
 
 
 def command(
-    name: str, arity: int, *, write: bool = False, nested_nil: bool = False, summary: str = ""
+    name: str,
+    arity: int,
+    *,
+    write: bool = False,
+    public: Callable[[Any], Any] | None = None,
+    summary: str = "",
 ) -> Callable[[Handler], Handler]:
     """Register a top-level command handler."""
 
     def register(fn: Handler) -> Handler:
-        COMMANDS[name.encode()] = CommandSpec(name, arity, write, fn, nested_nil, summary=summary)
+        COMMANDS[name.encode()] = CommandSpec(name, arity, write, fn, public, summary=summary)
         return fn
 
     return register
@@ -88,15 +94,13 @@ def container(name: str, arity: int = -2, summary: str = "") -> CommandSpec:
 
 
 def subcommand(
-    parent: str, name: str, arity: int, *, write: bool = False, nested_nil: bool = False
+    parent: str, name: str, arity: int, *, write: bool = False
 ) -> Callable[[Handler], Handler]:
     """Register a subcommand handler (``XINFO STREAM`` is ``subcommand("xinfo", "stream", -3)``)."""
 
     def register(fn: Handler) -> Handler:
         spec = container(parent)
-        spec.subcommands[name.encode()] = CommandSpec(
-            f"{parent}|{name}", arity, write, fn, nested_nil
-        )
+        spec.subcommands[name.encode()] = CommandSpec(f"{parent}|{name}", arity, write, fn)
         if write:
             spec.write = True
         return fn

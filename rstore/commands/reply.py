@@ -20,12 +20,20 @@ The public form (what :meth:`rstore.Store.execute` returns) is the same with bot
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 from rstore.codec.stream_node import Entry
 from rstore.ids import format_id
 
-__all__ = ["NIL_ARRAY", "NilArray", "entries_reply", "entry_reply", "to_public"]
+__all__ = [
+    "NIL_ARRAY",
+    "NilArray",
+    "entries_reply",
+    "entry_reply",
+    "public_stream_reply",
+    "to_public",
+]
 
 
 class NilArray:
@@ -50,12 +58,21 @@ NIL_ARRAY: Final = NilArray()
 Reply = Any
 
 
-def to_public(reply: Reply, nested: bool = False) -> Reply:
-    """Replace :data:`NIL_ARRAY` by ``None`` (at the top, or everywhere when ``nested``)."""
+def to_public(reply: Reply, convert: Callable[[Reply], Reply] | None = None) -> Reply:
+    """Replace :data:`NIL_ARRAY` by ``None``: at the top level, and below it through the
+    command's own ``convert`` for the few replies that nest one."""
     if reply is NIL_ARRAY:
         return None
-    if nested and isinstance(reply, list):
-        return [to_public(r, True) for r in reply]
+    return reply if convert is None else convert(reply)
+
+
+def public_stream_reply(reply: Reply) -> Reply:
+    """XREADGROUP: history entries deleted from the stream have a nil array body."""
+    if isinstance(reply, list):
+        for _key, entries in reply:
+            for entry in entries:
+                if entry[1] is NIL_ARRAY:
+                    entry[1] = None
     return reply
 
 

@@ -26,6 +26,13 @@ def lookup_group(ctx: Context, key: bytes, name: bytes) -> tuple[StreamRef, Grou
     return stream, group
 
 
+def _public_summary(reply: Any) -> Any:
+    """The summary of an empty PEL ends in a nil array."""
+    if len(reply) == 4 and reply[3] is NIL_ARRAY:
+        return [*reply[:3], None]
+    return reply
+
+
 @command("xack", -4, write=True, summary="Acknowledge pending entries")
 def xack(ctx: Context, argv: list[bytes]) -> Any:
     stream = lookup_stream(ctx.txn, argv[1])
@@ -36,7 +43,7 @@ def xack(ctx: Context, argv: list[bytes]) -> Any:
     return ack(ctx.txn, stream, group, id_list)
 
 
-@command("xpending", -3, summary="Inspect pending entries of a group")
+@command("xpending", -3, public=_public_summary, summary="Inspect pending entries of a group")
 def xpending(ctx: Context, argv: list[bytes]) -> Any:
     argc = len(argv)
     if argc != 3 and not 6 <= argc <= 9:

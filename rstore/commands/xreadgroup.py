@@ -8,7 +8,7 @@ from rstore import ids, messages
 from rstore.commands.args import cstr
 from rstore.commands.executor import Blocked
 from rstore.commands.registry import Context, command
-from rstore.commands.reply import NIL_ARRAY
+from rstore.commands.reply import NIL_ARRAY, public_stream_reply
 from rstore.commands.stream_read import parse_xread
 from rstore.storage.notify import KIND_GROUP, key_hash
 from rstore.streams import groups
@@ -31,7 +31,9 @@ def _must(found: T | None) -> T:
     return found
 
 
-@command("xreadgroup", -7, write=True, nested_nil=True, summary="Read as a group consumer")
+@command(
+    "xreadgroup", -7, write=True, public=public_stream_reply, summary="Read as a group consumer"
+)
 def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
     args = parse_xread(argv, True)
     assert args.group is not None and args.consumer is not None

@@ -23,6 +23,7 @@ with the full name in the value.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import struct
 from dataclasses import dataclass
@@ -252,6 +253,7 @@ _NACK = struct.Struct(">qQ")
 _U16 = struct.Struct(">H")
 
 
+@functools.lru_cache(maxsize=4096)
 def member_part(name: bytes) -> bytes:
     """The key part naming a group or consumer (the name itself unless it is very long)."""
     if len(name) <= MAX_INLINE_MEMBER:
@@ -274,6 +276,7 @@ def pel_key(group_handle: int, entry_id: ID) -> bytes:
     return struct.pack(">QQQ", group_handle, entry_id[0], entry_id[1])
 
 
+@functools.lru_cache(maxsize=4096)
 def consumer_pel_prefix(group_handle: int, consumer: bytes) -> bytes:
     """``consumer_pel`` key prefix of one consumer: group handle + u16 length + name part."""
     part = member_part(consumer)

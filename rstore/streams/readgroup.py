@@ -44,12 +44,16 @@ def read_new(
         return entries
     meta = stream.meta
     others: dict[bytes, int] = {}  # NACKs taken from other consumers
+    # A NACK at or after the first delivered ID exists only if the group was moved back
+    # (XGROUP SETID) or XCLAIM FORCE created one ahead; usually one look settles it.
+    last_pending = store.last_pel_id(txn, group) if group.pel_count else None
+    may_exist = last_pending is not None and last_pending >= entries[0][0]
     for entry_id, _ in entries:
         group.entries_read = entries_read_after_delivery(meta, group, entry_id)
         group.last_id = entry_id
         if noack:
             continue
-        existing = store.nack_get(txn, group, entry_id)
+        existing = store.nack_get(txn, group, entry_id) if may_exist else None
         previous = None if existing is None else existing[2]
         store.nack_put(txn, group, entry_id, (now_ms, 1, consumer.name), previous)
         if previous is None:
