@@ -30,6 +30,7 @@ class Txn:
     __slots__ = (
         "_config",
         "_dirty_meta",
+        "_clean_nodes",
         "_dirty_nodes",
         "_keys",
         "_meta",
@@ -61,6 +62,7 @@ class Txn:
         self._meta: dict[int, StreamMeta] = {}
         self._dirty_meta: set[int] = set()
         self._dirty_nodes: dict[bytes, bytearray] = {}
+        self._clean_nodes: dict[bytes, bytes] = {}  # nodes read by node_get, unchanged
 
     @property
     def raw(self) -> Any:
@@ -143,8 +145,9 @@ class Txn:
         self._meta.pop(handle, None)
         self._dirty_meta.discard(handle)
         prefix = layout.pack_u64(handle)
-        for key in [k for k in self._dirty_nodes if k.startswith(prefix)]:
-            del self._dirty_nodes[key]
+        for cache in (self._dirty_nodes, self._clean_nodes):
+            for key in [k for k in cache if k.startswith(prefix)]:
+                del cache[key]
         self._raw.delete(prefix, db=self.db_streams)
         self.delete_prefix(self.db_nodes, prefix)
 
@@ -190,17 +193,24 @@ class Txn:
         node = self._dirty_nodes.get(key)
         if node is not None:
             return node
-        value = self._raw.get(key, db=self.db_nodes)
-        return None if value is None else bytes(value)
+        clean = self._clean_nodes.get(key)
+        if clean is None:
+            value = self._raw.get(key, db=self.db_nodes)
+            if value is None:
+                return None
+            clean = self._clean_nodes[key] = bytes(value)
+        return clean
 
     def node_for_update(self, handle: int, master_id: ID) -> bytearray | None:
         """A mutable copy of a node; changes to it are written back at flush."""
         key = layout.node_key(handle, master_id)
         node = self._dirty_nodes.get(key)
         if node is None:
-            value = self._raw.get(key, db=self.db_nodes)
+            value = self._clean_nodes.pop(key, None)
             if value is None:
-                return None
+                value = self._raw.get(key, db=self.db_nodes)
+                if value is None:
+                    return None
             node = bytearray(value)
             self._track(key, node)
         return node
@@ -210,6 +220,7 @@ class Txn:
         self._track(layout.node_key(handle, master_id), node)
 
     def _track(self, key: bytes, node: bytearray) -> None:
+        self._clean_nodes.pop(key, None)
         if len(self._dirty_nodes) >= _MAX_DIRTY_NODES and key not in self._dirty_nodes:
             self._flush_nodes()
         self._dirty_nodes[key] = node
@@ -217,6 +228,7 @@ class Txn:
     def node_delete(self, handle: int, master_id: ID) -> None:
         key = layout.node_key(handle, master_id)
         self._dirty_nodes.pop(key, None)
+        self._clean_nodes.pop(key, None)
         self._raw.delete(key, db=self.db_nodes)
 
     def iter_nodes(
@@ -301,6 +313,7 @@ class Txn:
     def drop_all_data(self) -> None:
         """Empty every data sub-database (FLUSHALL); format, config and handles stay."""
         self._dirty_nodes.clear()
+        self._clean_nodes.clear()
         self._dirty_meta.clear()
         self._meta.clear()
         self._keys.clear()
