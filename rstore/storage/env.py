@@ -51,9 +51,15 @@ _all_envs: weakref.WeakSet[Env] = weakref.WeakSet()
 
 
 def _after_fork_in_child() -> None:
+    """The child has one thread: locks held by other parent threads would never be released,
+    and transactions they had open are gone.  Fresh locks and gates; handles reopen lazily
+    (the Env stays registered, because py-lmdb still counts the inherited handle as open)."""
+    global _registry_lock
+    _registry_lock = threading.Lock()
     for env in list(_all_envs):
         env._forked = True
-    _registry.clear()
+        env._gate = _Gate()
+        env._notifier_lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
@@ -105,7 +111,13 @@ def translate(exc: lmdb.Error, path: str) -> StorageError:
         )
     if isinstance(exc, lmdb.DiskError) or "No space left" in text:
         return StorageError(f"{path}: the disk is full ({text})")
-    if isinstance(exc, lmdb.InvalidError | lmdb.CorruptedError | lmdb.VersionMismatchError):
+    if isinstance(
+        exc,
+        lmdb.InvalidError
+        | lmdb.CorruptedError
+        | lmdb.VersionMismatchError
+        | lmdb.IncompatibleError,
+    ):
         return NotAStoreError(f"{path}: not a readable rstore store ({text})")
     return StorageError(f"{path}: {text}")
 
@@ -166,7 +178,15 @@ class Env:
             raise translate(exc, self.path) from exc
         try:
             self._env.reader_check()  # free reader slots of processes that died
-            self._dbs = self._open_dbs()
+            while True:
+                try:
+                    self._dbs = self._open_dbs()
+                    break
+                except lmdb.MapResizedError:  # another process grew the map meanwhile
+                    self._env.set_mapsize(0)
+        except lmdb.Error as exc:
+            self._env.close()
+            raise translate(exc, self.path) from exc
         except BaseException:
             self._env.close()
             raise
@@ -212,7 +232,6 @@ class Env:
         # parent's locks or reader slots.  Then open our own.
         with suppress(lmdb.Error):
             self._env.close()
-        self._gate = _Gate()
         self._pid = os.getpid()
         self._forked = False
         self._notifier = None  # its flock and mmap belong to the parent's open file
@@ -352,8 +371,6 @@ def acquire(path: str, *, sync: bool, map_size: int | None, create: bool) -> Env
     real = os.path.realpath(path)
     with _registry_lock:
         env = _registry.get(real)
-        if env is not None and env._forked:
-            env = None
         if env is None:
             env = Env(real, sync=sync, map_size=map_size or DEFAULT_MAP_SIZE, create=create)
             _registry[real] = env
