@@ -45,8 +45,16 @@ DEFAULT_MAP_SIZE = 1 << 30
 MAX_READERS = 1024
 _LMDB_FILES = ("data.mdb", "lock.mdb")
 
-_registry: dict[str, Env] = {}
-_registry_lock = threading.Lock()
+
+class _Registry:
+    """The process's open environments by real path, and the lock guarding them."""
+
+    def __init__(self) -> None:
+        self.envs: dict[str, Env] = {}
+        self.lock = threading.Lock()
+
+
+_REGISTRY = _Registry()
 _all_envs: weakref.WeakSet[Env] = weakref.WeakSet()
 
 
@@ -54,8 +62,7 @@ def _after_fork_in_child() -> None:
     """The child has one thread: locks held by other parent threads would never be released,
     and transactions they had open are gone.  Fresh locks and gates; handles reopen lazily
     (the Env stays registered, because py-lmdb still counts the inherited handle as open)."""
-    global _registry_lock
-    _registry_lock = threading.Lock()
+    _REGISTRY.lock = threading.Lock()
     for env in list(_all_envs):
         env._forked = True
         env._gate = _Gate()
@@ -369,11 +376,11 @@ class Env:
 def acquire(path: str, *, sync: bool, map_size: int | None, create: bool) -> Env:
     """The process's Env for ``path``, opened on first use and reference-counted."""
     real = os.path.realpath(path)
-    with _registry_lock:
-        env = _registry.get(real)
+    with _REGISTRY.lock:
+        env = _REGISTRY.envs.get(real)
         if env is None:
             env = Env(real, sync=sync, map_size=map_size or DEFAULT_MAP_SIZE, create=create)
-            _registry[real] = env
+            _REGISTRY.envs[real] = env
         elif env.sync_mode != sync:
             raise StorageError(
                 f"{path} is already open in this process with sync={env.sync_mode}; LMDB allows "
@@ -385,10 +392,10 @@ def acquire(path: str, *, sync: bool, map_size: int | None, create: bool) -> Env
 
 def release(env: Env) -> None:
     """Drop one reference; the last one closes the environment."""
-    with _registry_lock:
+    with _REGISTRY.lock:
         env._refs -= 1
         if env._refs > 0:
             return
-        if _registry.get(env.path) is env:
-            del _registry[env.path]
+        if _REGISTRY.envs.get(env.path) is env:
+            del _REGISTRY.envs[env.path]
         env._close()

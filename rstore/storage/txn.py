@@ -28,9 +28,9 @@ class Txn:
     """One LMDB transaction with rstore's record types."""
 
     __slots__ = (
+        "_clean_nodes",
         "_config",
         "_dirty_meta",
-        "_clean_nodes",
         "_dirty_nodes",
         "_keys",
         "_meta",
