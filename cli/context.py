@@ -48,7 +48,7 @@ class StoreOpener:
 
     def open(self, *, create: bool) -> rstore.Store:
         """Open the store.  With ``create=False`` a missing store raises
-        :class:`rstore.NotAStoreError` (``no store at PATH``) instead of being created.
+        :class:`rstore.StoreNotFoundError` (``no store at PATH``) instead of being created.
 
         Always ``sync=True``: a CLI call is one process and one write, so ``sync=False`` would
         save one fsync (about 0.5 ms) out of ~200 ms of process start-up (docs/cli.md)."""

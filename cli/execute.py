@@ -19,7 +19,8 @@ __all__ = ["COMMANDS", "CREATING_COMMANDS", "exec_command"]
 
 #: Commands that may create data in an empty store, so ``exec`` creates a missing store for
 #: them.  Any other command on a missing store fails with "no store at PATH" instead of leaving
-#: an empty store behind.  (The façade has no public "does this command write" query.)
+#: an empty store behind.  (Not :meth:`rstore.Store.is_write_command`: XDEL, XACK or DEL write,
+#: yet on a missing store they should fail rather than leave an empty store behind.)
 CREATING_COMMANDS = frozenset({b"XADD", b"XGROUP", b"CONFIG"})
 
 

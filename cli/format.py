@@ -12,7 +12,7 @@ Two styles live here:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from rstore import NIL_ARRAY
@@ -26,6 +26,7 @@ __all__ = [
     "redis_cli_reply",
     "redis_repr",
     "scalar",
+    "table_lines",
     "token",
 ]
 
@@ -123,8 +124,12 @@ def token(value: bytes, *, field: bool = False) -> str:
 
 
 def entry_line(entry: Entry) -> str:
-    """``ID  field=value field=value`` (two spaces after the ID)."""
-    pairs = " ".join(f"{token(f, field=True)}={token(v)}" for f, v in entry.fields)
+    """``ID  field=value field=value`` (two spaces after the ID); ``ID  (deleted)`` for a
+    pending entry that is no longer in the stream."""
+    if entry.deleted:
+        pairs = "(deleted)"
+    else:
+        pairs = " ".join(f"{token(f, field=True)}={token(v)}" for f, v in entry.fields)
     return f"{entry.id.decode('ascii', 'backslashreplace')}  {pairs}".rstrip()
 
 
@@ -167,3 +172,15 @@ def _list_lines(items: Sequence[Any], indent: str) -> Iterator[str]:
             yield from lines[1:]
         else:
             yield f"{indent}{scalar(item)}"
+
+
+def table_lines(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
+    """A header line and one line per row, columns left-aligned and two spaces apart.
+
+    Cells print as :func:`scalar` does (names quoted when needed, nil as ``(nil)``), so a cell
+    never holds a raw space and the columns split with ``awk``.  No trailing spaces.
+    """
+    cells = [list(headers)] + [[scalar(value) for value in row] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(headers))]
+    for line in cells:
+        yield "  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()

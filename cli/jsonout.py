@@ -10,6 +10,7 @@ integer                                    a number
 nil (nil bulk and nil array alike)         ``null``
 array                                      an array
 stream entry                               ``{"id": "<ms>-<seq>", "fields": [[field, value], ...]}``
+deleted entry (pending, no longer stored)  ``{"id": "<ms>-<seq>", "fields": null}``
 XINFO map                                  an object with the reply's field names as keys
 =========================================  ==============================================
 
@@ -49,7 +50,9 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, Entry):
         return {
             "id": jsonable(value.id),
-            "fields": [[jsonable(f), jsonable(v)] for f, v in value.fields],
+            "fields": None
+            if value.deleted
+            else [[jsonable(f), jsonable(v)] for f, v in value.fields],
         }
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}

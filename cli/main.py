@@ -20,13 +20,22 @@ import click
 
 import rstore
 
-from . import execute, keyspace, streams
+from . import check, consume, execute, groups, keyspace, pending, streams, tail
 from .context import ERROR_PREFIX, StoreOpener
 
 __all__ = ["COMMAND_MODULES", "CommandFailed", "RStoreGroup", "cli", "main"]
 
 #: Modules whose ``COMMANDS`` make up the CLI, in the order ``rstore --help`` lists them.
-COMMAND_MODULES: tuple[ModuleType, ...] = (streams, keyspace, execute)
+COMMAND_MODULES: tuple[ModuleType, ...] = (
+    streams,
+    tail,
+    groups,
+    consume,
+    pending,
+    keyspace,
+    check,
+    execute,
+)
 
 #: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
 EXIT_INTERRUPTED = 130

@@ -10,26 +10,55 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Entry", "entries_from_reply", "entry_from_reply", "info_tree"]
+__all__ = [
+    "Entry",
+    "entries_from_reply",
+    "entry_from_reply",
+    "info_tree",
+    "read_entries",
+    "record",
+]
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One stream entry: its ID and its ``(field, value)`` pairs in stored order."""
+    """One stream entry: its ID and its ``(field, value)`` pairs in stored order.
+
+    ``deleted`` marks an entry that is still pending in a consumer group but no longer in the
+    stream: XREADGROUP reads of the history, and XAUTOCLAIM, give it as ``[id, nil]``.
+    """
 
     id: bytes
     fields: tuple[tuple[bytes, bytes], ...]
+    deleted: bool = False
 
 
 def entry_from_reply(item: list[Any]) -> Entry:
-    """``[id, [field, value, ...]]`` -> :class:`Entry`."""
+    """``[id, [field, value, ...]]`` (or ``[id, nil]``: deleted) -> :class:`Entry`."""
     entry_id, flat = item
-    flat = flat or []
+    if flat is None:
+        return Entry(entry_id, (), deleted=True)
     return Entry(entry_id, tuple(zip(flat[0::2], flat[1::2])))
 
 
 def entries_from_reply(reply: list[Any] | None) -> list[Entry]:
     return [entry_from_reply(item) for item in reply or []]
+
+
+def read_entries(reply: list[Any] | None, stream: bytes) -> list[Entry]:
+    """The entries of ``stream`` in an XREAD / XREADGROUP reply (``[[key, entries], ...]``, or
+    nil when a blocking read timed out)."""
+    for key, entries in reply or []:
+        if key == stream:
+            return entries_from_reply(entries)
+    return []
+
+
+def record(flat: list[Any]) -> dict[str, Any]:
+    """A flat ``[name, value, ...]`` map (an item of XINFO GROUPS or CONSUMERS) as a dict."""
+    return {
+        key.decode("utf-8", "backslashreplace"): value for key, value in zip(flat[0::2], flat[1::2])
+    }
 
 
 # Row layouts of the PEL items in XINFO STREAM FULL.

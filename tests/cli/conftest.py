@@ -63,3 +63,14 @@ def events(store: rstore.Store) -> rstore.Store:
     store.execute("XADD", "events", "2-0", "user", "7", "msg", "hello world")
     store.execute("XADD", "events", "3-0", "blob", b"\x00\xff", "empty", b"")
     return store
+
+
+@pytest.fixture
+def billing(events: rstore.Store) -> rstore.Store:
+    """``events`` with a group ``billing`` at 0: alice has 1-0 and 2-0 pending, bob 3-0."""
+    events.execute("XGROUP", "CREATE", "events", "billing", "0")
+    events.execute(
+        "XREADGROUP", "GROUP", "billing", "alice", "COUNT", "2", "STREAMS", "events", ">"
+    )
+    events.execute("XREADGROUP", "GROUP", "billing", "bob", "STREAMS", "events", ">")
+    return events

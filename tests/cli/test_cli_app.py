@@ -34,6 +34,20 @@ COMMANDS = list(walk(cli))
 def test_the_cli_has_the_commands_of_the_brief() -> None:
     names = {" ".join(path[1:]) for path, _ in COMMANDS}
     assert {"add", "range", "len", "info", "keys", "del", "trim", "exec"} <= names
+    assert {
+        "tail",
+        "group create",
+        "group destroy",
+        "group setid",
+        "group consumers",
+        "group list",
+        "read-group",
+        "ack",
+        "pending",
+        "claim",
+        "autoclaim",
+        "check",
+    } <= names
 
 
 @pytest.mark.parametrize(("path", "command"), COMMANDS, ids=str)
@@ -78,7 +92,27 @@ def test_help_and_version(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["--help"])
     assert result.exit_code == 0
     listed = re.findall(r"^  (\w[\w-]*)\s", result.stdout.split("Commands:")[1], re.MULTILINE)
-    assert listed == ["add", "range", "len", "info", "trim", "keys", "del", "exec"]
+    assert listed == [
+        "add",
+        "range",
+        "len",
+        "info",
+        "trim",
+        "tail",
+        "group",
+        "read-group",
+        "ack",
+        "pending",
+        "claim",
+        "autoclaim",
+        "keys",
+        "del",
+        "check",
+        "exec",
+    ]
+    result = runner.invoke(cli, ["group", "--help"])
+    listed = re.findall(r"^  (\w[\w-]*)\s", result.stdout.split("Commands:")[1], re.MULTILINE)
+    assert listed == ["create", "destroy", "setid", "list", "consumers"]
     assert runner.invoke(cli, ["-V"]).stdout == f"rstore, version {rstore.__version__}\n"
     assert runner.invoke(cli, ["range", "-h"]).exit_code == 0
 

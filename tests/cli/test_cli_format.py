@@ -8,9 +8,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rstore_cli.args import unescape
-from rstore_cli.format import info_lines, quote_bytes, redis_cli_reply, redis_repr, token
+from rstore_cli.format import (
+    entry_line,
+    info_lines,
+    quote_bytes,
+    redis_cli_reply,
+    redis_repr,
+    table_lines,
+    token,
+)
 from rstore_cli.jsonout import array_lines, dumps, jsonable
-from rstore_cli.replies import Entry, entry_from_reply, info_tree
+from rstore_cli.replies import Entry, entry_from_reply, info_tree, read_entries, record
 
 import rstore
 
@@ -106,6 +114,33 @@ def test_entry_from_reply() -> None:
     assert entry_from_reply([b"1-0", [b"a", b"1", b"a", b"2"]]) == Entry(
         b"1-0", ((b"a", b"1"), (b"a", b"2"))
     )
+
+
+def test_deleted_entries() -> None:
+    """A pending entry no longer in the stream comes as ``[id, nil]``."""
+    entry = entry_from_reply([b"2-0", None])
+    assert entry == Entry(b"2-0", (), deleted=True)
+    assert entry_line(entry) == "2-0  (deleted)"
+    assert jsonable(entry) == {"id": "2-0", "fields": None}
+    assert entry_line(Entry(b"1-0", ((b"a", b"1"),))) == "1-0  a=1"
+
+
+def test_read_entries_and_record() -> None:
+    reply = [[b"other", [[b"1-0", [b"a", b"1"]]]], [b"s", [[b"2-0", None]]]]
+    assert read_entries(reply, b"s") == [Entry(b"2-0", (), deleted=True)]
+    assert read_entries(reply, b"nope") == []
+    assert read_entries(None, b"s") == []  # a blocking read that timed out
+    assert record([b"name", b"g", b"lag", None]) == {"name": b"g", "lag": None}
+
+
+def test_table_lines() -> None:
+    rows = [[b"alice", 2, None], [b"two words", 10, b"1-0"]]
+    assert list(table_lines(["NAME", "PENDING", "LAST"], rows)) == [
+        "NAME         PENDING  LAST",
+        "alice        2        (nil)",
+        '"two words"  10       1-0',
+    ]
+    assert list(table_lines(["A", "B"], [])) == ["A  B"]
 
 
 # XINFO STREAM FULL with a group, as Valkey 8 replies (groups are not in the engine yet, so the

@@ -1,0 +1,155 @@
+"""Reading as a consumer of a group, and acknowledging: ``read-group``, ``ack``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import click
+
+from .args import to_bytes
+from .context import StoreOpener, json_option, pass_opener, unescape_option
+from .format import entry_line
+from .jsonout import echo_json
+from .replies import Entry, read_entries
+
+__all__ = ["COMMANDS", "echo_entries", "echo_ids"]
+
+
+def echo_entries(entries: Sequence[Entry], as_json: bool) -> None:
+    """Entries as ``range`` prints them: entry lines, or one JSON array."""
+    if as_json:
+        echo_json(list(entries))
+    else:
+        for entry in entries:
+            click.echo(entry_line(entry))
+
+
+def echo_ids(ids: Sequence[bytes], as_json: bool) -> None:
+    if as_json:
+        echo_json(list(ids))
+    else:
+        for entry_id in ids:
+            click.echo(entry_id.decode("ascii", "backslashreplace"))
+
+
+@click.command("read-group", short_help="Read entries as a consumer of a group.")
+@click.argument("stream")
+@click.argument("group")
+@click.argument("consumer")
+@click.option("--count", type=click.IntRange(min=1), metavar="N", help="Read at most N entries.")
+@click.option(
+    "--block",
+    type=click.IntRange(min=0),
+    metavar="MS",
+    help="When there is nothing to read, wait up to MS milliseconds for new entries "
+    "(0: forever); writes by any process wake the wait.",
+)
+@click.option(
+    "--noack",
+    is_flag=True,
+    help="Do not add the entries to the pending list (NOACK): they count as acknowledged "
+    "as soon as they are delivered.",
+)
+@click.option(
+    "--id",
+    "start_id",
+    default=">",
+    show_default=True,
+    metavar="ID",
+    help="> reads entries never delivered to the group; an ID (such as 0) rereads this "
+    "consumer's own pending entries after ID.",
+)
+@click.option("--ack", is_flag=True, help="Acknowledge (XACK) the entries once printed.")
+@json_option
+@unescape_option
+@pass_opener
+def read_group_command(
+    opener: StoreOpener,
+    stream: str,
+    group: str,
+    consumer: str,
+    count: int | None,
+    block: int | None,
+    noack: bool,
+    start_id: str,
+    ack: bool,
+    as_json: bool,
+    unescape: bool,
+) -> None:
+    """Read STREAM as CONSUMER of GROUP (XREADGROUP) and print the entries like `range`.
+
+    By default the entries never delivered to the group (ID >) are read, and each becomes
+    pending for CONSUMER until acknowledged: with --ack here, after printing, or later with
+    `rstore ack`.  Nothing to read prints nothing (--json: no entries) and exits with 0.
+    Reading the history (--id 0) shows entries deleted from the stream since as
+    "ID  (deleted)" (JSON "fields": null).  The group must exist (else NOGROUP, exit 1);
+    the consumer is created on its first read.
+
+    --json prints one object: {"stream": STREAM, "entries": [...]}.
+
+    \b
+    Examples:
+      rstore read-group orders billing worker-1 --count 10
+      rstore read-group orders billing worker-1 --block 5000 --ack
+      rstore read-group orders billing worker-1 --id 0 --json
+    """
+    if noack and ack:
+        raise click.UsageError("--noack entries are never pending: nothing to --ack")
+    key = to_bytes(stream, unescape, "STREAM")
+    group_b = to_bytes(group, unescape, "GROUP")
+    argv: list[bytes] = [b"XREADGROUP", b"GROUP", group_b, to_bytes(consumer, unescape, "CONSUMER")]
+    if count is not None:
+        argv += [b"COUNT", str(count).encode()]
+    if block is not None:
+        argv += [b"BLOCK", str(block).encode()]
+    if noack:
+        argv.append(b"NOACK")
+    argv += [b"STREAMS", key, to_bytes(start_id)]
+    with opener.open(create=False) as store:
+        entries = read_entries(store.execute(*argv), key)
+        if as_json:
+            echo_json({"stream": key, "entries": entries})
+        else:
+            echo_entries(entries, as_json=False)
+        # click.echo() flushes each line: what is acknowledged has been written out.
+        if ack and entries:
+            store.xack(key, group_b, *(e.id for e in entries))
+
+
+@click.command("ack", short_help="Acknowledge entries of a group.")
+@click.argument("stream")
+@click.argument("group")
+@click.argument("ids", nargs=-1, required=True, metavar="ID...")
+@json_option
+@unescape_option
+@pass_opener
+def ack_command(
+    opener: StoreOpener,
+    stream: str,
+    group: str,
+    ids: tuple[str, ...],
+    as_json: bool,
+    unescape: bool,
+) -> None:
+    """Acknowledge entries of GROUP (XACK): remove them from its pending list; print how many
+    were pending.  IDs that are not pending (or a group that does not exist) count 0.
+
+    \b
+    Examples:
+      rstore ack orders billing 1700000000000-0
+      rstore ack orders billing 1700000000000-0 1700000000000-1 --json
+    """
+    with opener.open(create=False) as store:
+        acked = store.execute(
+            b"XACK",
+            to_bytes(stream, unescape, "STREAM"),
+            to_bytes(group, unescape, "GROUP"),
+            *(to_bytes(i) for i in ids),
+        )
+    if as_json:
+        echo_json(acked)
+    else:
+        click.echo(str(acked))
+
+
+COMMANDS: list[click.Command] = [read_group_command, ack_command]
