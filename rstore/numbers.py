@@ -38,6 +38,11 @@ def string2ll(s: bytes) -> int | None:
     return v
 
 
+def as_signed64(v: int) -> int:
+    """A uint64 as Redis replies with it through a ``long long`` (values >= 2**63 wrap)."""
+    return v - (1 << 64) if v > INT64_MAX else v
+
+
 def strtoull(s: bytes) -> int | None:
     """Emulate ``strtoull(s, &end, 10)`` requiring the whole, non-empty string to be consumed.
 

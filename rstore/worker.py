@@ -108,14 +108,15 @@ class Consumer:
 
     def _with_deliveries(self, entries: list[Any]) -> list[Message]:
         """Attach delivery counts (from the PEL) to entries this consumer now owns."""
-        live = [(eid, fields) for eid, fields in entries if fields is not None]
-        if not live:
-            return []
-        pending = self.store.xpending_range(
-            self.stream, self.group, live[0][0], live[-1][0], len(live) * 2 + 10, self.name
-        )
-        counts = {p["message_id"]: p["times_delivered"] for p in pending}
-        return [Message(self.stream, eid, fields, counts.get(eid, 1)) for eid, fields in live]
+        out = []
+        for eid, fields in entries:
+            if fields is None:
+                continue
+            # Each ID on its own: a range could hold other pending entries of this consumer.
+            pending = self.store.xpending_range(self.stream, self.group, eid, eid, 1, self.name)
+            deliveries = pending[0]["times_delivered"] if pending else 1
+            out.append(Message(self.stream, eid, fields, deliveries))
+        return out
 
     def _history(self, after: bytes) -> tuple[bytes, list[Message]]:
         """This consumer's own pending messages after ``after`` (left by an earlier run under

@@ -81,20 +81,22 @@ def execute(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
 def _wait(env: Env, blocked: Blocked) -> Any:
     deadline = None if blocked.block_ms == 0 else time.monotonic() + blocked.block_ms / 1000
     with Waiter(env.notifier, blocked.kind, blocked.keys, blocked.group) as waiter:
+        woken = False
         while True:
             try:
                 _, reply = run_one(env, blocked.rerun_argv)
             finally:
-                waiter.pass_baton()
+                if woken:  # a writer woke us: let the next reader of the group run after us
+                    waiter.pass_baton()
             if not isinstance(reply, Blocked):
                 return reply
             if deadline is None:
-                waiter.wait(SAFETY_RECHECK_S)
+                woken = waiter.wait(SAFETY_RECHECK_S)
                 continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return NIL_ARRAY
-            waiter.wait(min(remaining, SAFETY_RECHECK_S))
+            woken = waiter.wait(min(remaining, SAFETY_RECHECK_S))
 
 
 def run_batch(env: Env, batch: list[list[bytes]]) -> list[tuple[CommandSpec, Any]]:

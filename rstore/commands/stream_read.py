@@ -10,7 +10,7 @@ from rstore.commands.args import cstr, keyword, parse_int
 from rstore.commands.executor import Blocked
 from rstore.commands.registry import Context, command
 from rstore.commands.reply import NIL_ARRAY, entries_reply
-from rstore.numbers import UINT64_MAX
+from rstore.numbers import INT64_MAX, UINT64_MAX
 from rstore.storage.notify import KIND_READ
 from rstore.streams.keyspace import lookup_stream
 from rstore.streams.read import read_after, read_range
@@ -68,7 +68,7 @@ class XReadArgs:
     noack: bool = False
 
 
-def parse_xread(argv: list[bytes], group_cmd: bool) -> XReadArgs:
+def parse_xread(argv: list[bytes], group_cmd: bool, now_ms: int) -> XReadArgs:
     """The option loop XREAD and XREADGROUP share (Redis ``xreadCommand``)."""
     block_ms: int | None = None
     count = 0
@@ -85,6 +85,8 @@ def parse_xread(argv: list[bytes], group_cmd: bool) -> XReadArgs:
             block_ms = parse_int(argv[i], messages.TIMEOUT_NOT_INTEGER)
             if block_ms < 0:
                 raise messages.error(messages.TIMEOUT_NEGATIVE)
+            if block_ms > INT64_MAX - now_ms:  # the deadline would overflow
+                raise messages.error("ERR timeout is out of range")
         elif kw == b"count" and more:
             i += 1
             count = max(parse_int(argv[i]), 0)
@@ -163,7 +165,7 @@ def serve_xread(ctx: Context, keys: list[bytes], after: list[ids.ID], count: int
 
 @command("xread", -4, summary="Read entries after given IDs from one or more streams")
 def xread(ctx: Context, argv: list[bytes]) -> Any:
-    args = parse_xread(argv, False)
+    args = parse_xread(argv, False, ctx.now_ms)
     after = resolve_xread_ids(ctx, args)
     reply = serve_xread(ctx, args.keys, after, args.count)
     if reply:

@@ -9,6 +9,7 @@ from rstore.commands.args import keyword, parse_int
 from rstore.commands.registry import Context, container, subcommand, subcommand_syntax_error
 from rstore.commands.reply import entries_reply, entry_reply
 from rstore.ids import format_id
+from rstore.numbers import as_signed64
 from rstore.streams import groups
 from rstore.streams.group_info import consumers_info, full_groups, groups_info
 from rstore.streams.info import stream_info
@@ -92,7 +93,7 @@ def _full_groups(ctx: Context, stream: StreamRef, count: int) -> list[Any]:
                 b"seen-time", c.seen_time,
                 b"active-time", c.active_time,
                 b"pel-count", c.pel_count,
-                b"pending", [[format_id(eid), t, n] for eid, t, n in c.pending],
+                b"pending", [[format_id(eid), t, as_signed64(n)] for eid, t, n in c.pending],
             ]
             for c in g.consumers
         ]  # fmt: skip
@@ -103,7 +104,8 @@ def _full_groups(ctx: Context, stream: StreamRef, count: int) -> list[Any]:
                 b"entries-read", g.entries_read,
                 b"lag", g.lag,
                 b"pel-count", g.pel_count,
-                b"pending", [[format_id(eid), who, t, n] for eid, who, t, n in g.pending],
+                b"pending",
+                [[format_id(eid), who, t, as_signed64(n)] for eid, who, t, n in g.pending],
                 b"consumers", consumers,
             ]
         )  # fmt: skip

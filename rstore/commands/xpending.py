@@ -8,7 +8,7 @@ from rstore import ids, messages
 from rstore.commands.args import keyword, parse_int
 from rstore.commands.registry import Context, command
 from rstore.commands.reply import NIL_ARRAY
-from rstore.numbers import UINT64_MAX
+from rstore.numbers import UINT64_MAX, as_signed64
 from rstore.storage.layout import GroupMeta
 from rstore.streams import groups
 from rstore.streams.keyspace import StreamRef, lookup_stream
@@ -80,4 +80,6 @@ def xpending(ctx: Context, argv: list[bytes]) -> Any:
         ctx.txn, group, start, end, count,
         consumer=consumer, min_idle_ms=min_idle, now_ms=ctx.now_ms,
     )  # fmt: skip
-    return [[ids.format_id(p.id), p.consumer, p.idle_ms, p.delivery_count] for p in found]
+    return [
+        [ids.format_id(p.id), p.consumer, p.idle_ms, as_signed64(p.delivery_count)] for p in found
+    ]

@@ -35,7 +35,7 @@ def _must(found: T | None) -> T:
     "xreadgroup", -7, write=True, public=public_stream_reply, summary="Read as a group consumer"
 )
 def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
-    args = parse_xread(argv, True)
+    args = parse_xread(argv, True, ctx.now_ms)
     assert args.group is not None and args.consumer is not None
     txn = ctx.txn
     targets: list[tuple[bytes, ids.ID | None]] = []
@@ -50,6 +50,8 @@ def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
         if token in (b"$", b"+"):
             raise messages.error(DOLLAR.replace("$", token.decode()))
         after = NEW if token == b">" else ids.parse_id(arg, strict=True)
+        if after == ids.MAX_ID:  # Redis stores ">" as the largest ID: the two are one
+            after = NEW
         targets.append((key, after))
     reply: list[Any] = []
     for key, after in targets:

@@ -37,7 +37,7 @@ from rstore.errors import (
 from rstore.storage import layout
 from rstore.storage.layout import StoreConfig
 from rstore.storage.notify import Notifier, key_hash
-from rstore.storage.txn import Txn
+from rstore.storage.txn import Carry, Txn
 
 T = TypeVar("T")
 
@@ -67,6 +67,8 @@ def _after_fork_in_child() -> None:
         env._forked = True
         env._gate = _Gate()
         env._notifier_lock = threading.Lock()
+        env._carry = None
+        env._carry_lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
@@ -77,21 +79,29 @@ class _Gate:
     """Lets any number of transactions run, or one map resize with none running."""
 
     def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._active = 0
         self._resizing = False
 
+    # enter/leave run around every transaction: plain lock calls, no context managers.
     def enter(self) -> None:
-        with self._cond:
+        self._lock.acquire()
+        try:
             while self._resizing:
                 self._cond.wait()
             self._active += 1
+        finally:
+            self._lock.release()
 
     def leave(self) -> None:
-        with self._cond:
+        self._lock.acquire()
+        try:
             self._active -= 1
-            if self._active == 0:
+            if self._active == 0 and self._resizing:
                 self._cond.notify_all()
+        finally:
+            self._lock.release()
 
     @contextmanager
     def exclusive(self) -> Iterator[None]:
@@ -164,6 +174,8 @@ class Env:
         self._pid = os.getpid()
         self._notifier: Notifier | None = None
         self._notifier_lock = threading.Lock()
+        self._carry: Carry | None = None  # what the last write transaction knew
+        self._carry_lock = threading.Lock()
         self._open()
         _all_envs.add(self)
 
@@ -282,14 +294,21 @@ class Env:
             action = None
             try:
                 raw = self._begin(True)
+                txnid = raw.id()
                 try:
                     txn = Txn(raw, self._dbs, write=True)
+                    with self._carry_lock:
+                        carry, self._carry = self._carry, None  # take it: never shared
+                    if carry is not None and carry.txnid + 1 == txnid:
+                        txn.adopt(carry)
                     result = fn(txn)
                     txn.flush()
                 except BaseException:
                     raw.abort()
                     raise
                 raw.commit()
+                with self._carry_lock:
+                    self._carry = txn.carry(txnid)
                 return result
             except lmdb.MapFullError:
                 action = "grow"
@@ -338,7 +357,9 @@ class Env:
         """Wake readers blocked on ``keys`` (``None``: on every key) after a commit."""
         if keys is not None and not keys:
             return
-        self.notifier.notify(None if keys is None else {key_hash(k) for k in keys})
+        notifier = self.notifier
+        if notifier.anyone_waiting():
+            notifier.notify(None if keys is None else {key_hash(k) for k in keys})
 
     # ------------------------------------------------------------------ misc
 

@@ -38,6 +38,7 @@ import threading
 from collections.abc import Iterable, Iterator
 
 from rstore.codec.crc64 import crc64
+from rstore.errors import StorageError
 
 __all__ = ["KIND_GROUP", "KIND_READ", "Notifier", "Waiter", "key_hash"]
 
@@ -143,7 +144,10 @@ class Notifier:
                         in_use -= 1  # reclaim a slot left by a dead process
                     taken.append(i)
             if len(taken) < len(keys):
-                raise OSError(errno.ENOSPC, f"more than {SLOTS} blocked readers on one store")
+                raise StorageError(
+                    f"{self._path}: the waiter table is full ({SLOTS} blocked reads per key "
+                    "per store at most); too many blocked readers"
+                )
             for i, kh in zip(taken, keys):
                 _SLOT.pack_into(m, self._slot_offset(i), _WAITING, kind, pid, kh, group,
                                 arrival, token, 0)  # fmt: skip
@@ -151,12 +155,22 @@ class Notifier:
             _HEADER.pack_into(m, 0, magic, version, in_use + len(taken), high, 0, arrival + 1)
         return arrival, taken
 
-    def unregister(self, slots: list[int]) -> None:
+    def unregister(self, slots: list[int], pid: int, token: int) -> None:
+        """Free ``slots`` if they still belong to the waiter ``(pid, token)``.
+
+        Checked under the lock: another process may already have freed a dead reader's slot,
+        and a new reader may have taken it since.
+        """
         m = self._map
         with self._locked():
+            freed = 0
             for i in slots:
-                _SLOT.pack_into(m, self._slot_offset(i), _FREE, 0, 0, 0, 0, 0, 0, 0)
-            in_use = _U32.unpack_from(m, _IN_USE)[0] - len(slots)
+                off = self._slot_offset(i)
+                state, _, spid, _, _, _, stoken, _ = _SLOT.unpack_from(m, off)
+                if state == _WAITING and spid == pid and stoken == token:
+                    _SLOT.pack_into(m, off, _FREE, 0, 0, 0, 0, 0, 0, 0)
+                    freed += 1
+            in_use = _U32.unpack_from(m, _IN_USE)[0] - freed
             _U32.pack_into(m, _IN_USE, max(in_use, 0))
             if in_use <= 0:
                 _U32.pack_into(m, _HIGH, 0)
@@ -175,9 +189,13 @@ class Notifier:
 
     # ------------------------------------------------------------------ waking
 
+    def anyone_waiting(self) -> bool:
+        """Whether any reader of this store is blocked (one word read from the table)."""
+        return bool(_U32.unpack_from(self._map, _IN_USE)[0])
+
     def notify(self, key_hashes: set[int] | None) -> None:
         """Wake readers waiting on any of ``key_hashes`` (``None``: on any key)."""
-        if _U32.unpack_from(self._map, _IN_USE)[0] == 0:
+        if not self.anyone_waiting():
             return
         woken_groups: set[tuple[int, int]] = set()
         woken: set[tuple[int, int]] = set()
@@ -210,7 +228,7 @@ class Notifier:
             return True  # its buffer is full: a wake-up is already pending
         except OSError as exc:
             if exc.errno in (errno.ECONNREFUSED, errno.ENOENT) and not _alive(pid):
-                self.unregister([slot])  # the reader died while blocked
+                self.unregister([slot], pid, token)  # the reader died while blocked
             return False
 
     def close(self) -> None:
@@ -226,12 +244,16 @@ class Waiter:
         self._notifier = notifier
         self._token = next(_tokens)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self._sock.bind(notifier.address(os.getpid(), self._token))
-        self._sock.setblocking(False)
-        self._kind = kind
-        self._group = group
-        self._hashes = {key_hash(k) for k in keys}
-        self.arrival, self._slots = notifier.register(kind, self._hashes, group, self._token)
+        try:
+            self._sock.bind(notifier.address(os.getpid(), self._token))
+            self._sock.setblocking(False)
+            self._kind = kind
+            self._group = group
+            self._hashes = {key_hash(k) for k in keys}
+            self.arrival, self._slots = notifier.register(kind, self._hashes, group, self._token)
+        except BaseException:
+            self._sock.close()
+            raise
 
     def wait(self, timeout_s: float) -> bool:
         """Sleep until woken or ``timeout_s`` passes; ``True`` when woken."""
@@ -249,7 +271,7 @@ class Waiter:
             self._notifier.wake_next(self._hashes, self._group, self.arrival)
 
     def close(self) -> None:
-        self._notifier.unregister(self._slots)
+        self._notifier.unregister(self._slots, os.getpid(), self._token)
         self._sock.close()
         if not _ABSTRACT_SOCKETS:
             with contextlib.suppress(OSError):

@@ -24,6 +24,33 @@ from rstore.storage.layout import ID, KeyRecord, StoreConfig, StreamMeta
 _MAX_DIRTY_NODES = 64
 
 
+_CARRY_LIMIT = 4096  # records carried from one write transaction to the next, at most
+
+
+class Carry:
+    """What a committed write transaction knew, for the next one to start from.
+
+    Valid only for the write transaction whose id is ``txnid + 1``: then no other writer (in
+    any process) committed in between, so every record is still exactly what LMDB holds.
+    """
+
+    __slots__ = ("config", "keys", "meta", "nodes", "txnid")
+
+    def __init__(
+        self,
+        txnid: int,
+        keys: dict[bytes, KeyRecord | None],
+        meta: dict[int, StreamMeta],
+        config: StoreConfig | None,
+        nodes: dict[bytes, bytes],
+    ) -> None:
+        self.txnid = txnid
+        self.keys = keys
+        self.meta = meta
+        self.config = config
+        self.nodes = nodes
+
+
 class Txn:
     """One LMDB transaction with rstore's record types."""
 
@@ -63,6 +90,19 @@ class Txn:
         self._dirty_meta: set[int] = set()
         self._dirty_nodes: dict[bytes, bytearray] = {}
         self._clean_nodes: dict[bytes, bytes] = {}  # nodes read by node_get, unchanged
+
+    def adopt(self, carry: Carry) -> None:
+        """Start from what the previous write transaction of this process left (see Carry)."""
+        self._keys = carry.keys
+        self._meta = carry.meta
+        self._config = carry.config
+        self._clean_nodes = carry.nodes
+
+    def carry(self, txnid: int) -> Carry | None:
+        """After a successful commit of transaction ``txnid``: its records, for the next."""
+        if len(self._keys) + len(self._meta) + len(self._clean_nodes) > _CARRY_LIMIT:
+            return None
+        return Carry(txnid, self._keys, self._meta, self._config, self._clean_nodes)
 
     @property
     def raw(self) -> Any:
@@ -297,8 +337,10 @@ class Txn:
         if self._dirty_nodes:
             put = self._raw.put
             db = self.db_nodes
+            clean = self._clean_nodes
             for key, node in self._dirty_nodes.items():
                 put(key, node, db=db)
+                clean[key] = bytes(node)
             self._dirty_nodes.clear()
 
     def flush(self) -> None:

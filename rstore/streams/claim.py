@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from itertools import islice
 
 from rstore.ids import ID
+from rstore.numbers import UINT64_MAX as U64
 from rstore.storage import groups as store
 from rstore.storage.layout import ConsumerMeta, GroupMeta
 from rstore.storage.txn import Txn
@@ -112,7 +113,7 @@ def claim(
         if opts.retry_count is not None:
             delivery_count = opts.retry_count
         elif not opts.justid:
-            delivery_count += 1
+            delivery_count = (delivery_count + 1) & U64  # uint64 in Redis
         store.nack_put(txn, group, entry_id, (delivery_time, delivery_count, consumer.name), owner)
         counts.take_from(owner)
         consumer.active_time = now_ms
@@ -157,7 +158,7 @@ def autoclaim(
             continue
         if min_idle_ms and now_ms - delivery_time < min_idle_ms:
             continue
-        new_count = delivery_count if justid else delivery_count + 1
+        new_count = delivery_count if justid else (delivery_count + 1) & U64
         store.nack_put(txn, group, entry_id, (now_ms, new_count, consumer.name), owner)
         counts.take_from(owner)
         consumer.active_time = now_ms

@@ -14,6 +14,7 @@ from __future__ import annotations
 from itertools import islice
 
 from rstore.ids import ID, MAX_ID, increment
+from rstore.numbers import UINT64_MAX
 from rstore.storage import groups as store
 from rstore.storage.layout import ConsumerMeta, GroupMeta
 from rstore.storage.txn import Txn
@@ -103,5 +104,6 @@ def read_history(
         if fields is not None:
             nack = store.nack_get(txn, group, entry_id)
             assert nack is not None, "consumer index names an entry missing from the group PEL"
-            store.nack_put(txn, group, entry_id, (now_ms, nack[1] + 1, nack[2]), nack[2])
+            count = (nack[1] + 1) & UINT64_MAX  # a uint64 counter in Redis
+            store.nack_put(txn, group, entry_id, (now_ms, count, nack[2]), nack[2])
     return out
