@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from .blocking import RstoreSide, Scenario, ValkeySide, WorkerPool, run_on_both
 from .harness import Oracle, reset_valkey
 from .resp import RespClient
 from .server import ValkeyServer, find_server_binary
@@ -70,3 +71,32 @@ def oracle(valkey: RespClient, tmp_path: Path) -> Iterator[Oracle]:
 def both(oracle: Oracle) -> Callable[..., Any]:
     """``both(*argv)``: same argv on valkey and rstore, identical reply asserted and returned."""
     return oracle.both
+
+
+@pytest.fixture(scope="session")
+def worker_pool() -> Iterator[WorkerPool]:
+    """Worker processes (spawned on first use) that run blocking rstore calls."""
+    pool = WorkerPool()
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture(params=["thread", "process"])
+def scenario(
+    request: pytest.FixtureRequest,
+    valkey_server: ValkeyServer,
+    valkey: RespClient,
+    oracle: Oracle,
+    worker_pool: WorkerPool,
+) -> Callable[[Scenario], None]:
+    """``scenario(fn)``: run a blocking scenario on valkey and on rstore, whose blocked calls
+    run in threads or in other processes (the parameter); the observations must match."""
+
+    def run(fn: Scenario) -> None:
+        run_on_both(
+            fn, ValkeySide(valkey_server, valkey), RstoreSide(oracle, request.param, worker_pool)
+        )
+
+    return run

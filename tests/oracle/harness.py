@@ -3,8 +3,8 @@
 Nothing here is specific to a command: consumer-group commands (XGROUP, XREADGROUP, XACK, ...)
 are tested with the same :meth:`Oracle.both`, and :meth:`Oracle.assert_same_state` already
 compares ``XINFO STREAM FULL`` (groups, PELs).  Replies that hold times (delivery times,
-``seen-time``, idle) need a ``both_normalized`` with a normalizer that masks them.  For BLOCK, a
-second valkey connection can ``send`` the blocking command and ``receive`` its reply later.
+``seen-time``, idle) go through :meth:`Oracle.both_timed`, which compares them within a tolerance
+(:mod:`.timed`) and everything else exactly.  Blocking calls are driven by :mod:`.blocking`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 from rstore import ResponseError, Store
 
 from .resp import Arg, ErrorReply, RespClient
+from .timed import TIME_TOLERANCE_MS, timed_difference
 
 __all__ = [
     "DEFAULT_NODE_MAX_BYTES",
@@ -141,6 +142,23 @@ class Oracle:
         )
         return expected
 
+    def both_timed(self, *argv: Arg, tolerance_ms: int = TIME_TOLERANCE_MS) -> Any:
+        """Like :meth:`both` for replies holding clock readings: the time fields (see
+        :mod:`.timed`) within ``tolerance_ms`` of each other, the rest identical."""
+        expected, actual = self.pair(*argv)
+        problem = timed_difference(argv, expected, actual, tolerance_ms)
+        assert problem is None, (
+            f"rstore differs from valkey ({problem})\n  argv:   {short(argv)}\n"
+            f"  valkey: {short(expected)}\n  rstore: {short(actual)}"
+        )
+        return expected
+
+    def check(self) -> None:
+        """rstore's own integrity check finds nothing (every stored counter agrees)."""
+        assert self.store is not None, "store is closed"
+        problems = self.store.check()
+        assert problems == [], f"Store.check() found problems: {problems}"
+
     def both_auto_id(self, *argv: Arg) -> tuple[Any, Any]:
         """A time-dependent XADD: both must answer an ID (or the same error); IDs may differ."""
         expected, actual = self.pair(*argv)
@@ -171,15 +189,25 @@ class Oracle:
     # ------------------------------------------------------------------ whole-state comparison
 
     def assert_same_state(self, keys: Iterable[Arg] | None = None) -> None:
-        """Same key set, and for every key the same type, XINFO STREAM FULL and XRANGE."""
+        """Same key set, and for every key the same type, XINFO STREAM FULL and XRANGE; for
+        every consumer group also XINFO GROUPS / CONSUMERS and XPENDING (times within the
+        tolerance of :meth:`both_timed`)."""
         all_keys = self.both_keys("*")
         check = list(all_keys) if keys is None else list(keys)
         self.both("DBSIZE")
         for key in check:
             self.both("TYPE", key)
             self.both("EXISTS", key)
-            self.both("XINFO", "STREAM", key, "FULL", "COUNT", "0")
+            full = self.both_timed("XINFO", "STREAM", key, "FULL", "COUNT", "0")
             self.both("XRANGE", key, "-", "+")
+            groups = pairs_to_dict(full).get(b"groups") if isinstance(full, list) else None
+            if groups:
+                self.both("XINFO", "GROUPS", key)
+            for group in groups or ():
+                name = pairs_to_dict(group)[b"name"]
+                self.both_timed("XINFO", "CONSUMERS", key, name)
+                self.both("XPENDING", key, name)
+                self.both_timed("XPENDING", key, name, "-", "+", 1 << 40)
 
 
 def pairs_to_dict(flat: list[Any]) -> dict[Any, Any]:

@@ -62,6 +62,11 @@ class RespClient:
         self._file.close()
         self._sock.close()
 
+    def fileno(self) -> int:
+        """The socket's descriptor, for ``select`` on a reply still to come (valid while no
+        reply has been read ahead of it)."""
+        return self._sock.fileno()
+
     def __enter__(self) -> RespClient:
         return self
 
