@@ -1,0 +1,494 @@
+"""Shared pieces of the rstore benchmarks.
+
+* :class:`Valkey` starts a throw-away ``valkey-server`` on a free loopback port, with its data
+  directory in a temporary directory, and stops it on exit (a context manager).
+* :func:`temp_store` opens an :class:`rstore.Store` in a temporary directory on the same
+  filesystem as valkey's, and removes it on exit.
+* :func:`interleave` runs the rstore side and the valkey side in alternating blocks, so that
+  both see the same noise of a shared machine.
+* Results are plain dicts (see :func:`rate_result`), combined over repeated runs by
+  :func:`combine` (medians) and printed by :func:`results_table`.
+
+Every figure is timed with :func:`time.perf_counter`.  Nothing here is a test: the benchmarks
+publish figures and never gate anything on them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import gc
+import math
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import redis
+import redis.utils
+
+import rstore
+
+# The entry every workload writes, on both sides.
+FIELDS: dict[str, str] = {"user": "12345", "action": "click", "page": "/products/42"}
+STREAM = "bench"
+PIPELINE_SIZE = 1000
+PAGE_SIZE = 1000
+
+# The server binary: $VALKEY_SERVER, else valkey-server on the PATH.
+VALKEY_BINARY = (
+    os.environ.get("VALKEY_SERVER") or shutil.which("valkey-server") or "/usr/bin/valkey-server"
+)
+
+# The durability mode of valkey matching each rstore ``sync`` setting.
+FSYNC_FOR_SYNC = {True: "always", False: "everysec"}
+
+Result = dict[str, Any]
+Sampler = Callable[[int], list[float]]
+
+
+# ----------------------------------------------------------------------------- CPU placement
+#
+# Where valkey runs relative to the benchmark process changes its round trip a lot on a small
+# VM: on this project's 2-vCPU machines a loopback request/reply between two vCPUs costs ~2.5x
+# one within a vCPU (waking an idle vCPU is slow), and the OS picks either from run to run.
+
+PLACEMENTS = ("shared", "split", "os")
+_PINNED: dict[str, set[int] | None] = {"valkey": None}  # CPUs for valkey servers started next
+# the CPUs this process could use before any pinning
+_ALLOWED = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
+def set_placement(mode: str) -> str:
+    """Pin this process, and the valkey servers started from now on, as ``mode`` says:
+
+    * ``shared``: both on the first CPU we may use (valkey's best round trip on a VM);
+    * ``split``: this process on the first CPU, valkey on the second;
+    * ``os``: no pinning, the scheduler decides (and may change its mind between runs).
+
+    Returns a sentence describing the placement, for the results.
+    """
+    if mode not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {PLACEMENTS}, not {mode!r}")
+    if not _ALLOWED:
+        _PINNED["valkey"] = None
+        return "not pinned (no CPU affinity on this platform)"
+    if mode == "os":
+        os.sched_setaffinity(0, _ALLOWED)
+        _PINNED["valkey"] = None
+        return "not pinned: the OS places the benchmark process and valkey-server"
+    cpus = _ALLOWED
+    if mode == "split" and len(cpus) < 2:
+        raise SystemExit("--placement split needs two CPUs")
+    mine = {cpus[0]}
+    _PINNED["valkey"] = {cpus[1]} if mode == "split" else {cpus[0]}
+    os.sched_setaffinity(0, mine)
+    if mode == "split":
+        return f"benchmark process pinned to CPU {cpus[0]}, valkey-server to CPU {cpus[1]}"
+    return f"benchmark process and valkey-server pinned to the same CPU ({cpus[0]})"
+
+
+def _in_valkey_child() -> None:  # pragma: no cover - runs in the child before exec
+    """Before valkey starts: pin it (all its threads inherit this), and ask Linux to send it
+    SIGTERM if the benchmark process dies (even by SIGKILL)."""
+    cpus = _PINNED["valkey"]
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
+    with contextlib.suppress(OSError, AttributeError):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+# ----------------------------------------------------------------------------- peers
+
+
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit, so ``with`` blocks stop valkey and remove temp dirs."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Valkey:
+    """A ``valkey-server`` for one benchmark: AOF on, RDB snapshots off, data in a temp dir.
+
+    >>> with Valkey("always") as vk:          # doctest: +SKIP
+    ...     vk.client().xadd("s", FIELDS)
+    """
+
+    def __init__(
+        self,
+        appendfsync: str,
+        *,
+        base_dir: str | None = None,
+        binary: str = VALKEY_BINARY,
+        start_timeout_s: float = 10.0,
+    ) -> None:
+        if appendfsync not in ("always", "everysec", "no"):
+            raise ValueError(f"appendfsync must be always, everysec or no, not {appendfsync!r}")
+        self.appendfsync = appendfsync
+        self.base_dir = base_dir
+        self.binary = binary
+        self.start_timeout_s = start_timeout_s
+        self.port = 0
+        self.dir = ""
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._clients: list[redis.Redis] = []
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None, "valkey is not running"
+        return self._proc.pid
+
+    def command_line(self) -> list[str]:
+        return [
+            self.binary,
+            "--port", str(self.port),
+            "--bind", "127.0.0.1",
+            "--save", "",
+            "--appendonly", "yes",
+            "--appendfsync", self.appendfsync,
+            "--dir", self.dir,
+            "--logfile", os.path.join(self.dir, "valkey.log"),
+            "--daemonize", "no",
+        ]  # fmt: skip
+
+    def __enter__(self) -> Valkey:
+        if not redis.utils.HIREDIS_AVAILABLE:
+            raise RuntimeError("redis-py does not see hiredis; `pip install hiredis` first")
+        self.dir = tempfile.mkdtemp(prefix="bench-valkey-", dir=self.base_dir)
+        try:
+            for _attempt in range(5):  # a free port can be taken before valkey binds it
+                self.port = free_port()
+                self._proc = subprocess.Popen(
+                    self.command_line(),
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    preexec_fn=_in_valkey_child,  # noqa: PLW1509 (no threads here)
+                )
+                if self._wait_ready():
+                    return self
+            raise RuntimeError(f"valkey-server did not start; see {self.dir}/valkey.log")
+        except BaseException:
+            self._stop()
+            raise
+
+    def _wait_ready(self) -> bool:
+        assert self._proc is not None
+        probe = redis.Redis(host="127.0.0.1", port=self.port, protocol=2)
+        deadline = time.monotonic() + self.start_timeout_s
+        try:
+            while time.monotonic() < deadline:
+                if self._proc.poll() is not None:
+                    return False
+                with contextlib.suppress(redis.ConnectionError, redis.BusyLoadingError):
+                    if probe.ping():
+                        return True
+                time.sleep(0.02)
+            return False
+        finally:
+            probe.close()
+
+    def client(self) -> redis.Redis:
+        """A redis-py client (RESP2, hiredis parser) on this server; closed on exit."""
+        client = redis.Redis(host="127.0.0.1", port=self.port, protocol=2)
+        self._clients.append(client)
+        return client
+
+    def version(self) -> str:
+        return str(self.client().info("server")["valkey_version"])
+
+    def aof_bytes(self) -> int:
+        """Bytes of the append-only files (base and increments) in the data directory."""
+        aof_dir = Path(self.dir) / "appendonlydir"
+        return sum(p.stat().st_size for p in aof_dir.iterdir()) if aof_dir.is_dir() else 0
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop()
+
+    def _stop(self) -> None:
+        for client in self._clients:
+            with contextlib.suppress(redis.RedisError):
+                client.close()
+        self._clients.clear()
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def temp_store(sync: bool, base_dir: str | None = None) -> Iterator[rstore.Store]:
+    """An empty :class:`rstore.Store` in a fresh temporary directory, removed afterwards."""
+    parent = tempfile.mkdtemp(prefix="bench-rstore-", dir=base_dir)
+    store = rstore.Store(os.path.join(parent, "store"), sync=sync)
+    try:
+        yield store
+    finally:
+        store.close()
+        shutil.rmtree(parent, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- timing
+
+
+def time_each(op: Callable[[], object], n: int) -> list[float]:
+    """Run ``op`` ``n`` times; the duration of each call in seconds."""
+    clock = time.perf_counter
+    out = [0.0] * n
+    for i in range(n):
+        t0 = clock()
+        op()
+        out[i] = clock() - t0
+    return out
+
+
+def split(total: int, parts: int) -> list[int]:
+    """``total`` as ``parts`` near-equal positive block sizes."""
+    parts = max(1, min(parts, total))
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def interleave(
+    sides: dict[str, Sampler], total: int, rounds: int
+) -> dict[str, tuple[list[float], float]]:
+    """Run each side's sampler on ``total`` operations, in ``rounds`` alternating blocks.
+
+    A sampler takes a block size and returns one duration per sample.  The order of the sides
+    flips every round (A B, B A, A B …) so that neither always runs right after the other.
+    Returns, per side, ``(samples, wall seconds spent in its blocks)``.
+    """
+    out: dict[str, tuple[list[float], float]] = {name: ([], 0.0) for name in sides}
+    names = list(sides)
+    for i, block in enumerate(split(total, rounds)):
+        for name in names if i % 2 == 0 else reversed(names):
+            gc.collect()
+            t0 = time.perf_counter()
+            samples = sides[name](block)
+            wall = time.perf_counter() - t0
+            prev, spent = out[name]
+            prev.extend(samples)
+            out[name] = (prev, spent + wall)
+    return out
+
+
+def percentiles(samples: Sequence[float], scale: float = 1.0) -> dict[str, float]:
+    """p50/p90/p99/max by the nearest-rank method, each multiplied by ``scale``."""
+    if not samples:
+        return {}
+    ordered = sorted(samples)
+    n = len(ordered)
+
+    def rank(p: float) -> float:
+        return ordered[max(0, math.ceil(p / 100 * n) - 1)] * scale
+
+    return {"p50": rank(50), "p90": rank(90), "p99": rank(99), "max": ordered[-1] * scale}
+
+
+# ----------------------------------------------------------------------------- results
+
+
+def rate_result(
+    *,
+    workload: str,
+    mode: str,
+    target: float | None,
+    rstore_rate: float,
+    valkey_rate: float,
+    unit: str = "entries/s",
+    rstore_latency_ms: dict[str, float] | None = None,
+    valkey_latency_ms: dict[str, float] | None = None,
+    latency_of: str = "",
+    **extra: Any,
+) -> Result:
+    """One workload's figures from one run, as a plain dict."""
+    return {
+        "workload": workload,
+        "mode": mode,
+        "unit": unit,
+        "rstore": rstore_rate,
+        "valkey": valkey_rate,
+        "ratio": rstore_rate / valkey_rate if valkey_rate else math.nan,
+        "target": target,
+        "rstore_latency_ms": rstore_latency_ms or {},
+        "valkey_latency_ms": valkey_latency_ms or {},
+        "latency_of": latency_of,
+        **extra,
+    }
+
+
+def _median_dict(dicts: list[dict[str, float]]) -> dict[str, float]:
+    keys = [k for k in dicts[0] if all(k in d for d in dicts)] if dicts else []
+    return {k: statistics.median(d[k] for d in dicts) for k in keys}
+
+
+def combine(runs: list[list[Result]]) -> list[Result]:
+    """Median of each figure over repeated runs, workload by workload.
+
+    The ratio is the median of the per-run ratios (each run's ratio pairs figures measured side
+    by side), not the ratio of the medians; ``ratio_min``/``ratio_max`` show the spread.
+    """
+    order: list[tuple[str, str]] = []
+    grouped: dict[tuple[str, str], list[Result]] = {}
+    for run in runs:
+        for res in run:
+            key = (res["workload"], res["mode"])
+            if key not in grouped:
+                order.append(key)
+                grouped[key] = []
+            grouped[key].append(res)
+    out: list[Result] = []
+    for key in order:
+        group = grouped[key]
+        merged = dict(group[0])
+        for name in ("rstore", "valkey", "ratio"):
+            merged[name] = statistics.median(r[name] for r in group)
+        for name, value in group[0].items():
+            if name in ("rstore", "valkey", "ratio", "target"):
+                continue
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                merged[name] = statistics.median(r[name] for r in group)
+        merged["ratio_min"] = min(r["ratio"] for r in group)
+        merged["ratio_max"] = max(r["ratio"] for r in group)
+        merged["runs"] = len(group)
+        for name in ("rstore_latency_ms", "valkey_latency_ms"):
+            merged[name] = _median_dict([r[name] for r in group if r[name]])
+        out.append(merged)
+    return out
+
+
+def fmt_rate(value: float) -> str:
+    if value >= 1e6:
+        return f"{value / 1e6:.2f}M"
+    if value >= 1e4:
+        return f"{value / 1e3:.0f}k"
+    if value >= 1e3:
+        return f"{value / 1e3:.2f}k"
+    return f"{value:.0f}"
+
+
+def fmt_ms(value: float) -> str:
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.3f}" if value < 1 else f"{value:.2f}"
+
+
+def results_table(results: list[Result]) -> str:
+    """The headline table: rates, ratio (with its spread over runs), target, met?"""
+    lines = [
+        "| workload | durability mode | rstore | valkey | ratio (min–max) | target | met? |",
+        "|---|---|---:|---:|---:|---:|:---:|",
+    ]
+    for r in results:
+        spread = ""
+        if r.get("runs", 1) > 1:
+            spread = f" ({r['ratio_min']:.2f}–{r['ratio_max']:.2f})"
+        target = r["target"]
+        met = "—" if target is None else ("yes" if r["ratio"] >= target else "**no**")
+        target_text = "—" if target is None else f"≥ {target:g}x"
+        lines.append(
+            f"| {r['workload']} | {r['mode']} | {fmt_rate(r['rstore'])} {r['unit']} "
+            f"| {fmt_rate(r['valkey'])} {r['unit']} | {r['ratio']:.2f}x{spread} "
+            f"| {target_text} | {met} |"
+        )
+    return "\n".join(lines)
+
+
+def latency_table(results: list[Result]) -> str:
+    """p50/p90/p99/max of each side, for the results that recorded latencies."""
+    lines = [
+        "| workload | durability mode | latency of | side | p50 | p90 | p99 | max |",
+        "|---|---|---|---|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        for side in ("rstore", "valkey"):
+            lat = r.get(f"{side}_latency_ms") or {}
+            if not lat:
+                continue
+            cells = " | ".join(fmt_ms(lat[k]) for k in ("p50", "p90", "p99", "max"))
+            lines.append(
+                f"| {r['workload']} | {r['mode']} | {r['latency_of']} | {side} | {cells} |"
+            )
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- command line
+
+
+def add_common_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes: a smoke run, figures not meaningful"
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run N times and report medians (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--dir",
+        default=None,
+        help="parent directory of the temporary stores and valkey data "
+        "(default: the system temp dir); both sides use the same one",
+    )
+    parser.add_argument("--json", default=None, metavar="FILE", help="also write results here")
+    add_placement_arg(parser)
+
+
+def add_placement_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--placement",
+        choices=PLACEMENTS,
+        default="shared",
+        help="CPU placement of this process and valkey: shared (both on one CPU, the default), "
+        "split (one CPU each) or os (not pinned)",
+    )
+
+
+def write_json(path: str, payload: Any) -> None:
+    import json
+
+    Path(path).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+
+
+def repeat_runs(run_once: Callable[[], list[Result]], repeat: int) -> list[Result]:
+    """``run_once`` ``repeat`` times, combined into medians."""
+    runs = []
+    for i in range(repeat):
+        if repeat > 1:
+            print(f"# run {i + 1}/{repeat}", flush=True)
+        runs.append(run_once())
+    return combine(runs)

@@ -1,0 +1,132 @@
+"""Batched XADD: pipelines of 1000 XADDs, rstore beside valkey, in one run.
+
+* rstore: ``store.pipeline()`` with 1000 ``xadd`` calls, then ``execute()``: ONE LMDB write
+  transaction, so one commit (and with ``sync=True`` one durable flush) per 1000 entries;
+* valkey: redis-py ``pipeline(transaction=False)`` with 1000 ``xadd`` calls: one round trip;
+  the server appends the batch to its AOF and, with ``always``, fsyncs it before replying.
+
+Both durability pairs are measured: ``sync=True`` vs ``always`` and ``sync=False`` vs
+``everysec`` (target >= 2x for each).  A sample is one whole batch, queueing included; the rate
+is entries / wall time of the timed blocks, and batch latencies are reported as percentiles.
+
+    python bench/xadd_pipeline.py --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from common import (
+    FIELDS,
+    FSYNC_FOR_SYNC,
+    PIPELINE_SIZE,
+    STREAM,
+    Result,
+    Valkey,
+    add_common_args,
+    exit_on_sigterm,
+    interleave,
+    latency_table,
+    percentiles,
+    rate_result,
+    repeat_runs,
+    results_table,
+    set_placement,
+    temp_store,
+    time_each,
+    write_json,
+)
+
+# (timed batches per side, warm-up batches per side, alternating blocks)
+SIZES = {False: (40, 3, 8), True: (6, 1, 2)}
+TARGET = 2.0
+
+
+def batch_runner(pipeline_factory: Callable[[], Any]) -> Callable[[], list[Any]]:
+    """A function that queues ``PIPELINE_SIZE`` XADDs on a fresh pipeline and executes it
+    (an rstore ``Pipeline`` or a redis-py one: the same calls on both)."""
+
+    def one_batch() -> list[Any]:
+        pipe = pipeline_factory()
+        xadd = pipe.xadd
+        for _ in range(PIPELINE_SIZE):
+            xadd(STREAM, FIELDS)
+        return list(pipe.execute())
+
+    return one_batch
+
+
+def run(*, sync: bool, quick: bool = False, base_dir: str | None = None) -> Result:
+    """One side-by-side run of the pipelined workload in one durability mode."""
+    batches, warm, rounds = SIZES[quick]
+    with (
+        temp_store(sync, base_dir) as store,
+        Valkey(FSYNC_FOR_SYNC[sync], base_dir=base_dir) as valkey,
+    ):
+        client = valkey.client()
+        rstore_batch = batch_runner(store.pipeline)
+        valkey_batch = batch_runner(lambda: client.pipeline(transaction=False))
+        time_each(rstore_batch, warm)
+        time_each(valkey_batch, warm)
+        timed = interleave(
+            {
+                "rstore": lambda n: time_each(rstore_batch, n),
+                "valkey": lambda n: time_each(valkey_batch, n),
+            },
+            batches,
+            rounds,
+        )
+        expected = (batches + warm) * PIPELINE_SIZE
+        if store.xlen(STREAM) != expected or client.xlen(STREAM) != expected:
+            raise RuntimeError("the two sides do not hold the same number of entries")
+
+    (r_samples, r_wall), (v_samples, v_wall) = timed["rstore"], timed["valkey"]
+    entries = batches * PIPELINE_SIZE
+    return rate_result(
+        workload=f"XADD pipelined {PIPELINE_SIZE}",
+        mode=f"rstore sync={sync} / valkey appendfsync {FSYNC_FOR_SYNC[sync]}",
+        target=TARGET,
+        rstore_rate=entries / r_wall,
+        valkey_rate=entries / v_wall,
+        rstore_latency_ms=percentiles(r_samples, 1e3),
+        valkey_latency_ms=percentiles(v_samples, 1e3),
+        latency_of=f"one batch of {PIPELINE_SIZE}",
+        batches=batches,
+    )
+
+
+def run_all(*, quick: bool = False, base_dir: str | None = None) -> list[Result]:
+    return [run(sync=sync, quick=quick, base_dir=base_dir) for sync in (True, False)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    exit_on_sigterm()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_common_args(parser)
+    parser.add_argument(
+        "--mode",
+        choices=("durable", "relaxed", "both"),
+        default="both",
+        help="durable: sync=True vs always; relaxed: sync=False vs everysec",
+    )
+    args = parser.parse_args(argv)
+    print(f"# CPU placement: {set_placement(args.placement)}")
+    modes = {"durable": [True], "relaxed": [False], "both": [True, False]}[args.mode]
+
+    def once() -> list[Result]:
+        return [run(sync=s, quick=args.quick, base_dir=args.dir) for s in modes]
+
+    results = repeat_runs(once, args.repeat)
+    print(results_table(results))
+    print()
+    print(latency_table(results))
+    if args.json:
+        write_json(args.json, results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
