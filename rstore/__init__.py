@@ -9,6 +9,7 @@ b'1732191234567-0'
 from rstore.commands.reply import NIL_ARRAY
 from rstore.errors import (
     CorruptDataError,
+    CorruptRDBError,
     DataError,
     NotAStoreError,
     ResponseError,
@@ -17,23 +18,26 @@ from rstore.errors import (
     StoreClosedError,
     StoreNotFoundError,
     UnsupportedFormatError,
+    UnsupportedRDBError,
 )
 from rstore.ids import StreamID
+from rstore.inspect import RDBSummary, StreamSummary, inspect_rdb, read_rdb_range
 from rstore.pipeline import Pipeline
 from rstore.store import DEFAULT_PATH, Store
+from rstore.version import __version__
 from rstore.worker import Consumer, Message
-
-__version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_PATH",
     "NIL_ARRAY",
     "Consumer",
     "CorruptDataError",
+    "CorruptRDBError",
     "DataError",
     "Message",
     "NotAStoreError",
     "Pipeline",
+    "RDBSummary",
     "RStoreError",
     "ResponseError",
     "StorageError",
@@ -41,6 +45,10 @@ __all__ = [
     "StoreClosedError",
     "StoreNotFoundError",
     "StreamID",
+    "StreamSummary",
     "UnsupportedFormatError",
+    "UnsupportedRDBError",
     "__version__",
+    "inspect_rdb",
+    "read_rdb_range",
 ]

@@ -172,6 +172,43 @@ class RedisCommands(GroupCommands):
 
     # ------------------------------------------------------------------ keyspace
 
+    def dump(self, name: Any) -> Any:
+        """The key's value as a DUMP payload (``bytes``), or ``None`` when it does not exist."""
+        return self._command([b"DUMP", name])
+
+    def restore(
+        self,
+        name: Any,
+        ttl: int,
+        value: bytes,
+        replace: bool = False,
+        absttl: bool = False,
+        idletime: int | None = None,
+        frequency: int | None = None,
+    ) -> Any:
+        """Create ``name`` from a DUMP payload (from rstore, Redis or Valkey); ``b"OK"``.
+
+        rstore keys never expire, so ``ttl`` must be 0.
+        """
+        params: list[Any] = [name, ttl, value]
+        if replace:
+            params.append(b"REPLACE")
+        if absttl:
+            params.append(b"ABSTTL")
+        if idletime is not None:
+            params.append(b"IDLETIME")
+            try:
+                params.append(int(idletime))
+            except ValueError as exc:
+                raise DataError("idletimemust be an integer") from exc
+        if frequency is not None:
+            params.append(b"FREQ")
+            try:
+                params.append(int(frequency))
+            except ValueError as exc:
+                raise DataError("frequency must be an integer") from exc
+        return self._command([b"RESTORE", *params], status_bytes)
+
     def delete(self, *names: Any) -> Any:
         """Delete keys; the number removed."""
         return self._command([b"DEL", *names])

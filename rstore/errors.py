@@ -18,6 +18,7 @@ from __future__ import annotations
 
 __all__ = [
     "CorruptDataError",
+    "CorruptRDBError",
     "DataError",
     "NotAStoreError",
     "RStoreError",
@@ -26,6 +27,7 @@ __all__ = [
     "StoreClosedError",
     "StoreNotFoundError",
     "UnsupportedFormatError",
+    "UnsupportedRDBError",
 ]
 
 
@@ -84,3 +86,28 @@ class CorruptDataError(RStoreError):
             message = f"{message} (at byte {offset})"
         super().__init__(message)
         self.offset = offset
+
+
+class CorruptRDBError(CorruptDataError):
+    """An RDB file or DUMP payload is damaged: truncated, a wrong checksum, a bad length, a
+    malformed value.  ``offset`` is the byte offset in the file; ``key`` the key being read,
+    when known."""
+
+    def __init__(self, message: str, offset: int | None = None, key: bytes | None = None):
+        if key is not None:
+            message = f"{message} (key {key!r})"
+        super().__init__(message, offset)
+        self.key = key
+
+
+class UnsupportedRDBError(RStoreError):
+    """An RDB file or payload this rstore cannot read: a newer RDB version, another format
+    (Valkey 9's VALKEY files), a newer stream type, a module type.  Never misread."""
+
+    def __init__(self, message: str, offset: int | None = None, key: bytes | None = None):
+        where = f" (at byte {offset})" if offset is not None else ""
+        if key is not None:
+            where += f" (key {key!r})"
+        super().__init__(message + where)
+        self.offset = offset
+        self.key = key

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import os
 from types import TracebackType
-from typing import Any
+from typing import Any, overload
 
 from rstore.client import Callback, RedisCommands
 from rstore.commands.args import encode_arg
-from rstore.commands.executor import execute
+from rstore.commands.executor import execute, now_ms
 from rstore.commands.registry import lookup
 from rstore.commands.reply import to_public
 from rstore.errors import StoreClosedError
+from rstore.inspect import StreamSummary, inspect_store
 from rstore.pipeline import Pipeline
+from rstore.rdb.dump import DUMP_VERSION, encode_payload
+from rstore.snapshots import Progress, RestoreReport, SaveReport, restore_file, save_file
 from rstore.storage import env as envmod
 from rstore.storage.layout import StoreConfig
 from rstore.streams.check import check_store
+from rstore.streams.export import snapshot_stream
+from rstore.streams.keyspace import lookup_stream
 
 __all__ = ["DEFAULT_PATH", "Store"]
 
@@ -106,11 +111,110 @@ class Store(RedisCommands):
         """Flush committed writes to disk (only needed with ``sync=False``)."""
         self._live_env().sync()
 
+    def inspect(self, key: bytes | str | None = None) -> list[StreamSummary]:
+        """Per-stream summaries (length, nodes, edge IDs, counters, groups with pending counts,
+        lag and consumers), the same records :func:`rstore.inspect_rdb` gives for a file."""
+        name = None if key is None else encode_arg(key)
+        return inspect_store(self._live_env(), key=name)
+
     def check(self) -> list[str]:
         """Verify the whole store: every node's structure and every stored counter (stream
         length, node count, first ID, group pending and consumer counts, both PEL indexes).
         Returns the problems found; an empty list means consistent."""
         return self._live_env().read(check_store)
+
+    def save(
+        self,
+        path: str | os.PathLike[str],
+        rdb_version: int = 11,
+        *,
+        compress: bool = True,
+        progress: Progress | None = None,
+    ) -> SaveReport:
+        """Write the store to an RDB file that Redis and Valkey load.
+
+        Version 11 (stream type 21) loads in Redis 7.2+ and Valkey 7.2+; 10 (type 19) in
+        Redis 7.0+; 9 (type 15) in Redis 5.0+ (older versions lose stream fields added
+        later).  ``compress`` is Redis's ``rdbcompression``.  The snapshot is one consistent
+        point in time while writers go on; the file appears atomically (written to a
+        temporary name, fsynced, renamed).
+        """
+        return save_file(
+            self._live_env(), os.fspath(path), rdb_version=rdb_version,
+            compress=compress, progress=progress,
+        )  # fmt: skip
+
+    def dump(self, name: Any, rdb_version: int = 11) -> bytes | None:
+        """redis-py's ``dump``: the key's DUMP payload, or ``None`` when it does not exist.
+
+        ``rdb_version`` (an rstore extension) makes payloads older servers accept: 10 for
+        Redis 7.0, 9 for Redis 5.0-6.2.  The default, 11, is what DUMP itself returns.
+        """
+        if rdb_version == DUMP_VERSION:
+            result: bytes | None = super().dump(name)
+            return result
+        key = encode_arg(name)
+
+        def payload(txn: Any) -> bytes | None:
+            stream = lookup_stream(txn, key)
+            snap = None if stream is None else snapshot_stream(txn, stream)
+            return None if snap is None else encode_payload(snap, version=rdb_version)
+
+        return self._live_env().read(payload)
+
+    @overload
+    def restore(
+        self,
+        path: str | os.PathLike[str],
+        db: int = 0,
+        replace: bool = False,
+        *,
+        progress: Progress | None = None,
+    ) -> RestoreReport: ...
+
+    @overload
+    def restore(
+        self,
+        name: Any,
+        ttl: int,
+        value: bytes,
+        replace: bool = False,
+        absttl: bool = False,
+        idletime: int | None = None,
+        frequency: int | None = None,
+    ) -> Any: ...
+
+    def restore(self, *args: Any, **kwargs: Any) -> Any:
+        """Two methods in one, told apart by their arguments:
+
+        * ``restore(path, db=0, replace=False)`` imports an RDB file (see
+          :meth:`restore_file`);
+        * ``restore(name, ttl, value, replace=False, ...)`` is redis-py's RESTORE command,
+          creating one key from a DUMP payload (``value`` is ``bytes``).
+        """
+        payload = args[2] if len(args) >= 3 else kwargs.get("value")
+        if isinstance(payload, bytes | bytearray | memoryview) or "ttl" in kwargs:
+            return super().restore(*args, **kwargs)
+        return self.restore_file(*args, **kwargs)
+
+    def restore_file(
+        self,
+        path: str | os.PathLike[str],
+        db: int = 0,
+        replace: bool = False,
+        *,
+        progress: Progress | None = None,
+    ) -> RestoreReport:
+        """Import the streams of database ``db`` of an RDB file, in one transaction.
+
+        All or nothing: a damaged or unsupported file, or a key that already exists (unless
+        ``replace``), leaves the store unchanged.  Other value types are counted in the report
+        and skipped.  Raises CorruptRDBError / UnsupportedRDBError naming the byte offset.
+        """
+        return restore_file(
+            self._live_env(), os.fspath(path), db=db, replace=replace,
+            now_ms=now_ms(), progress=progress,
+        )  # fmt: skip
 
     @property
     def config(self) -> StoreConfig:

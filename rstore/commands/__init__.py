@@ -4,6 +4,7 @@ Importing this package registers every command in :data:`~rstore.commands.regist
 """
 
 from rstore.commands import (
+    dump_restore,
     keyspace,
     stream_read,
     stream_write,
@@ -21,6 +22,7 @@ __all__ = [
     "COMMANDS",
     "NIL_ARRAY",
     "Context",
+    "dump_restore",
     "keyspace",
     "lookup",
     "run_batch",

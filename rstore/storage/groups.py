@@ -186,3 +186,35 @@ def consumer_pel_ids(
         if last is not None and key > last:
             return
         yield layout.id_from_key_tail(key)
+
+
+# ----------------------------------------------------------------------------- staging
+# While a group is restored from a file, its PEL entries arrive before their owners.  They
+# wait under a temporary handle (never a real group's) until a consumer's list names them.
+
+
+def stage_nack(txn: Txn, staging: int, entry_id: ID, delivery_time: int, count: int) -> None:
+    txn.raw.put(
+        layout.pel_key(staging, entry_id),
+        layout.pack_nack(delivery_time, count, b""),
+        db=txn.db_pel,
+    )
+
+
+def take_staged_nack(txn: Txn, staging: int, entry_id: ID) -> tuple[int, int] | None:
+    """Remove a staged entry; its ``(delivery time, count)``, or ``None`` if not staged."""
+    key = layout.pel_key(staging, entry_id)
+    value = txn.raw.get(key, db=txn.db_pel)
+    if value is None:
+        return None
+    txn.raw.delete(key, db=txn.db_pel)
+    delivery_time, count, _ = layout.unpack_nack(value)
+    return delivery_time, count
+
+
+def staged_left(txn: Txn, staging: int) -> int:
+    """How many staged entries no consumer named (after dropping them)."""
+    prefix = layout.pack_u64(staging)
+    left = sum(1 for _ in txn.iter_prefix(txn.db_pel, prefix, values=False))
+    txn.delete_prefix(txn.db_pel, prefix)
+    return left

@@ -15,14 +15,17 @@ from rstore.storage.txn import Txn
 
 __all__ = [
     "StreamRef",
+    "bind_stream",
     "create_stream",
     "dbsize",
     "delete_keys",
+    "discard_stream",
     "exists",
     "flushall",
     "key_type",
     "keys",
     "lookup_stream",
+    "new_unbound_stream",
     "scan",
 ]
 
@@ -52,6 +55,25 @@ def create_stream(txn: Txn, name: bytes) -> StreamRef:
     meta = StreamMeta()
     txn.stream_put(handle, meta)
     return StreamRef(handle, meta)
+
+
+def new_unbound_stream(txn: Txn) -> StreamRef:
+    """An empty stream under a fresh handle that no key names yet (see :func:`bind_stream`)."""
+    handle = txn.new_handle()
+    meta = StreamMeta()
+    txn.stream_put(handle, meta)
+    return StreamRef(handle, meta)
+
+
+def bind_stream(txn: Txn, name: bytes, stream: StreamRef) -> None:
+    """Make key ``name`` (which must not exist) name ``stream``."""
+    txn.key_put(name, KeyRecord(TYPE_STREAM, stream.handle))
+
+
+def discard_stream(txn: Txn, handle: int) -> None:
+    """Remove everything stored under a stream handle (nodes, metadata, groups)."""
+    storage_groups.groups_delete_all(txn, handle)
+    txn.stream_delete(handle)
 
 
 def _delete(txn: Txn, name: bytes, rec: KeyRecord) -> None:

@@ -1,0 +1,81 @@
+"""DUMP and RESTORE: a key's value as a Redis-compatible payload, and back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rstore import messages
+from rstore.commands.args import keyword, parse_int
+from rstore.commands.registry import Context, command
+from rstore.errors import CorruptDataError, UnsupportedRDBError
+from rstore.rdb.dump import PayloadError, encode_payload, read_payload
+from rstore.streams import keyspace
+from rstore.streams.export import snapshot_stream
+from rstore.streams.keyspace import bind_stream, lookup_stream
+from rstore.streams.restore import import_stream
+
+BUSYKEY = "BUSYKEY Target key name already exists."
+BAD_PAYLOAD = "ERR DUMP payload version or checksum are wrong"
+BAD_FORMAT = "ERR Bad data format"
+
+
+@command("dump", 2, summary="Serialize a key's value (RDB encoding, as Redis's DUMP)")
+def dump(ctx: Context, argv: list[bytes]) -> Any:
+    stream = lookup_stream(ctx.txn, argv[1])
+    if stream is None:
+        return None
+    return encode_payload(snapshot_stream(ctx.txn, stream))
+
+
+@command("restore", -4, write=True, summary="Create a key from a DUMP payload")
+def restore(ctx: Context, argv: list[bytes]) -> Any:
+    replace = False
+    idle = freq = -1
+    j = 4
+    argc = len(argv)
+    while j < argc:
+        more = argc - 1 - j
+        kw = keyword(argv[j])
+        if kw == b"replace":
+            replace = True
+        elif kw == b"absttl":
+            pass
+        elif kw == b"idletime" and more and freq == -1:
+            j += 1
+            idle = parse_int(argv[j])
+            if idle < 0:
+                raise messages.error("ERR Invalid IDLETIME value, must be >= 0")
+        elif kw == b"freq" and more and idle == -1:
+            j += 1
+            freq = parse_int(argv[j])
+            if not 0 <= freq <= 255:
+                raise messages.error("ERR Invalid FREQ value, must be >= 0 and <= 255")
+        else:
+            raise messages.error(messages.SYNTAX)
+        j += 1
+    key = argv[1]
+    existing = lookup_stream(ctx.txn, key)
+    if existing is not None and not replace:
+        raise messages.error(BUSYKEY)
+    ttl = parse_int(argv[2])
+    if ttl < 0:
+        raise messages.error("ERR Invalid TTL value, must be >= 0")
+    try:
+        _, type_name, records = read_payload(argv[3])
+    except PayloadError:
+        raise messages.error(BAD_PAYLOAD) from None
+    except (CorruptDataError, UnsupportedRDBError):
+        raise messages.error(BAD_FORMAT) from None
+    if records is None:
+        raise messages.error(f"ERR rstore stores streams only; this payload holds a {type_name}")
+    if ttl:
+        raise messages.error("ERR rstore keys do not expire: RESTORE needs a TTL of 0")
+    try:
+        stream = import_stream(ctx.txn, key, records)
+    except (CorruptDataError, UnsupportedRDBError):
+        raise messages.error(BAD_FORMAT) from None
+    if existing is not None:
+        keyspace.delete_keys(ctx.txn, [key])
+    bind_stream(ctx.txn, key, stream)
+    ctx.signal(key)
+    return "OK"

@@ -1,0 +1,66 @@
+"""DUMP / RESTORE payloads: one value in RDB encoding, framed for transport.
+
+::
+
+    <type byte> <value, exactly as in an RDB file> <RDB version: u16 LE> <CRC64: u64 LE>
+
+The CRC64 covers everything before it.  A payload is accepted when it is at least 10 bytes,
+its version is not newer than ours and its CRC matches (an all-zero CRC is *not* special here).
+Bytes left between the value and the footer are ignored, as Redis does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rstore.codec.crc64 import crc64
+from rstore.errors import RStoreError
+from rstore.model import StreamSnapshot
+from rstore.rdb.source import Source
+from rstore.rdb.values import STREAM_TYPES, TYPE_NAMES, StreamRecord, read_stream
+from rstore.rdb.writer import STREAM_TYPE_FOR_VERSION, encode_stream
+
+__all__ = ["DUMP_VERSION", "PayloadError", "encode_payload", "read_payload"]
+
+DUMP_VERSION = 11  # what Valkey 8.0 writes and the newest it accepts
+
+
+class PayloadError(RStoreError):
+    """The payload's version or checksum is wrong (RESTORE's first check)."""
+
+
+def encode_payload(
+    snap: StreamSnapshot, *, compress: bool = True, version: int = DUMP_VERSION
+) -> bytes:
+    """A payload in RDB ``version`` (11 for Valkey / Redis 7.2+, 10 for Redis 7.0, 9 for 5-6.2)."""
+    if version not in STREAM_TYPE_FOR_VERSION or version > DUMP_VERSION:
+        raise ValueError(f"DUMP payloads can be RDB versions 9 to {DUMP_VERSION}, not {version}")
+    rdb_type = STREAM_TYPE_FOR_VERSION[version]
+    body = bytes((rdb_type,)) + b"".join(encode_stream(snap, rdb_type, compress=compress))
+    body += version.to_bytes(2, "little")
+    return body + crc64(body).to_bytes(8, "little")
+
+
+def verify(payload: bytes) -> None:
+    if len(payload) < 10:
+        raise PayloadError("payload shorter than its footer")
+    version = int.from_bytes(payload[-10:-8], "little")
+    if version > DUMP_VERSION:
+        raise PayloadError(f"payload version {version} is newer than {DUMP_VERSION}")
+    if crc64(payload[:-8]) != int.from_bytes(payload[-8:], "little"):
+        raise PayloadError("payload checksum mismatch")
+
+
+def read_payload(payload: bytes) -> tuple[int, str, Iterator[StreamRecord] | None]:
+    """Verify a payload; ``(RDB type, type name, stream records or None for other types)``.
+
+    Raises :class:`PayloadError` for the footer, and CorruptRDBError / UnsupportedRDBError
+    (while iterating) for a value that does not parse.
+    """
+    verify(payload)
+    src = Source.from_bytes(payload[:-10])
+    rdb_type = src.byte()
+    name = TYPE_NAMES.get(rdb_type, f"type {rdb_type}")
+    if rdb_type not in STREAM_TYPES:
+        return rdb_type, name, None
+    return rdb_type, name, read_stream(src, rdb_type, deep=True)

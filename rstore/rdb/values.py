@@ -1,0 +1,229 @@
+"""RDB values: streams read record by record, every other type parsed past and summarised.
+
+Stream values (types 15, 19, 21), in file order::
+
+    nodes: count, then per node a 16-byte master-ID string and a listpack string
+    length, last_id                                       (all types)
+    first_id, max_deleted_entry_id, entries_added         (19, 21)
+    groups: count, then per group
+        name, last_id, [entries_read (19, 21)], PEL size, PEL entries (raw ID, ms, count)
+        consumers: count, then per consumer
+            name, seen_time, [active_time (21)], PEL size, raw IDs
+
+The checks Redis makes while loading are made here, plus order checks (Redis writes nodes,
+PEL entries, groups and consumers in ascending order): then duplicates cannot hide, in
+constant memory.  Checks that need the whole PEL are left to whoever consumes the records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rstore.codec import listpack as lp
+from rstore.codec.node_validate import validate_node
+from rstore.errors import CorruptDataError, UnsupportedRDBError
+from rstore.model import (
+    ConsumerPending,
+    ConsumerState,
+    GroupState,
+    PendingEntry,
+    StreamNode,
+    StreamState,
+)
+from rstore.numbers import INT64_MAX
+from rstore.rdb.source import Source
+
+__all__ = [
+    "STREAM_TYPES",
+    "TYPE_NAMES",
+    "StreamRecord",
+    "read_stream",
+    "skip_value",
+]
+
+STREAM_V1, STREAM_V2, STREAM_V3 = 15, 19, 21
+STREAM_TYPES = (STREAM_V1, STREAM_V2, STREAM_V3)
+
+# Every value type up to Redis 7.4 / Valkey 8.0 and what it holds.
+TYPE_NAMES = {
+    0: "string", 1: "list", 2: "set", 3: "zset", 4: "hash", 5: "zset", 6: "module", 7: "module",
+    9: "hash", 10: "list", 11: "set", 12: "zset", 13: "hash", 14: "list", 15: "stream",
+    16: "hash", 17: "zset", 18: "list", 19: "stream", 20: "set", 21: "stream", 22: "hash",
+    23: "hash", 24: "hash", 25: "hash",
+}  # fmt: skip
+
+StreamRecord = (
+    StreamNode | StreamState | GroupState | PendingEntry | ConsumerState | ConsumerPending
+)
+
+
+def _signed(v: int) -> int:
+    return v - (1 << 64) if v > INT64_MAX else v
+
+
+def read_stream(src: Source, rdb_type: int, *, deep: bool = True) -> Iterator[StreamRecord]:
+    """The records of one stream value, checked as they are read."""
+    nodes = src.length()
+    previous = None
+    for _ in range(nodes):
+        at = src.offset
+        key = src.string()
+        if len(key) != 16:
+            raise src.corrupt("Stream node key entry is not the size of a stream ID", at)
+        master_id = (int.from_bytes(key[:8], "big"), int.from_bytes(key[8:], "big"))
+        if previous is not None and master_id <= previous:
+            raise src.corrupt("stream nodes are not in ascending order (or repeat)", at)
+        previous = master_id
+        at = src.offset
+        listpack = src.string()
+        try:
+            lp.validate(listpack, deep=False)
+        except CorruptDataError as exc:
+            raise src.corrupt(f"Stream listpack integrity check failed ({exc})", at) from exc
+        if listpack[lp.HEADER_SIZE] == lp.EOF:
+            raise src.corrupt("Empty listpack inside stream", at)
+        if deep:
+            try:
+                validate_node(listpack, master_id, deep=True)
+            except CorruptDataError as exc:
+                raise src.corrupt(f"Stream listpack integrity check failed ({exc})", at) from exc
+        yield StreamNode(master_id, listpack)
+    at = src.offset
+    length = src.length()
+    last_id = src.length_id()
+    first_id = max_deleted = entries_added = None
+    if rdb_type >= STREAM_V2:
+        first_id = src.length_id()
+        max_deleted = src.length_id()
+        entries_added = src.length()
+    if length and not nodes:
+        raise src.corrupt("Stream length inconsistent with rax entries", at)
+    group_count = src.length()
+    yield StreamState(length, last_id, first_id, max_deleted, entries_added, group_count)
+    previous_name = None
+    for _ in range(group_count):
+        at = src.offset
+        name = src.string()
+        if previous_name is not None and name <= previous_name:
+            raise src.corrupt(f"Duplicated consumer group name {name!r} (or out of order)", at)
+        previous_name = name
+        group_last = src.length_id()
+        entries_read = _signed(src.length()) if rdb_type >= STREAM_V2 else None
+        pel_size = src.length()
+        # The consumer count is stored after the PEL: -1 here means "not read yet".
+        yield GroupState(name, group_last, entries_read, pel_size, -1)
+        previous_id = None
+        for _ in range(pel_size):
+            at = src.offset
+            entry_id = src.raw_id()
+            if previous_id is not None and entry_id <= previous_id:
+                raise src.corrupt("Duplicated global PEL entry loading stream consumer group", at)
+            previous_id = entry_id
+            yield PendingEntry(entry_id, src.ms_time(), src.length())
+        yield from _consumers(src, rdb_type)
+
+
+def _consumers(src: Source, rdb_type: int) -> Iterator[StreamRecord]:
+    count = src.length()
+    previous_name = None
+    for _ in range(count):
+        at = src.offset
+        name = src.string()
+        if previous_name is not None and name <= previous_name:
+            raise src.corrupt("Duplicate stream consumer detected.", at)
+        previous_name = name
+        seen = src.ms_time()
+        active = src.ms_time() if rdb_type >= STREAM_V3 else None
+        pel_size = src.length()
+        yield ConsumerState(name, seen, active, pel_size)
+        previous_id = None
+        for _ in range(pel_size):
+            at = src.offset
+            entry_id = src.raw_id()
+            if previous_id is not None and entry_id <= previous_id:
+                raise src.corrupt(
+                    "Duplicated consumer PEL entry loading a stream consumer group", at
+                )
+            previous_id = entry_id
+            yield ConsumerPending(entry_id)
+
+
+# ----------------------------------------------------------------------------- other types
+
+
+def _count_in_blob(blob: bytes) -> int:
+    """Elements of a listpack or ziplist blob, from its header (-1 when it cannot tell)."""
+    if len(blob) >= 7 and int.from_bytes(blob[:4], "little") == len(blob) and blob[-1] == 0xFF:
+        n = blob[4] | (blob[5] << 8)
+        if n != lp.NUMELE_UNKNOWN:
+            return n
+    if len(blob) >= 11 and int.from_bytes(blob[:4], "little") == len(blob):
+        return int.from_bytes(blob[8:10], "little")  # ziplist: zlbytes, zltail, zllen
+    return -1
+
+
+def skip_value(src: Source, rdb_type: int) -> int:
+    """Parse past a value of a type rstore does not store; its element count (-1: unknown)."""
+    if rdb_type == 0:
+        src.skip_string()
+        return 1
+    if rdb_type in (1, 2):  # list, set: strings
+        n = src.length()
+        for _ in range(n):
+            src.skip_string()
+        return n
+    if rdb_type == 3:  # zset: member, score as a 1-byte-length decimal string
+        n = src.length()
+        for _ in range(n):
+            src.skip_string()
+            width = src.byte()
+            if width < 253:
+                src.skip(width)
+        return n
+    if rdb_type == 4:  # hash: field, value
+        n = src.length()
+        for _ in range(2 * n):
+            src.skip_string()
+        return n
+    if rdb_type == 5:  # zset: member, 8-byte binary double
+        n = src.length()
+        for _ in range(n):
+            src.skip_string()
+            src.skip(8)
+        return n
+    if rdb_type == 9:  # zipmap: first byte counts pairs (254 and up: unknown)
+        blob = src.string()
+        return blob[0] if blob and blob[0] < 254 else -1
+    if rdb_type == 11:  # intset: u32 encoding, u32 count, integers
+        blob = src.string()
+        return int.from_bytes(blob[4:8], "little") if len(blob) >= 8 else -1
+    if rdb_type in (10, 12, 13, 16, 17, 20, 23):  # one ziplist / listpack blob
+        n = _count_in_blob(src.string())
+        if n > 0 and rdb_type in (12, 13, 16, 17):
+            return n // 2  # field-value or member-score pairs
+        return n // 3 if n > 0 and rdb_type == 23 else n
+    if rdb_type in (14, 18):  # quicklist: nodes of ziplists / listpacks
+        nodes = src.length()
+        total = 0
+        for _ in range(nodes):
+            if rdb_type == 18:
+                src.length()  # container: plain or packed
+            n = _count_in_blob(src.string())
+            total += max(n, 0)
+        return total
+    if rdb_type in (22, 24):  # hash with field TTLs: [min expire], count, (ttl, field, value)
+        if rdb_type == 24:
+            src.ms_time()
+        n = src.length()
+        for _ in range(n):
+            src.length()
+            src.skip_string()
+            src.skip_string()
+        return n
+    if rdb_type == 25:  # listpack hash with field TTLs: min expire, blob
+        src.ms_time()
+        n = _count_in_blob(src.string())
+        return n // 3 if n > 0 else n
+    if rdb_type in (6, 7):
+        raise UnsupportedRDBError(f"a module value (RDB type {rdb_type})", src.offset, src.key)
+    raise UnsupportedRDBError(f"unknown RDB value type {rdb_type}", src.offset, src.key)

@@ -1,0 +1,3 @@
+"""The rstore version."""
+
+__version__ = "0.1.0"
