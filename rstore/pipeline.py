@@ -6,7 +6,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from rstore.client import Callback, RedisCommands
-from rstore.commands.args import encode_arg
+from rstore.commands.args import encode_argv
 from rstore.commands.executor import run_batch
 from rstore.commands.reply import to_public
 from rstore.errors import ResponseError
@@ -34,7 +34,7 @@ class Pipeline(RedisCommands):
         self._queue: list[tuple[list[bytes], Callback, dict[str, Any]]] = []
 
     def _command(self, argv: list[Any], callback: Callback = None, **options: Any) -> Any:
-        self._queue.append(([encode_arg(a) for a in argv], callback, options))
+        self._queue.append((encode_argv(argv), callback, options))
         return self
 
     def execute_command(self, *args: Any, **options: Any) -> Pipeline:

@@ -7,7 +7,7 @@ from types import TracebackType
 from typing import Any, overload
 
 from rstore.client import Callback, RedisCommands
-from rstore.commands.args import encode_arg
+from rstore.commands.args import encode_arg, encode_argv
 from rstore.commands.executor import execute, now_ms
 from rstore.commands.registry import lookup
 from rstore.commands.reply import to_public
@@ -242,20 +242,20 @@ class Store(RedisCommands):
         integer -> ``int``, nil -> ``None``, array -> ``list``.  A refused command raises
         :class:`rstore.ResponseError` whose ``str()`` is Valkey's exact error line.
         """
-        spec, reply = execute(self._live_env(), [encode_arg(a) for a in argv])
+        spec, reply = execute(self._live_env(), encode_argv(argv))
         return to_public(reply, spec.public)
 
     def execute_raw(self, *argv: Any) -> Any:
         """Like :meth:`execute`, but keeps RESP2's two nils apart: a nil bulk is ``None`` and a
         nil array is :data:`rstore.NIL_ARRAY`.  For network fronts and exact comparisons."""
-        return execute(self._live_env(), [encode_arg(a) for a in argv])[1]
+        return execute(self._live_env(), encode_argv(argv))[1]
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
         """redis-py's low-level entry point: same as :meth:`execute`."""
         return self.execute(*args)
 
     def _command(self, argv: list[Any], callback: Callback = None, **options: Any) -> Any:
-        spec, reply = execute(self._live_env(), [encode_arg(a) for a in argv])
+        spec, reply = execute(self._live_env(), encode_argv(argv))
         public = to_public(reply, spec.public)
         return callback(public, **options) if callback is not None else public
 
@@ -265,7 +265,7 @@ class Store(RedisCommands):
 
         Raises :class:`ResponseError` for an unknown command or a wrong argument count.
         """
-        return lookup([encode_arg(a) for a in argv]).write
+        return lookup(encode_argv(argv)).write
 
     def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Pipeline:
         """A pipeline whose :meth:`~Pipeline.execute` runs in one atomic transaction.

@@ -7,11 +7,14 @@ its first NUL byte (``b"COUNT\\0x"`` is ``COUNT``); integers are parsed length-a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from rstore import messages
 from rstore.errors import DataError, ResponseError
 from rstore.numbers import string2ll
 
-__all__ = ["cstr", "encode_arg", "is_kw", "keyword", "parse_int"]
+__all__ = ["cstr", "encode_arg", "encode_argv", "is_kw", "keyword", "parse_int"]
 
 ArgT = bytes | bytearray | memoryview | str | int | float
 
@@ -38,6 +41,13 @@ def parse_int(arg: bytes, message: str = messages.NOT_INTEGER) -> int:
     if v is None:
         raise ResponseError(message)
     return v
+
+
+def encode_argv(argv: Sequence[Any]) -> list[bytes]:
+    """:func:`encode_arg` over a whole argv, with bytes and str handled inline (hot path)."""
+    return [
+        a if type(a) is bytes else a.encode() if type(a) is str else encode_arg(a) for a in argv
+    ]
 
 
 def encode_arg(value: object) -> bytes:
