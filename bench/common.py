@@ -6,6 +6,9 @@
   filesystem as valkey's, and removes it on exit.
 * :func:`interleave` runs the rstore side and the valkey side in alternating blocks, so that
   both see the same noise of a shared machine.
+* :class:`Child` runs a helper process of a benchmark (a blocked reader, say), pinned like
+  valkey, driven by lines on its stdin/stdout with a timeout on every answer, and stopped by
+  its PID; :func:`process_cpu_ns` reads the CPU time a process has used.
 * Results are plain dicts (see :func:`rate_result`), combined over repeated runs by
   :func:`combine` (medians) and printed by :func:`results_table`.
 
@@ -21,11 +24,13 @@ import ctypes
 import gc
 import math
 import os
+import select
 import shutil
 import signal
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -39,7 +44,7 @@ import redis.utils
 import rstore
 
 # The entry every workload writes, on both sides.
-FIELDS: dict[str, str] = {"user": "12345", "action": "click", "page": "/products/42"}
+FIELDS: dict[Any, Any] = {"user": "12345", "action": "click", "page": "/products/42"}
 STREAM = "bench"
 PIPELINE_SIZE = 1000
 PAGE_SIZE = 1000
@@ -69,10 +74,11 @@ _ALLOWED = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") e
 
 
 def set_placement(mode: str) -> str:
-    """Pin this process, and the valkey servers started from now on, as ``mode`` says:
+    """Pin this process, and the valkey servers and helper processes (:class:`Child`) started
+    from now on, as ``mode`` says:
 
     * ``shared``: both on the first CPU we may use (valkey's best round trip on a VM);
-    * ``split``: this process on the first CPU, valkey on the second;
+    * ``split``: this process on the first CPU, valkey (and helpers) on the second;
     * ``os``: no pinning, the scheduler decides (and may change its mind between runs).
 
     Returns a sentence describing the placement, for the results.
@@ -93,13 +99,19 @@ def set_placement(mode: str) -> str:
     _PINNED["valkey"] = {cpus[1]} if mode == "split" else {cpus[0]}
     os.sched_setaffinity(0, mine)
     if mode == "split":
-        return f"benchmark process pinned to CPU {cpus[0]}, valkey-server to CPU {cpus[1]}"
-    return f"benchmark process and valkey-server pinned to the same CPU ({cpus[0]})"
+        return (
+            f"benchmark process pinned to CPU {cpus[0]}, valkey-server (and helper reader "
+            f"processes) to CPU {cpus[1]}"
+        )
+    return (
+        f"benchmark process and valkey-server (and helper reader processes) pinned to the same "
+        f"CPU ({cpus[0]})"
+    )
 
 
 def _in_valkey_child() -> None:  # pragma: no cover - runs in the child before exec
-    """Before valkey starts: pin it (all its threads inherit this), and ask Linux to send it
-    SIGTERM if the benchmark process dies (even by SIGKILL)."""
+    """Before valkey (or a helper :class:`Child`) starts: pin it (all its threads inherit
+    this), and ask Linux to send it SIGTERM if the benchmark process dies (even by SIGKILL)."""
     cpus = _PINNED["valkey"]
     if cpus is not None:
         os.sched_setaffinity(0, cpus)
@@ -258,6 +270,166 @@ def temp_store(sync: bool, base_dir: str | None = None) -> Iterator[rstore.Store
         shutil.rmtree(parent, ignore_errors=True)
 
 
+# ----------------------------------------------------------------------------- helper processes
+
+
+class Child:
+    """A helper Python process of a benchmark, driven by lines on its stdin and stdout.
+
+    ``argv`` follows the interpreter (``[script, "--child", ...]``); the child inherits the
+    environment, so a ``PYTHONPATH`` that picks the rstore under test applies to it too.  It is
+    pinned where valkey goes (:func:`set_placement`), gets SIGTERM from Linux if the benchmark
+    process dies, and on exit is asked to quit, then stopped by its PID (SIGTERM, then SIGKILL).
+    Every answer is awaited with a timeout, so a stuck child fails the run instead of hanging it.
+    """
+
+    def __init__(self, argv: Sequence[str], *, timeout_s: float = 30.0) -> None:
+        self.argv = [sys.executable, *argv]
+        self.timeout_s = timeout_s
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stderr: Any = None
+        self._buf = b""
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None, "the child is not running"
+        return self._proc.pid
+
+    def __enter__(self) -> Child:
+        self._stderr = tempfile.TemporaryFile()
+        self._proc = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            bufsize=0,
+            preexec_fn=_in_valkey_child,  # noqa: PLW1509 (no threads here)
+        )
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def send(self, *words: object) -> None:
+        """Send one line (the words joined by spaces)."""
+        assert self._proc is not None and self._proc.stdin is not None
+        self._proc.stdin.write((" ".join(str(w) for w in words) + "\n").encode())
+
+    def pending(self) -> bool:
+        """Whether the child has said something not read yet (without waiting)."""
+        assert self._proc is not None and self._proc.stdout is not None
+        if self._buf:
+            return True
+        ready, _, _ = select.select([self._proc.stdout.fileno()], [], [], 0)
+        return bool(ready)
+
+    def recv(self, timeout_s: float | None = None) -> list[str]:
+        """The words of the child's next line; RuntimeError if none comes in time."""
+        assert self._proc is not None and self._proc.stdout is not None
+        wait_s = self.timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + wait_s
+        fd = self._proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RuntimeError(f"child {self.pid} said nothing for {wait_s:g} s{self._tail()}")
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    code = self._proc.wait(timeout=5)
+                    raise RuntimeError(f"child {self.pid} exited with {code}{self._tail()}")
+                self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return line.decode().split()
+
+    def expect(self, word: str, timeout_s: float | None = None) -> list[str]:
+        """Read a line that must start with ``word``; the words after it."""
+        words = self.recv(timeout_s)
+        if not words or words[0] != word:
+            raise RuntimeError(f"child {self.pid}: expected {word!r}, got {words!r}{self._tail()}")
+        return words[1:]
+
+    def _tail(self) -> str:
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0)
+        text = self._stderr.read().decode(errors="replace").strip()
+        return f"; its stderr ends:\n{text[-2000:]}" if text else ""
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            with contextlib.suppress(OSError):
+                assert proc.stdin is not None
+                proc.stdin.write(b"quit\n")
+        for stream in (proc.stdin, proc.stdout):
+            with contextlib.suppress(OSError):
+                if stream is not None:
+                    stream.close()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+
+def child_say(*words: object) -> None:
+    """In a child: send one line to the benchmark process."""
+    sys.stdout.write(" ".join(str(w) for w in words) + "\n")
+    sys.stdout.flush()
+
+
+def child_hear() -> list[str]:
+    """In a child: the words of the next line from the benchmark process (``["quit"]`` at the
+    end of its input)."""
+    line = sys.stdin.readline()
+    return line.split() or ["quit"]
+
+
+def process_cpu_ns(pid: int) -> int:
+    """CPU time (user + system) used so far by the live process ``pid``, all its threads, in ns.
+
+    From ``/proc/<pid>/task/*/schedstat`` (nanosecond resolution); where that is missing, from
+    ``utime + stime`` of ``/proc/<pid>/stat`` (clock ticks, usually 10 ms).
+    """
+    total = 0
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            total += int((task / "schedstat").read_text().split()[0])
+        return total
+    except (OSError, ValueError, IndexError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+        return ticks * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+
+
+def voluntary_switches(pid: int) -> int:
+    """How many times the process ``pid`` (all threads) has gone to sleep so far: each one is a
+    wake-up later, so the growth over a window counts its wake-ups."""
+    total = 0
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for line in (task / "status").read_text().splitlines():
+                if line.startswith("voluntary_ctxt_switches:"):
+                    total += int(line.split()[1])
+    return total
+
+
 # ----------------------------------------------------------------------------- timing
 
 
@@ -331,8 +503,14 @@ def rate_result(
     latency_of: str = "",
     **extra: Any,
 ) -> Result:
-    """One workload's figures from one run, as a plain dict."""
+    """One workload's figures from one run, as a plain dict.
+
+    ``valkey`` holds the peer's rate: valkey's, unless ``peer=`` (in ``extra``) names another
+    peer, as the rows of ``kind="peer"`` do (see :func:`peers_table`).
+    """
     return {
+        "kind": "rate",
+        "peer": "valkey",
         "workload": workload,
         "mode": mode,
         "unit": unit,
@@ -347,16 +525,24 @@ def rate_result(
     }
 
 
-def _median_dict(dicts: list[dict[str, float]]) -> dict[str, float]:
+def _median_dict(dicts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Key by key, the median of the numbers (other values: the first run's)."""
     keys = [k for k in dicts[0] if all(k in d for d in dicts)] if dicts else []
-    return {k: statistics.median(d[k] for d in dicts) for k in keys}
+    out: dict[str, Any] = {}
+    for k in keys:
+        values = [d[k] for d in dicts]
+        numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+        out[k] = statistics.median(values) if numeric else values[0]
+    return out
 
 
 def combine(runs: list[list[Result]]) -> list[Result]:
     """Median of each figure over repeated runs, workload by workload.
 
     The ratio is the median of the per-run ratios (each run's ratio pairs figures measured side
-    by side), not the ratio of the medians; ``ratio_min``/``ratio_max`` show the spread.
+    by side), not the ratio of the medians; ``ratio_min``/``ratio_max`` show the spread.  Every
+    other number is the median over runs, and so is each entry of a dict of numbers (the
+    percentiles of a latency, say).
     """
     order: list[tuple[str, str]] = []
     grouped: dict[tuple[str, str], list[Result]] = {}
@@ -371,18 +557,17 @@ def combine(runs: list[list[Result]]) -> list[Result]:
     for key in order:
         group = grouped[key]
         merged = dict(group[0])
-        for name in ("rstore", "valkey", "ratio"):
-            merged[name] = statistics.median(r[name] for r in group)
         for name, value in group[0].items():
-            if name in ("rstore", "valkey", "ratio", "target"):
+            if name == "target":
                 continue
             if isinstance(value, int | float) and not isinstance(value, bool):
-                merged[name] = statistics.median(r[name] for r in group)
-        merged["ratio_min"] = min(r["ratio"] for r in group)
-        merged["ratio_max"] = max(r["ratio"] for r in group)
+                merged[name] = statistics.median(r[name] for r in group if name in r)
+            elif isinstance(value, dict):
+                merged[name] = _median_dict([r[name] for r in group if r.get(name)])
+        if "ratio" in group[0]:
+            merged["ratio_min"] = min(r["ratio"] for r in group)
+            merged["ratio_max"] = max(r["ratio"] for r in group)
         merged["runs"] = len(group)
-        for name in ("rstore_latency_ms", "valkey_latency_ms"):
-            merged[name] = _median_dict([r[name] for r in group if r[name]])
         out.append(merged)
     return out
 
@@ -412,6 +597,8 @@ def results_table(results: list[Result]) -> str:
         "|---|---|---:|---:|---:|---:|:---:|",
     ]
     for r in results:
+        if r.get("kind", "rate") != "rate":
+            continue
         spread = ""
         if r.get("runs", 1) > 1:
             spread = f" ({r['ratio_min']:.2f}–{r['ratio_max']:.2f})"

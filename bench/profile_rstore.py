@@ -1,4 +1,4 @@
-"""Profile rstore's side of the single-XADD, pipelined-XADD and scan workloads.
+"""Profile rstore's side of the single-XADD, pipelined-XADD, scan and group-cycle workloads.
 
 Runs each workload on rstore alone (no valkey) under cProfile, or pyinstrument with
 ``--profiler pyinstrument`` (``pip install pyinstrument``), and prints the hot spots: the
@@ -6,6 +6,7 @@ functions with the most cumulative time and the most own time.  For the engineer
 the engine; the figures under a profiler are slower than in the benchmarks.
 
     python bench/profile_rstore.py --workload single-sync pipeline scan --top 25
+    python bench/profile_rstore.py --workload group group-sync --profiler pyinstrument
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from common import FIELDS, PAGE_SIZE, PIPELINE_SIZE, STREAM, exit_on_sigterm, temp_store
+from group_cycle import CONSUMER, COUNT, GROUP
 from scan import full_scan
 from scan import load as load_stream
 
@@ -55,6 +57,25 @@ def scanning(store: rstore.Store, scans: int) -> Callable[[], None]:
     return body
 
 
+def _load_then_scan(store: rstore.Store) -> Callable[[], None]:
+    load_stream(store.pipeline, 100_000)
+    return scanning(store, 5)
+
+
+def group_draining(store: rstore.Store, entries: int) -> Callable[[], None]:
+    """Load ``entries`` more entries and a group reading from 0 (not profiled); the body drains
+    the group: XREADGROUP COUNT 100 + XACK of those IDs until nothing is left."""
+    load_stream(store.pipeline, entries)
+    store.xgroup_create(STREAM, GROUP, "0")
+
+    def body() -> None:
+        xreadgroup, xack = store.xreadgroup, store.xack
+        while reply := xreadgroup(GROUP, CONSUMER, {STREAM: ">"}, count=COUNT):
+            xack(STREAM, GROUP, *[entry_id for entry_id, _ in reply[0][1]])
+
+    return body
+
+
 # name -> (sync, prepare: store -> body, what it runs)
 WORKLOADS: dict[str, tuple[bool, Callable[[rstore.Store], Callable[[], None]], str]] = {
     "single-sync": (True, lambda s: single(s, 2000), "2000 single XADDs, sync=True"),
@@ -71,8 +92,18 @@ WORKLOADS: dict[str, tuple[bool, Callable[[rstore.Store], Callable[[], None]], s
     ),
     "scan": (
         False,
-        lambda s: (load_stream(s.pipeline, 100_000), scanning(s, 5))[1],
+        _load_then_scan,
         f"5 full scans of 100k entries in pages of {PAGE_SIZE}",
+    ),
+    "group": (
+        False,
+        lambda s: group_draining(s, 100_000),
+        f"XREADGROUP COUNT {COUNT} + XACK until ~100k entries are drained, sync=False",
+    ),
+    "group-sync": (
+        True,
+        lambda s: group_draining(s, 100_000),
+        f"XREADGROUP COUNT {COUNT} + XACK until ~100k entries are drained, sync=True",
     ),
 }
 

@@ -1,13 +1,16 @@
 """Run every rstore-vs-valkey benchmark and print (or publish) the results as markdown.
 
 Per run, in this order, each workload with both sides interleaved: single XADD durable and
-relaxed, pipelined XADD durable and relaxed, full XRANGE scan; once per CPU placement asked for
-(``--placement``, default ``shared split``: valkey on the benchmark's CPU, then on the other
-one; the first is the headline).  With ``--repeat N`` the runs are repeated and each figure is
-the median of N (each ratio: the median of the N per-run ratios, its min–max beside it).
-Then, once (they do not vary between runs): the footprint (bytes per entry) and the syscall
-count of a durable commit (when ``strace`` is installed); the machine and its measured flush
-cost come before and after.
+relaxed, pipelined XADD durable and relaxed, full XRANGE scan, the consumer-group cycle durable
+and relaxed, and the cross-process wake-up latency (XREAD and XREADGROUP, both modes); once per
+CPU placement asked for (``--placement``, default ``shared split``: valkey -- and the helper
+reader processes -- on the benchmark's CPU, then on the other one; the first is the headline).
+In the headline placement only, the group cycle is also measured beside persist-queue and
+litequeue; and once per run, after the placements, the CPU used by idle blocked readers.  With
+``--repeat N`` the runs are repeated and each figure is the median of N (each ratio: the median
+of the N per-run ratios, its min–max beside it).  Then, once (they do not vary between runs):
+the footprint (bytes per entry) and the syscall count of a durable commit (when ``strace`` is
+installed); the machine and its measured flush cost come before and after.
 
     python bench/run_all.py --quick                      # a smoke run, under a minute
     python bench/run_all.py --repeat 7 --write-doc       # the published figures
@@ -26,9 +29,11 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.metadata
 import os
 import shlex
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -36,12 +41,15 @@ from pathlib import Path
 from typing import Any
 
 import footprint
+import group_cycle
 import hiredis
+import idle_cpu
 import lmdb
 import machine
 import redis
 import scan
 import syscalls
+import wakeup
 import xadd_pipeline
 import xadd_single
 from common import (
@@ -62,7 +70,10 @@ ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "benchmarks.md"
 BEGIN = "<!-- bench:begin -->"
 END = "<!-- bench:end -->"
-PARTS = ("single", "pipeline", "scan", "footprint", "syscalls", "machine")
+PARTS = (
+    "single", "pipeline", "scan", "group", "wakeup", "idle", "footprint", "syscalls", "machine",
+)  # fmt: skip
+PLACED_PARTS = {"single", "pipeline", "scan", "group", "wakeup"}  # measured per placement
 
 
 def rstore_origin() -> str:
@@ -88,14 +99,22 @@ def versions() -> str:
     ).stdout.split()
     valkey_version = next((w[2:] for w in valkey if w.startswith("v=")), "?")
     lmdb_c = ".".join(str(x) for x in lmdb.version())
+
+    def dist(name: str) -> str:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+
     return (
         f"rstore {rstore.__version__} ({rstore_origin()}), valkey-server {valkey_version}, "
         f"redis-py {redis.__version__} + hiredis {hiredis.__version__} (RESP2), "
-        f"py-lmdb {lmdb.__version__} (LMDB {lmdb_c})"
+        f"py-lmdb {lmdb.__version__} (LMDB {lmdb_c}), persist-queue {dist('persist-queue')}, "
+        f"litequeue {dist('litequeue')} (SQLite {sqlite3.sqlite_version})"
     )
 
 
-def one_run(parts: set[str], quick: bool, base_dir: str | None) -> list[Result]:
+def one_run(parts: set[str], quick: bool, base_dir: str | None, headline: bool) -> list[Result]:
     results: list[Result] = []
     if "single" in parts:
         results += xadd_single.run_all(quick=quick, base_dir=base_dir)
@@ -103,6 +122,10 @@ def one_run(parts: set[str], quick: bool, base_dir: str | None) -> list[Result]:
         results += xadd_pipeline.run_all(quick=quick, base_dir=base_dir)
     if "scan" in parts:
         results += scan.run_all(quick=quick, base_dir=base_dir)
+    if "group" in parts:
+        results += group_cycle.run_all(quick=quick, base_dir=base_dir, peers=headline)
+    if "wakeup" in parts:
+        results += wakeup.run_all(quick=quick, base_dir=base_dir)
     return results
 
 
@@ -135,22 +158,52 @@ def render(args: argparse.Namespace, command: str, report: dict[str, Any]) -> st
         if report.get("fsync_ms_after"):
             costs["after the run"] = report["fsync_ms_after"]
         out += ["", "#### Machine", "", machine.markdown(report["machine"], costs)]
+    runs = args.repeat
+    of_runs = f"{runs} run{'s' if runs > 1 else ''}"
     for i, placed in enumerate(report.get("placements", [])):
-        runs = args.repeat
         label = "headline" if i == 0 else "for comparison"
+        rates = placed["rates"]
         out += [
             "",
             f"#### Rates, CPU placement `{placed['mode']}` ({label}): {placed['description']}",
             "",
-            f"Median of {runs} run{'s' if runs > 1 else ''}; ratio = rstore / valkey, the median "
-            "of the per-run ratios, min–max over runs in brackets.",
+            f"Median of {of_runs}; ratio = rstore / valkey, the median of the per-run ratios, "
+            "min–max over runs in brackets.",
             "",
-            results_table(placed["rates"]),
+            results_table(rates),
             "",
             f"Latency, CPU placement `{placed['mode']}` (ms; each percentile is the median over "
             "runs):",
             "",
-            latency_table(placed["rates"]),
+            latency_table(rates),
+        ]
+        if any(r.get("kind") == "wakeup" for r in rates):
+            out += [
+                "",
+                f"Cross-process wake-up latency, CPU placement `{placed['mode']}` (ms, from the "
+                "writer's XADD to the return of the blocked read in the reader process; "
+                f"{next(r['wakeups'] for r in rates if r.get('kind') == 'wakeup')} wake-ups per "
+                "side per run, each percentile the "
+                "median over runs; the reader process runs where valkey-server does):",
+                "",
+                wakeup.wakeup_table(rates),
+            ]
+        if any(r.get("kind") == "peer" for r in rates):
+            out += [
+                "",
+                "The group cycle beside the Python durable queues (same run, same messages, "
+                f"interleaved; median of {of_runs}; rstore / peer is the median of the per-run "
+                "ratios, min–max in brackets; rstore in the mode matching the peer's):",
+                "",
+                group_cycle.peers_table(rates),
+            ]
+    if report.get("idle"):
+        out += [
+            "",
+            f"#### Idle blocked readers: CPU over {report['idle'][0]['seconds']:.0f} s with no "
+            f"writes (% of one core; median of {of_runs}; {report['idle_placement']})",
+            "",
+            idle_cpu.idle_table(report["idle"]),
         ]
     if report.get("syscalls"):
         out += [
@@ -257,16 +310,26 @@ def main(argv: list[str] | None = None) -> int:
     if "machine" in parts:
         print("# machine and flush cost", file=sys.stderr, flush=True)
         report["fsync_ms"] = machine.fsync_costs(args.dir, 100 if args.quick else 500)
-    if parts & {"single", "pipeline", "scan"}:
+    if parts & (PLACED_PARTS | {"idle"}):
         # each repeat runs every placement in turn, so they share the machine's drift too
         runs: dict[str, list[list[Result]]] = {mode: [] for mode in placements}
+        idle_runs: list[list[Result]] = []
         descriptions: dict[str, str] = {}
         for i in range(args.repeat):
-            for mode in placements:
+            for mode in placements if parts & PLACED_PARTS else []:
                 descriptions[mode] = set_placement(mode)
                 print(f"# run {i + 1}/{args.repeat}, placement {mode}", file=sys.stderr, flush=True)
-                runs[mode].append(one_run(parts, args.quick, args.dir))
+                headline = mode == placements[0]
+                runs[mode].append(one_run(parts, args.quick, args.dir, headline))
                 print(results_table(combine(runs[mode][-1:])), file=sys.stderr, flush=True)
+            if "idle" in parts:
+                set_placement(placements[0])
+                print(f"# run {i + 1}/{args.repeat}, idle readers", file=sys.stderr, flush=True)
+                idle_runs.append(idle_cpu.run_all(quick=args.quick, base_dir=args.dir))
+                print(idle_cpu.idle_table(idle_runs[-1]), file=sys.stderr, flush=True)
+        if idle_runs:
+            report["idle"] = combine(idle_runs)
+            report["idle_placement"] = set_placement(placements[0])
         report["placements"] = [
             {
                 "mode": mode,
@@ -275,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
                 "runs": runs[mode],
             }
             for mode in placements
+            if runs[mode]
         ]
         set_placement(placements[0])
     if "syscalls" in parts and shutil.which("strace"):
