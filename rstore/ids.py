@@ -17,6 +17,7 @@ code, the text ends at the first NUL byte.  Every failure is
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from rstore import messages
@@ -75,6 +76,11 @@ def decrement(sid: ID) -> ID | None:
     return None
 
 
+# The common ``<ms>-<seq>`` of ASCII digits, parsed without the general path: up to 19 digits
+# always fit in 64 bits, and Redis reads leading zeros as strtoull does, which int() agrees with.
+_PLAIN_ID = re.compile(rb"([0-9]{1,19})-([0-9]{1,19})\Z").match
+
+
 def _invalid() -> ResponseError:
     return ResponseError(messages.INVALID_ID)
 
@@ -95,12 +101,29 @@ def parse_id(
     return (ms, seq)
 
 
+def parse_ids(args: list[bytes]) -> list[ID]:
+    """Parse a list of strict stream IDs (XACK, XCLAIM); the first invalid one raises."""
+    out: list[ID] = []
+    append = out.append
+    plain_id = _PLAIN_ID
+    for arg in args:
+        plain = plain_id(arg)
+        if plain is not None:
+            append((int(plain[1]), int(plain[2])))
+        else:
+            append(parse_id(arg, strict=True))
+    return out
+
+
 def parse_xadd_id(arg: bytes) -> tuple[int, int | None]:
     """Parse an explicit XADD ID, strict, allowing ``<ms>-*``: the seq is ``None`` for ``*``."""
     return _parse(arg, True, 0, allow_star=True)
 
 
 def _parse(arg: bytes, strict: bool, missing_seq: int, allow_star: bool) -> tuple[int, int | None]:
+    plain = _PLAIN_ID(arg)
+    if plain is not None:
+        return (int(plain[1]), int(plain[2]))
     if len(arg) > 127:
         raise _invalid()
     nul = arg.find(b"\0")

@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 from rstore.codec import listpack as lp
 from rstore.codec.listpack import _INT_TEXT, element_text, read_element, read_int, skip_element
+from rstore.codec.speedups import c_scan_forward as _c_scan_forward
 from rstore.errors import CorruptDataError
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "node_counts",
     "scan_backward",
     "scan_forward",
+    "scan_forward_py",
 ]
 
 FLAG_NONE = 0
@@ -288,7 +290,29 @@ def scan_forward(
     Returns ``True`` when the scan must stop (an ID past ``end`` was seen or the limit was hit),
     ``False`` when the caller should continue with the next node.
     Entries below ``start`` and tombstones are skipped without decoding their values.
+
+    Runs in C when the optional accelerator is built (see :mod:`rstore.codec.speedups`); the
+    C version hands anything unusual back to :func:`scan_forward_py`, which raises
+    :class:`~rstore.errors.CorruptDataError` on a malformed node.
     """
+    if _c_scan_forward is not None:
+        done = _c_scan_forward(
+            node, master_id[0], master_id[1], start[0], start[1], end[0], end[1], limit, out
+        )
+        if done is not None:
+            return bool(done)
+    return scan_forward_py(node, master_id, start, end, limit, out)
+
+
+def scan_forward_py(
+    node: bytes | bytearray,
+    master_id: ID,
+    start: ID,
+    end: ID,
+    limit: int,
+    out: list[Entry],
+) -> bool:
+    """:func:`scan_forward` in Python: the reference, and the fallback."""
     if type(node) is not bytes:
         node = bytes(node)  # slices of a bytes object are the bytes replies need
     fields, p = master_fields(node)

@@ -144,7 +144,7 @@ def xdel(ctx: Context, argv: list[bytes]) -> Any:
     stream = lookup_stream(ctx.txn, argv[1])
     if stream is None:
         return 0
-    id_list = [ids.parse_id(a, strict=True) for a in argv[2:]]
+    id_list = ids.parse_ids(argv[2:])
     return delete.delete_entries(ctx.txn, stream, id_list)
 
 

@@ -39,7 +39,7 @@ def xack(ctx: Context, argv: list[bytes]) -> Any:
     group = None if stream is None else groups.find_group(ctx.txn, stream, argv[2])
     if stream is None or group is None:
         return 0
-    id_list = [ids.parse_id(a, strict=True) for a in argv[3:]]
+    id_list = ids.parse_ids(argv[3:])
     return ack(ctx.txn, stream, group, id_list)
 
 

@@ -8,7 +8,7 @@ from rstore import ids, messages
 from rstore.commands.args import cstr
 from rstore.commands.executor import Blocked
 from rstore.commands.registry import Context, command
-from rstore.commands.reply import NIL_ARRAY, public_stream_reply
+from rstore.commands.reply import NIL_ARRAY, entries_reply, public_stream_reply
 from rstore.commands.stream_read import parse_xread
 from rstore.storage.notify import KIND_GROUP, key_hash
 from rstore.streams import groups
@@ -64,7 +64,7 @@ def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
                 txn, stream, group, consumer, args.count, noack=args.noack, now_ms=ctx.now_ms
             )
             if entries:
-                reply.append([key, [[ids.format_id(eid), fv] for eid, fv in entries]])
+                reply.append([key, entries_reply(entries)])
         else:
             history = read_history(
                 txn, stream, group, consumer, after, args.count, now_ms=ctx.now_ms

@@ -14,7 +14,7 @@ and DELCONSUMER touch only that consumer's entries.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from rstore.storage import layout
 from rstore.storage.layout import ID, ConsumerMeta, GroupMeta
@@ -151,6 +151,65 @@ def nack_delete(txn: Txn, group: GroupMeta, entry_id: ID, owner: bytes) -> None:
     txn.raw.delete(
         layout.consumer_pel_prefix(group.handle, owner) + key[8:], db=txn.db_consumer_pel
     )
+
+
+def nacks_deliver(
+    txn: Txn,
+    group: GroupMeta,
+    ids: Iterable[ID],
+    owner: bytes,
+    now_ms: int,
+    *,
+    may_exist: bool,
+) -> tuple[int, dict[bytes, int]]:
+    """Make ``owner`` the holder of fresh NACKs (delivery count 1, time ``now_ms``) for
+    ``ids``.  With ``may_exist`` a NACK already there (after XGROUP SETID moved the group
+    back) is taken over.  Returns how many NACKs are new, and how many were taken from each
+    other consumer."""
+    raw, db_pel, db_owned = txn.raw, txn.db_pel, txn.db_consumer_pel
+    handle = group.handle
+    put, get, delete, pack = raw.put, raw.get, raw.delete, layout.ID_PACK
+    prefix = layout.pack_u64(handle)
+    owned_prefix = layout.consumer_pel_prefix(handle, owner)
+    value = layout.pack_nack(now_ms, 1, owner)
+    skip = layout.NACK_HEADER_SIZE
+    new = 0
+    taken: dict[bytes, int] = {}
+    for entry_id in ids:
+        tail = pack(*entry_id)
+        key = prefix + tail
+        old = get(key, db=db_pel) if may_exist else None
+        put(key, value, db=db_pel)
+        if old is None:
+            new += 1
+            put(owned_prefix + tail, b"", db=db_owned)
+            continue
+        previous = bytes(old[skip:])
+        if previous != owner:
+            taken[previous] = taken.get(previous, 0) + 1
+            delete(layout.consumer_pel_prefix(handle, previous) + tail, db=db_owned)
+            put(owned_prefix + tail, b"", db=db_owned)
+    return new, taken
+
+
+def nacks_pop(txn: Txn, group: GroupMeta, ids: Iterable[ID]) -> dict[bytes, int]:
+    """Remove the NACKs of ``ids`` that exist (from the group PEL and their owners' indexes);
+    how many each owner lost.  IDs without a NACK, or repeated, are skipped."""
+    raw, db_pel, db_owned = txn.raw, txn.db_pel, txn.db_consumer_pel
+    handle = group.handle
+    pop, delete, pack = raw.pop, raw.delete, layout.ID_PACK
+    prefix = layout.pack_u64(handle)
+    skip = layout.NACK_HEADER_SIZE
+    per_owner: dict[bytes, int] = {}
+    for entry_id in ids:
+        tail = pack(*entry_id)
+        value = pop(prefix + tail, db=db_pel)
+        if value is None:
+            continue
+        owner = bytes(value[skip:])
+        delete(layout.consumer_pel_prefix(handle, owner) + tail, db=db_owned)
+        per_owner[owner] = per_owner.get(owner, 0) + 1
+    return per_owner
 
 
 def pel_entries(

@@ -59,6 +59,8 @@ DEFAULT_NODE_MAX_BYTES = 4096
 DEFAULT_NODE_MAX_ENTRIES = 100
 
 _U64 = struct.Struct(">Q")
+#: An entry ID as 16 big-endian bytes (ms, seq): ``ID_PACK(ms, seq)``.
+ID_PACK = struct.Struct(">QQ").pack
 _KEYREC = struct.Struct(">BBQ")
 _CONFIG = struct.Struct(">QQ")
 _FORMAT = struct.Struct(">6sI")
@@ -250,6 +252,8 @@ INVALID_ENTRIES_READ = -1
 _GROUP = struct.Struct(">QQqQQQ")
 _CONSUMER = struct.Struct(">qqQ")
 _NACK = struct.Struct(">qQ")
+#: Size of a ``pel`` value before the owner's name.
+NACK_HEADER_SIZE = _NACK.size
 _U16 = struct.Struct(">H")
 
 

@@ -15,16 +15,8 @@ __all__ = ["PendingEntry", "PendingSummary", "ack", "pending_range", "pending_su
 
 def ack(txn: Txn, stream: StreamRef, group: GroupMeta, ids: list[ID]) -> int:
     """Remove ``ids`` from the group PEL (and their owners' lists); how many were pending."""
-    acked = 0
-    per_owner: dict[bytes, int] = {}
-    for entry_id in ids:
-        nack = store.nack_get(txn, group, entry_id)
-        if nack is None:
-            continue
-        owner = nack[2]
-        store.nack_delete(txn, group, entry_id, owner)
-        per_owner[owner] = per_owner.get(owner, 0) + 1
-        acked += 1
+    per_owner = store.nacks_pop(txn, group, ids)
+    acked = sum(per_owner.values())
     if acked:
         for owner, n in per_owner.items():
             consumer = store.consumer_get(txn, group, owner)

@@ -16,10 +16,10 @@ from itertools import islice
 from rstore.ids import ID, MAX_ID, increment
 from rstore.numbers import UINT64_MAX
 from rstore.storage import groups as store
-from rstore.storage.layout import ConsumerMeta, GroupMeta
+from rstore.storage.layout import INVALID_ENTRIES_READ, ConsumerMeta, GroupMeta
 from rstore.storage.txn import Txn
 from rstore.streams.keyspace import StreamRef
-from rstore.streams.lag import entries_read_after_delivery
+from rstore.streams.lag import entries_read_after_delivery, has_tombstone
 from rstore.streams.lookup import EntryLookup
 from rstore.streams.read import Entry, read_range
 
@@ -44,26 +44,25 @@ def read_new(
     if not entries:
         return entries
     meta = stream.meta
+    if group.entries_read != INVALID_ENTRIES_READ and not has_tombstone(meta, entries[0][0]):
+        # no deletion at or after the first delivered entry, hence none after any of them:
+        # each delivery counts one (what entries_read_after_delivery gives entry by entry)
+        group.entries_read += len(entries)
+    else:
+        for entry_id, _ in entries:
+            group.entries_read = entries_read_after_delivery(meta, group, entry_id)
+    group.last_id = entries[-1][0]
     others: dict[bytes, int] = {}  # NACKs taken from other consumers
-    # A NACK at or after the first delivered ID exists only if the group was moved back
-    # (XGROUP SETID) or XCLAIM FORCE created one ahead; usually one look settles it.
-    last_pending = store.last_pel_id(txn, group) if group.pel_count else None
-    may_exist = last_pending is not None and last_pending >= entries[0][0]
-    for entry_id, _ in entries:
-        group.entries_read = entries_read_after_delivery(meta, group, entry_id)
-        group.last_id = entry_id
-        if noack:
-            continue
-        existing = store.nack_get(txn, group, entry_id) if may_exist else None
-        previous = None if existing is None else existing[2]
-        store.nack_put(txn, group, entry_id, (now_ms, 1, consumer.name), previous)
-        if previous is None:
-            group.pel_count += 1
-            consumer.pel_count += 1
-        elif previous != consumer.name:
-            others[previous] = others.get(previous, 0) + 1
-            consumer.pel_count += 1
     if not noack:
+        # A NACK at or after the first delivered ID exists only if the group was moved back
+        # (XGROUP SETID) or XCLAIM FORCE created one ahead; usually one look settles it.
+        last_pending = store.last_pel_id(txn, group) if group.pel_count else None
+        may_exist = last_pending is not None and last_pending >= entries[0][0]
+        new, others = store.nacks_deliver(
+            txn, group, [e[0] for e in entries], consumer.name, now_ms, may_exist=may_exist
+        )
+        group.pel_count += new
+        consumer.pel_count += new + sum(others.values())
         consumer.active_time = now_ms
     _release(txn, group, others)
     store.consumer_put(txn, group, consumer)

@@ -1,0 +1,30 @@
+"""The optional C accelerator of the codecs, and the switch that turns it off.
+
+``rstore/codec/_speedups.c`` is built at install time when a C compiler is there (it is an
+optional extension: a failed build leaves the pure-Python codecs, which are complete on their
+own).  It speeds up decoding stream nodes, the inner loop of XRANGE, XREAD and XREADGROUP; its
+functions return ``None`` for anything unusual and the Python version then does the work (and
+reports corrupt data), so both give the same answers.  ``RSTORE_NO_SPEEDUPS=1`` in the
+environment, set before rstore is imported, keeps the pure-Python path.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["ENABLED", "c_scan_forward"]
+
+c_scan_forward: Callable[..., bool | None] | None = None
+
+if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
+    try:
+        from rstore.codec import _speedups as _c  # type: ignore[attr-defined]
+    except ImportError:  # not built: the pure-Python codecs do everything
+        _c: Any = None  # type: ignore[no-redef]
+    if _c is not None:
+        c_scan_forward = _c.scan_forward
+
+#: Whether the C accelerator is in use.
+ENABLED = c_scan_forward is not None
