@@ -14,6 +14,7 @@ re-runs the command until it is served or its deadline passes (Valkey's 7.2+ mod
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +46,11 @@ class Blocked:
     group: int  # hash of the group name for XREADGROUP, else 0
     rerun_argv: list[bytes]  # the command to run again (XREAD's "$" made concrete)
     block_ms: int  # 0 = forever
+    # For a write command (XREADGROUP): whether re-running it now could serve the reader (or
+    # must answer an error), checked in a read transaction first, so that a reader that is
+    # still waiting writes nothing -- no disk flush per re-check, and its consumer's seen-time
+    # stays where the call began, as in Valkey.
+    ready: Callable[[Txn], bool] | None = None
 
 
 def run_one(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
@@ -83,13 +89,16 @@ def _wait(env: Env, blocked: Blocked) -> Any:
     with Waiter(env.notifier, blocked.kind, blocked.keys, blocked.group) as waiter:
         woken = False
         while True:
-            try:
-                _, reply = run_one(env, blocked.rerun_argv)
-            finally:
-                if woken:  # a writer woke us: let the next reader of the group run after us
-                    waiter.pass_baton()
-            if not isinstance(reply, Blocked):
-                return reply
+            if blocked.ready is None or env.read(blocked.ready):
+                try:
+                    _, reply = run_one(env, blocked.rerun_argv)
+                finally:
+                    if woken:  # a writer woke us: let the next reader of the group run after us
+                        waiter.pass_baton()
+                if not isinstance(reply, Blocked):
+                    return reply
+            elif woken:
+                waiter.pass_baton()
             if deadline is None:
                 woken = waiter.wait(SAFETY_RECHECK_S)
                 continue

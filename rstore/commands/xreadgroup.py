@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, TypeVar
 
 from rstore import ids, messages
@@ -11,6 +12,7 @@ from rstore.commands.registry import Context, command
 from rstore.commands.reply import NIL_ARRAY, entries_reply, public_stream_reply
 from rstore.commands.stream_read import parse_xread
 from rstore.storage.notify import KIND_GROUP, key_hash
+from rstore.storage.txn import Txn
 from rstore.streams import groups
 from rstore.streams.keyspace import lookup_stream
 from rstore.streams.readgroup import read_history, read_new
@@ -79,4 +81,18 @@ def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
         return reply
     if args.block_ms is None or ctx.in_batch:
         return NIL_ARRAY
-    return Blocked(args.keys, KIND_GROUP, key_hash(args.group), argv, args.block_ms)
+    ready = functools.partial(_has_news, list(args.keys), args.group)
+    return Blocked(args.keys, KIND_GROUP, key_hash(args.group), argv, args.block_ms, ready)
+
+
+def _has_news(keys: list[bytes], group_name: bytes, txn: Txn) -> bool:
+    """Whether a blocked ``XREADGROUP ... >`` re-run now could serve something, or must fail
+    because a stream or the group is gone: a stream got entries past the group's last ID."""
+    for key in keys:
+        stream = lookup_stream(txn, key)
+        group = None if stream is None else groups.find_group(txn, stream, group_name)
+        if stream is None or group is None:
+            return True
+        if stream.meta.length and stream.meta.last_id > group.last_id:
+            return True
+    return False

@@ -119,6 +119,16 @@ def noack_and_timeout(side: Side) -> None:
     side.run("XINFO", "CONSUMERS", "s", "g")
 
 
+def seen_time_kept_while_blocked(side: Side) -> None:
+    """A reader that waits past rstore's once-a-second re-check and times out was last seen
+    when its call began (Valkey does not re-run a blocked command that nothing woke)."""
+    side.run("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    side.result("timeout", side.start(*read("c", "BLOCK", 1300)))
+    consumer = side.run("XINFO", "CONSUMERS", "s", "g")[0]
+    fields = dict(zip(consumer[0::2], consumer[1::2]))
+    side.note("idle covers the whole wait", fields[b"idle"] >= 1250)
+
+
 def setid_does_not_wake(side: Side) -> None:
     side.run("XADD", "s", "1-0", "f", "v1")
     side.run("XADD", "s", "2-0", "f", "v2")
@@ -174,6 +184,7 @@ SCENARIOS = [
     deleted_key,
     flushall,
     noack_and_timeout,
+    seen_time_kept_while_blocked,
     setid_does_not_wake,
     rerun_after_vanished_entry,
     group_and_plain_readers_together,
