@@ -10,8 +10,9 @@ switches (each one is a sleep, so the growth counts wake-ups) at the start and a
 window.  For valkey the server's CPU over the window is read too.  At the end one XADD per
 reader wakes them all, proving they were still blocked, and they exit.
 
-Variants: rstore XREAD; XREADGROUP with ``sync=False`` and ``sync=True`` (a blocked group reader
-re-checks once a second in a *write* transaction, flushed with ``sync=True``); 16 readers of one
+Variants: rstore XREAD; XREADGROUP with ``sync=False`` and ``sync=True`` (a blocked reader
+re-checks once a second, in a read transaction: an XREADGROUP reader re-runs its write only
+when there is something to serve, so it must not flush while idle); 16 readers of one
 group, both modes, to show the cost per reader stays flat; valkey XREAD and XREADGROUP with 1
 and 16 readers.  The target: rstore <= 1 % of one core per blocked reader.
 
