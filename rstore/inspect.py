@@ -174,6 +174,7 @@ def _inspect(
     reader = RDBReader(f, deep=False)
     summary.size = reader.size
     db = 0
+    expiring = False
     builder: _StreamBuilder | None = None
     for event in reader.events():
         if isinstance(event, Aux):
@@ -186,6 +187,7 @@ def _inspect(
             db = event.db
         elif isinstance(event, KeyStart):
             summary.rdb_version = reader.version
+            expiring = event.expire_ms is not None
             if event.type_name == "stream" and (key is None or event.key == key):
                 builder = _StreamBuilder(StreamSummary(db, event.key, expire_ms=event.expire_ms))
         elif isinstance(event, KeyEnd):
@@ -194,6 +196,7 @@ def _inspect(
             t.keys += 1
             t.bytes += event.size
             t.elements += max(event.count, 0)
+            t.expiring += expiring
             if builder is not None:
                 builder.s.bytes = event.size
                 summary.streams.append(builder.s)
