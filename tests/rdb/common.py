@@ -39,7 +39,7 @@ def as_json(reply: Any) -> Any:
         return {"hex": reply.hex()}
     if isinstance(reply, list):
         return [as_json(x) for x in reply]
-    if isinstance(reply, Exception):
+    if isinstance(reply, Exception) or hasattr(reply, "message"):  # raised, or a RESP error
         return {"error": str(reply)}
     return reply
 

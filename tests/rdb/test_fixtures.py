@@ -72,8 +72,8 @@ def test_inspect_summarises_every_database(name: str) -> None:
             info = dict(zip(*[iter(replies[("XINFO", "STREAM")])] * 2))
             assert s.nodes == info["radix-tree-keys"]
             assert s.entries_added == info["entries-added"]
-            last = "%d-%d" % s.last_generated_id
-            assert last == info["last-generated-id"]
+            ms, seq = s.last_generated_id
+            assert f"{ms}-{seq}" == info["last-generated-id"]
             assert s.expire_ms == (key["pexpiretime"] if key["pexpiretime"] > 0 else None)
             groups = [dict(zip(*[iter(g)] * 2)) for g in replies[("XINFO", "GROUPS")]]
             assert [(g.name.decode(), g.pending, g.lag) for g in s.groups] == [
