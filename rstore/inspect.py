@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from rstore.codec import stream_node as sn
+from rstore.codec.node_validate import validate_node
+from rstore.errors import CorruptDataError, CorruptRDBError
 from rstore.ids import ID, MAX_ID, MIN_ID
 from rstore.model import ConsumerState, GroupState, PendingEntry, StreamNode, StreamState
 from rstore.rdb.reader import (
@@ -207,7 +209,14 @@ def _inspect(
             summary.checksum = event.checksum
             summary.checksum_verified = event.verified
         elif builder is not None:
-            builder.add(event)
+            try:
+                if isinstance(event, StreamNode):  # read shallowly above: check it through
+                    validate_node(event.listpack, event.master_id, deep=True)
+                builder.add(event)
+            except CorruptDataError as exc:
+                raise CorruptRDBError(
+                    f"Stream listpack integrity check failed ({exc})", reader.offset, builder.s.key
+                ) from exc
     summary.rdb_version = reader.version
 
 
@@ -220,16 +229,22 @@ def read_rdb_range(
     *,
     db: int = 0,
     reverse: bool = False,
+    verify: bool = True,
 ) -> list[tuple[ID, list[bytes]]] | None:
     """A stream's live entries with ``start <= id <= end`` read from an RDB file (ascending,
     or descending with ``reverse``; at most ``count``, 0 = all); ``None`` if the file has no
-    such stream in database ``db``."""
+    such stream in database ``db``.
+
+    The stream's nodes are validated in depth before they are read.  With ``verify`` (the
+    default) the rest of the file is read too, so that its checksum is checked: a damaged file
+    raises :class:`CorruptRDBError` instead of answering.  ``verify=False`` stops at the key,
+    which is faster on a big file but trusts whatever lies outside the nodes read."""
     found = False
     kept: collections.deque[tuple[ID, list[bytes]]] = collections.deque(
         maxlen=count if reverse and count > 0 else None
     )
     current = 0
-    in_key = False
+    in_key = done = False
     with open(path, "rb") as f:
         reader = RDBReader(f, deep=False)
         for event in reader.events():
@@ -240,13 +255,23 @@ def read_rdb_range(
                 found = found or in_key
             elif isinstance(event, KeyEnd):
                 if in_key:
-                    break
-            elif in_key and isinstance(event, StreamNode):
+                    in_key, done = False, True
+                    if not verify:
+                        break
+            elif in_key and not done and isinstance(event, StreamNode):
+                try:
+                    validate_node(event.listpack, event.master_id, deep=True)
+                except CorruptDataError as exc:
+                    raise CorruptRDBError(
+                        f"Stream listpack integrity check failed ({exc})", reader.offset, key
+                    ) from exc
                 entries: list[tuple[ID, list[bytes]]] = []
                 sn.scan_forward(event.listpack, event.master_id, start, end, 0, entries)
                 kept.extend(entries)
                 if not reverse and count > 0 and len(kept) >= count:
-                    break
+                    done = True
+                    if not verify:
+                        break
     if not found:
         return None
     result = list(kept)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rstore.codec.crc64 import crc64
-from rstore.errors import RStoreError
+from rstore.errors import CorruptRDBError, RStoreError
 from rstore.model import StreamSnapshot
 from rstore.rdb.source import Source
 from rstore.rdb.values import STREAM_TYPES, TYPE_NAMES, StreamRecord, read_stream
@@ -60,7 +60,9 @@ def read_payload(payload: bytes) -> tuple[int, str, Iterator[StreamRecord] | Non
     verify(payload)
     src = Source.from_bytes(payload[:-10])
     rdb_type = src.byte()
-    name = TYPE_NAMES.get(rdb_type, f"type {rdb_type}")
+    if rdb_type not in TYPE_NAMES:  # not a value type at all: Valkey's "Bad data format"
+        raise CorruptRDBError(f"unknown value type {rdb_type}", 0)
+    name = TYPE_NAMES[rdb_type]
     if rdb_type not in STREAM_TYPES:
         return rdb_type, name, None
     return rdb_type, name, read_stream(src, rdb_type, deep=True)

@@ -237,7 +237,7 @@ class RDBReader:
         if rdb_type > 25:
             raise UnsupportedRDBError(
                 f"RDB value type {rdb_type}"
-                + (" (the stream format of Redis 8.2+)" if rdb_type == 26 else ""),
+                + (" (the stream format of Redis 8.6)" if rdb_type == 26 else ""),
                 at,
             )
         key = src.string()

@@ -54,6 +54,16 @@ class _Importer:
     # ------------------------------------------------------------------ records
 
     def node(self, rec: StreamNode) -> None:
+        previous = self.last_entry
+        if previous is not None and rec.master_id <= previous:
+            raise self.fail(f"node {rec.master_id} starts at or before entry {previous}")
+        # IDs must rise strictly, from the master ID on (Redis does not check; a crafted file
+        # would otherwise leave a stream that XADD and XRANGE misread)
+        floor: ID | None = None
+        for entry_id, _, _ in sn.iter_ids(rec.listpack, rec.master_id):
+            if entry_id < rec.master_id or (floor is not None and entry_id <= floor):
+                raise self.fail(f"entry {entry_id} of node {rec.master_id} is out of order")
+            floor = entry_id
         count, _ = sn.node_counts(rec.listpack)
         self.live += count
         if self.first_live is None and count:
