@@ -45,7 +45,7 @@ def jsonable(value: Any) -> Any:
             return value.decode("utf-8")
         except UnicodeDecodeError:
             return {"base64": base64.b64encode(value).decode("ascii")}
-    if isinstance(value, str | int):
+    if isinstance(value, str | int | float):
         return value
     if isinstance(value, Entry):
         return {

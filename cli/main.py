@@ -20,7 +20,18 @@ import click
 
 import rstore
 
-from . import check, consume, execute, groups, keyspace, pending, streams, tail
+from . import (
+    check,
+    consume,
+    execute,
+    groups,
+    inspecting,
+    keyspace,
+    pending,
+    snapshots,
+    streams,
+    tail,
+)
 from .context import ERROR_PREFIX, StoreOpener
 
 __all__ = ["COMMAND_MODULES", "CommandFailed", "RStoreGroup", "cli", "main"]
@@ -33,6 +44,8 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     consume,
     pending,
     keyspace,
+    snapshots,
+    inspecting,
     check,
     execute,
 )

@@ -11,6 +11,7 @@ import rstore
 from .args import parse_fields, to_bytes
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .format import entry_line, info_lines, token
+from .inspecting import dump_entries
 from .jsonout import array_lines, dumps, echo_json, echo_utf8
 from .replies import Entry, entries_from_reply, info_tree
 
@@ -176,6 +177,15 @@ def iter_range(
 @click.option(
     "--nl", "as_nl", is_flag=True, help="Print newline-delimited JSON: one entry object a line."
 )
+@click.option(
+    "--from-dump",
+    "dump_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Read the entries from this RDB file instead of the store (no restore needed).",
+)
+@click.option(
+    "--db", type=click.IntRange(min=0), default=0, help="With --from-dump: the file's database."
+)
 @unescape_option
 @pass_opener
 def range_command(
@@ -187,6 +197,8 @@ def range_command(
     rev: bool,
     as_json: bool,
     as_nl: bool,
+    dump_file: str | None,
+    db: int,
     unescape: bool,
 ) -> None:
     """Print the entries of STREAM from START to END (XRANGE / XREVRANGE).
@@ -206,19 +218,35 @@ def range_command(
       rstore range events 1700000000000 1700000060000
       rstore range events --rev --count 5
       rstore range events '(1700000000000-3' + --nl | jq .fields
+      rstore range events --from-dump dump.rdb --count 10
+
+    --from-dump reads STREAM from database --db of an RDB file (rstore's, Redis's or
+    Valkey's) without a store; the file is checked to its end before anything is printed.
     """
     key = to_bytes(stream, unescape, "STREAM")
+    if dump_file is not None:
+        _print_entries(
+            iter(dump_entries(dump_file, key, to_bytes(start), to_bytes(end), count, rev, db)),
+            as_json,
+            as_nl,
+        )
+        return
     with opener.open(create=False) as store:
-        entries = iter_range(store, key, to_bytes(start), to_bytes(end), count, rev)
-        if as_nl:
-            for entry in entries:
-                echo_utf8(dumps(entry))
-        elif as_json:
-            for line in array_lines(entries):
-                echo_utf8(line)
-        else:
-            for entry in entries:
-                click.echo(entry_line(entry))
+        _print_entries(
+            iter_range(store, key, to_bytes(start), to_bytes(end), count, rev), as_json, as_nl
+        )
+
+
+def _print_entries(entries: Iterator[Entry], as_json: bool, as_nl: bool) -> None:
+    if as_nl:
+        for entry in entries:
+            echo_utf8(dumps(entry))
+    elif as_json:
+        for line in array_lines(entries):
+            echo_utf8(line)
+    else:
+        for entry in entries:
+            click.echo(entry_line(entry))
 
 
 @click.command("len", short_help="Print the number of entries in a stream.")

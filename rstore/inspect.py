@@ -17,8 +17,9 @@ from typing import BinaryIO
 from rstore.codec import stream_node as sn
 from rstore.codec.node_validate import validate_node
 from rstore.errors import CorruptDataError, CorruptRDBError
-from rstore.ids import ID, MAX_ID, MIN_ID
+from rstore.ids import ID, MAX_ID, MIN_ID, parse_interval_id
 from rstore.model import ConsumerState, GroupState, PendingEntry, StreamNode, StreamState
+from rstore.numbers import UINT64_MAX
 from rstore.rdb.reader import (
     Aux,
     End,
@@ -223,8 +224,8 @@ def _inspect(
 def read_rdb_range(
     path: str,
     key: bytes,
-    start: ID = MIN_ID,
-    end: ID = MAX_ID,
+    start: ID | bytes | str = MIN_ID,
+    end: ID | bytes | str = MAX_ID,
     count: int = 0,
     *,
     db: int = 0,
@@ -235,10 +236,19 @@ def read_rdb_range(
     or descending with ``reverse``; at most ``count``, 0 = all); ``None`` if the file has no
     such stream in database ``db``.
 
+    ``start`` and ``end`` are ``(ms, seq)`` tuples, or XRANGE arguments (``-``, ``+``, ``ms``,
+    ``ms-seq``, ``(ms-seq`` for an exclusive bound), refused with XRANGE's error texts.
+
     The stream's nodes are validated in depth before they are read.  With ``verify`` (the
     default) the rest of the file is read too, so that its checksum is checked: a damaged file
     raises :class:`CorruptRDBError` instead of answering.  ``verify=False`` stops at the key,
     which is faster on a big file but trusts whatever lies outside the nodes read."""
+    if not isinstance(start, tuple):
+        raw = start.encode() if isinstance(start, str) else start
+        start = parse_interval_id(raw, missing_seq=0, is_end=False)
+    if not isinstance(end, tuple):
+        raw = end.encode() if isinstance(end, str) else end
+        end = parse_interval_id(raw, missing_seq=UINT64_MAX, is_end=True)
     found = False
     kept: collections.deque[tuple[ID, list[bytes]]] = collections.deque(
         maxlen=count if reverse and count > 0 else None

@@ -107,6 +107,11 @@ def test_help_and_version(runner: CliRunner) -> None:
         "autoclaim",
         "keys",
         "del",
+        "save",
+        "restore",
+        "dump",
+        "restore-key",
+        "inspect",
         "check",
         "exec",
     ]

@@ -1,0 +1,255 @@
+"""Snapshot commands: ``save``, ``restore``, ``dump``, ``restore-key``.
+
+``save``/``restore`` move whole stores to and from RDB files (Redis's and Valkey's own dump
+format); ``dump``/``restore-key`` move one key as a DUMP payload, as the DUMP and RESTORE
+commands do.  Offline reading of a dump is in :mod:`rstore_cli.inspecting`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+
+from .args import to_bytes
+from .context import StoreOpener, json_option, pass_opener, unescape_option
+from .jsonout import echo_json
+
+__all__ = ["COMMANDS", "Progress", "progress_option", "progress_reporter"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+Progress = Callable[[int, int | None], None]
+
+
+def progress_option(f: F) -> F:
+    """``--progress/--no-progress``: a progress bar on stderr; by default only on a terminal."""
+    return click.option(
+        "--progress/--no-progress",
+        "progress",
+        default=None,
+        help="Show a progress bar on stderr (default: when stderr is a terminal).",
+    )(f)
+
+
+@contextmanager
+def progress_reporter(label: str, wanted: bool | None) -> Iterator[Progress | None]:
+    """A callback ``(done, total)`` that drives a progress bar on stderr, or ``None``."""
+    if wanted is None:
+        wanted = sys.stderr.isatty()
+    if not wanted:
+        yield None
+        return
+    bar: Any = None
+    shown = 0
+
+    def report(done: int, total: int | None) -> None:
+        nonlocal bar, shown
+        if bar is None:
+            bar = click.progressbar(length=total or 0, label=label, file=sys.stderr)
+            bar.__enter__()
+        if total and bar.length != total:
+            bar.length = total
+        bar.update(done - shown)
+        shown = done
+
+    try:
+        yield report
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n} bytes"
+
+
+@click.command("save", short_help="Write the store to an RDB file.")
+@click.argument("file", type=click.Path(dir_okay=False, writable=True))
+@click.option(
+    "--rdb-version",
+    type=click.Choice(["9", "10", "11"]),
+    default="11",
+    show_default=True,
+    help="11 loads in Redis 7.2+ and Valkey 7.2+, 10 in Redis 7.0+, 9 in Redis 5.0+.",
+)
+@click.option("--no-compress", is_flag=True, help="Do not LZF-compress (rdbcompression no).")
+@click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+@progress_option
+@json_option
+@pass_opener
+def save_command(
+    opener: StoreOpener,
+    file: str,
+    rdb_version: str,
+    no_compress: bool,
+    force: bool,
+    progress: bool | None,
+    as_json: bool,
+) -> None:
+    """Write every stream of the store to FILE, an RDB file that redis-server and
+    valkey-server load at start-up (put it in their --dir as dump.rdb).
+
+    The snapshot is one consistent point in time, taken while writers go on; FILE appears
+    only when complete (written under a temporary name, flushed, renamed).  An existing FILE
+    is left alone unless --force is given.
+
+    \b
+    Examples:
+      rstore save backup.rdb
+      rstore save /var/lib/valkey/dump.rdb --force --rdb-version 11
+      rstore save old-redis.rdb --rdb-version 10
+    """
+    if os.path.exists(file) and not force:
+        raise click.ClickException(f"{file} exists; give --force to replace it")
+    with opener.open(create=False) as store, progress_reporter("saving", progress) as report:
+        result = store.save(
+            file, rdb_version=int(rdb_version), compress=not no_compress, progress=report
+        )
+    if as_json:
+        echo_json(
+            {
+                "path": result.path,
+                "rdb_version": result.rdb_version,
+                "streams": result.streams,
+                "bytes": result.bytes,
+                "seconds": round(result.seconds, 6),
+            }
+        )
+    else:
+        click.echo(
+            f"saved {result.streams} streams to {result.path} "
+            f"(RDB {result.rdb_version}, {_mib(result.bytes)}, {result.seconds:.2f} s)"
+        )
+
+
+@click.command("restore", short_help="Import the streams of an RDB file.")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--db", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Which database of the file to import.")  # fmt: skip
+@click.option("--replace", is_flag=True, help="Replace streams that already exist.")
+@progress_option
+@json_option
+@pass_opener
+def restore_command(
+    opener: StoreOpener,
+    file: str,
+    db: int,
+    replace: bool,
+    progress: bool | None,
+    as_json: bool,
+) -> None:
+    """Import the streams of database --db of FILE (an RDB file from rstore, Redis 5.0-7.4 or
+    Valkey 7.2/8.0) into the store, creating it if needed.
+
+    All or nothing, in one transaction: a damaged or unsupported file, or a stream that
+    already exists (without --replace), leaves the store exactly as it was.  Other value
+    types are skipped and counted; streams keep no TTL in rstore (reported).
+
+    \b
+    Examples:
+      rstore --store ./restored restore dump.rdb
+      rstore restore dump.rdb --db 3 --replace --json
+    """
+    with opener.open(create=True) as store, progress_reporter("restoring", progress) as report:
+        result = store.restore_file(file, db=db, replace=replace, progress=report)
+    if as_json:
+        echo_json(
+            {
+                "path": result.path,
+                "db": result.db,
+                "rdb_version": result.rdb_version,
+                "streams": result.streams,
+                "replaced": result.replaced,
+                "skipped": result.skipped,
+                "ttl_dropped": result.ttl_dropped,
+                "expired": result.expired,
+                "other_databases": {str(k): v for k, v in result.other_dbs.items()},
+                "seconds": round(result.seconds, 6),
+            }
+        )
+        return
+    click.echo(
+        f"restored {len(result.streams)} streams from database {db} of {result.path} "
+        f"(RDB {result.rdb_version}, {result.seconds:.2f} s)"
+    )
+    if result.replaced:
+        click.echo(f"replaced: {len(result.replaced)} existing streams")
+    notes = (
+        ("expired (not imported)", result.expired),
+        ("TTL dropped (rstore keys never expire)", result.ttl_dropped),
+    )
+    for what, names in notes:
+        if names:
+            click.echo(f"{what}: {', '.join(n.decode(errors='backslashreplace') for n in names)}")
+    if result.skipped:
+        kinds = ", ".join(f"{n} {t}" for t, n in sorted(result.skipped.items()))
+        click.echo(f"skipped (not streams): {kinds}")
+    if result.other_dbs:
+        dbs = ", ".join(f"db {d}: {n} keys" for d, n in sorted(result.other_dbs.items()))
+        click.echo(f"not imported, other databases: {dbs}")
+
+
+@click.command("dump", short_help="Write one stream's DUMP payload.")
+@click.argument("stream")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-",
+              show_default=True, help="Where to write the payload (- is stdout).")  # fmt: skip
+@click.option("--rdb-version", type=click.Choice(["9", "10", "11"]), default="11",
+              show_default=True, help="10 for Redis 7.0, 9 for Redis 5.0-6.2.")  # fmt: skip
+@unescape_option
+@pass_opener
+def dump_command(
+    opener: StoreOpener, stream: str, output: str, rdb_version: str, unescape: bool
+) -> None:
+    """Write the DUMP payload of STREAM (what the DUMP command returns: binary, for RESTORE
+    on rstore, redis-server or valkey-server).  Refuses to write binary to a terminal.
+
+    \b
+    Examples:
+      rstore dump events -o events.dump
+      rstore dump events | redis-cli -x RESTORE events 0
+    """
+    key = to_bytes(stream, unescape, "STREAM")
+    with opener.open(create=False) as store:
+        payload = store.dump(key, rdb_version=int(rdb_version))
+    if payload is None:
+        raise click.ClickException(f"no stream {stream!r}")
+    if output == "-":
+        if sys.stdout.isatty():
+            raise click.ClickException("the payload is binary: give --output FILE or a pipe")
+        click.get_binary_stream("stdout").write(payload)
+    else:
+        with open(output, "wb") as f:
+            f.write(payload)
+
+
+@click.command("restore-key", short_help="Create a stream from a DUMP payload.")
+@click.argument("stream")
+@click.argument("payload", type=click.File("rb"))
+@click.option("--replace", is_flag=True, help="Replace the stream if it exists.")
+@unescape_option
+@pass_opener
+def restore_key_command(
+    opener: StoreOpener, stream: str, payload: Any, replace: bool, unescape: bool
+) -> None:
+    """Create STREAM from a DUMP payload read from PAYLOAD (a file, or - for stdin), as
+    RESTORE STREAM 0 <payload> [REPLACE] does; payloads from Redis 5.0-7.4 and Valkey 7.2/8.0
+    are accepted.  An existing stream is refused (Valkey's BUSYKEY) unless --replace.
+
+    \b
+    Examples:
+      rstore restore-key events events.dump
+      rstore --store other dump events | rstore restore-key events - --replace
+    """
+    key = to_bytes(stream, unescape, "STREAM")
+    argv: list[Any] = ["RESTORE", key, 0, payload.read()]
+    if replace:
+        argv.append("REPLACE")
+    with opener.open(create=True) as store:
+        click.echo(store.execute(*argv))
+
+
+COMMANDS = [save_command, restore_command, dump_command, restore_key_command]
