@@ -1,4 +1,5 @@
-"""Profile rstore's side of the single-XADD, pipelined-XADD, scan and group-cycle workloads.
+"""Profile rstore's side of the single-XADD, pipelined-XADD, scan, group-cycle and snapshot
+workloads.
 
 Runs each workload on rstore alone (no valkey) under cProfile, or pyinstrument with
 ``--profiler pyinstrument`` (``pip install pyinstrument``), and prints the hot spots: the
@@ -7,6 +8,11 @@ the engine; the figures under a profiler are slower than in the benchmarks.
 
     python bench/profile_rstore.py --workload single-sync pipeline scan --top 25
     python bench/profile_rstore.py --workload group group-sync --profiler pyinstrument
+    python bench/profile_rstore.py --workload save restore --entries 1000000
+
+``save`` and ``restore`` load the stream and its group as ``bench/snapshot.py`` does (not
+profiled), then profile ``Store.save`` (compression on) and ``Store.restore_file`` of that file
+into a fresh ``sync=True`` store; ``--entries`` sets the stream length (default 1M).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import os
 import pstats
 import sys
 import tempfile
@@ -25,6 +32,7 @@ from common import FIELDS, PAGE_SIZE, PIPELINE_SIZE, STREAM, exit_on_sigterm, te
 from group_cycle import CONSUMER, COUNT, GROUP
 from scan import full_scan
 from scan import load as load_stream
+from snapshot import add_group
 
 import rstore
 
@@ -76,6 +84,37 @@ def group_draining(store: rstore.Store, entries: int) -> Callable[[], None]:
     return body
 
 
+SNAPSHOT_ENTRIES = [1_000_000]  # --entries
+
+
+def _load_for_snapshot(store: rstore.Store) -> str:
+    """Load the snapshot benchmark's stream and group (unprofiled); a path for a file next to
+    the store."""
+    load_stream(store.pipeline, SNAPSHOT_ENTRIES[0] - 200)  # 200 came from the warm-up
+    add_group(store)
+    return os.path.join(os.path.dirname(store.path), "profile.rdb")
+
+
+def saving(store: rstore.Store) -> Callable[[], None]:
+    path = _load_for_snapshot(store)
+
+    def body() -> None:
+        store.save(path)
+
+    return body
+
+
+def restoring(store: rstore.Store) -> Callable[[], None]:
+    path = _load_for_snapshot(store)
+    store.save(path)  # rstore writes what valkey writes: the same listpacks, LZF-compressed
+
+    def body() -> None:
+        with rstore.Store(os.path.join(os.path.dirname(path), "restored"), sync=True) as target:
+            target.restore_file(path)
+
+    return body
+
+
 # name -> (sync, prepare: store -> body, what it runs)
 WORKLOADS: dict[str, tuple[bool, Callable[[rstore.Store], Callable[[], None]], str]] = {
     "single-sync": (True, lambda s: single(s, 2000), "2000 single XADDs, sync=True"),
@@ -104,6 +143,12 @@ WORKLOADS: dict[str, tuple[bool, Callable[[rstore.Store], Callable[[], None]], s
         True,
         lambda s: group_draining(s, 100_000),
         f"XREADGROUP COUNT {COUNT} + XACK until ~100k entries are drained, sync=True",
+    ),
+    "save": (False, saving, "Store.save (compression on) of --entries entries and a group"),
+    "restore": (
+        True,
+        restoring,
+        "Store.restore_file of that file into an empty store, sync=True",
     ),
 }
 
@@ -143,7 +188,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profiler", choices=("cprofile", "pyinstrument"), default="cprofile")
     parser.add_argument("--top", type=int, default=25, help="rows per cProfile listing")
     parser.add_argument("--dir", default=None, help="parent of the temporary stores")
+    parser.add_argument(
+        "--entries",
+        type=int,
+        default=SNAPSHOT_ENTRIES[0],
+        help="stream length for save and restore (default %(default)s)",
+    )
     args = parser.parse_args(argv)
+    SNAPSHOT_ENTRIES[0] = args.entries
     run: Callable[[Callable[[], None], int], str] = (
         profile_cprofile if args.profiler == "cprofile" else profile_pyinstrument
     )

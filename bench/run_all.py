@@ -6,7 +6,8 @@ and relaxed, and the cross-process wake-up latency (XREAD and XREADGROUP, both m
 CPU placement asked for (``--placement``, default ``shared split``: valkey -- and the helper
 reader processes -- on the benchmark's CPU, then on the other one; the first is the headline).
 In the headline placement only, the group cycle is also measured beside persist-queue and
-litequeue; and once per run, after the placements, the CPU used by idle blocked readers.  With
+litequeue; and once per run, after the placements, the CPU used by idle blocked readers and
+the snapshots (save and restore of a 1M-entry stream, in the headline placement).  With
 ``--repeat N`` the runs are repeated and each figure is the median of N (each ratio: the median
 of the N per-run ratios, its min–max beside it).  Then, once (they do not vary between runs):
 the footprint (bytes per entry) and the syscall count of a durable commit (when ``strace`` is
@@ -48,6 +49,7 @@ import lmdb
 import machine
 import redis
 import scan
+import snapshot
 import syscalls
 import wakeup
 import xadd_pipeline
@@ -71,7 +73,8 @@ DOC = ROOT / "docs" / "benchmarks.md"
 BEGIN = "<!-- bench:begin -->"
 END = "<!-- bench:end -->"
 PARTS = (
-    "single", "pipeline", "scan", "group", "wakeup", "idle", "footprint", "syscalls", "machine",
+    "single", "pipeline", "scan", "group", "wakeup", "idle", "snapshot", "footprint", "syscalls",
+    "machine",
 )  # fmt: skip
 PLACED_PARTS = {"single", "pipeline", "scan", "group", "wakeup"}  # measured per placement
 
@@ -205,6 +208,14 @@ def render(args: argparse.Namespace, command: str, report: dict[str, Any]) -> st
             "",
             idle_cpu.idle_table(report["idle"]),
         ]
+    if report.get("snapshot"):
+        out += [
+            "",
+            f"#### Snapshots: save and restore beside valkey (median of {of_runs}; "
+            f"{report['snapshot_placement']})",
+            "",
+            snapshot.markdown(report["snapshot"]),
+        ]
     if report.get("syscalls"):
         out += [
             "",
@@ -310,10 +321,11 @@ def main(argv: list[str] | None = None) -> int:
     if "machine" in parts:
         print("# machine and flush cost", file=sys.stderr, flush=True)
         report["fsync_ms"] = machine.fsync_costs(args.dir, 100 if args.quick else 500)
-    if parts & (PLACED_PARTS | {"idle"}):
+    if parts & (PLACED_PARTS | {"idle", "snapshot"}):
         # each repeat runs every placement in turn, so they share the machine's drift too
         runs: dict[str, list[list[Result]]] = {mode: [] for mode in placements}
         idle_runs: list[list[Result]] = []
+        snapshot_runs: list[list[Result]] = []
         descriptions: dict[str, str] = {}
         for i in range(args.repeat):
             for mode in placements if parts & PLACED_PARTS else []:
@@ -327,9 +339,17 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"# run {i + 1}/{args.repeat}, idle readers", file=sys.stderr, flush=True)
                 idle_runs.append(idle_cpu.run_all(quick=args.quick, base_dir=args.dir))
                 print(idle_cpu.idle_table(idle_runs[-1]), file=sys.stderr, flush=True)
+            if "snapshot" in parts:
+                set_placement(placements[0])
+                print(f"# run {i + 1}/{args.repeat}, snapshots", file=sys.stderr, flush=True)
+                snapshot_runs.append(snapshot.run_all(quick=args.quick, base_dir=args.dir))
+                print(snapshot.markdown(snapshot_runs[-1]), file=sys.stderr, flush=True)
         if idle_runs:
             report["idle"] = combine(idle_runs)
             report["idle_placement"] = set_placement(placements[0])
+        if snapshot_runs:
+            report["snapshot"] = combine(snapshot_runs)
+            report["snapshot_placement"] = set_placement(placements[0])
         report["placements"] = [
             {
                 "mode": mode,
