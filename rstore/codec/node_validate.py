@@ -5,12 +5,47 @@ Used on nodes that come from outside (RDB files, DUMP payloads) and by ``Store.c
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from rstore.codec import listpack as lp
+from rstore.codec import stream_node as sn
 from rstore.codec.listpack import read_int, skip_element
+from rstore.codec.speedups import c_check_node
 from rstore.codec.stream_node import FLAG_SAMEFIELDS, ID
 from rstore.errors import CorruptDataError
 
-__all__ = ["validate_node"]
+__all__ = ["NodeFacts", "node_facts", "validate_node"]
+
+
+class NodeFacts(NamedTuple):
+    """What a restore needs to know of a node it checked."""
+
+    live: int  # live entries
+    first_live: ID | None  # the first live entry's ID
+    last: ID  # the last entry's ID, tombstone or not
+
+
+def node_facts(node: bytes | bytearray, master_id: ID) -> NodeFacts:
+    """Validate ``node`` in depth and require its entry IDs to rise strictly from the master
+    ID (Redis does not check that; a node that breaks it would mislead XADD and XRANGE).
+    Raises :class:`CorruptDataError`."""
+    if c_check_node is not None:
+        got = c_check_node(node, master_id[0], master_id[1])
+        if got is not None:
+            _, count, _, ascending, last_ms, last_seq, first_ms, first_seq = got
+            if ascending:
+                first = None if first_ms < 0 else (first_ms, first_seq)
+                return NodeFacts(count, first, (last_ms, last_seq))
+    validate_node(node, master_id, deep=True)
+    floor: ID | None = None
+    for entry_id, _, _ in sn.iter_ids(node, master_id):
+        if entry_id < master_id or (floor is not None and entry_id <= floor):
+            raise CorruptDataError(f"entry {entry_id} is out of order", None)
+        floor = entry_id
+    count, _ = sn.node_counts(node)
+    first_entry = sn.first_live_entry(node, master_id)
+    first_id = None if first_entry is None else first_entry[0]
+    return NodeFacts(count, first_id, sn.last_entry_id(node, master_id))
 
 
 def validate_node(node: bytes | bytearray, master_id: ID, *, deep: bool = True) -> int:
@@ -21,6 +56,10 @@ def validate_node(node: bytes | bytearray, master_id: ID, *, deep: bool = True) 
     entries, integer flags/deltas/num_fields, and each ``lp_count`` equal to ``N + 3`` or
     ``2n + 4``, ending exactly at EOF.
     """
+    if deep and c_check_node is not None:
+        got = c_check_node(node, master_id[0], master_id[1])
+        if got is not None:
+            return got[0]
     lp.validate(node, deep=deep)
     if len(node) == 7:
         raise CorruptDataError("corrupt stream node: empty listpack", lp.HEADER_SIZE)

@@ -2,7 +2,8 @@
 
 ``rstore/codec/_speedups.c`` is built at install time when a C compiler is there (it is an
 optional extension: a failed build leaves the pure-Python codecs, which are complete on their
-own).  It speeds up decoding stream nodes, the inner loop of XRANGE, XREAD and XREADGROUP; its
+own).  It speeds up decoding stream nodes, the inner loop of XRANGE, XREAD and XREADGROUP, and
+checking them in depth, the inner loop of restoring an RDB file or a DUMP payload; its
 functions return ``None`` for anything unusual and the Python version then does the work (and
 reports corrupt data), so both give the same answers.  ``RSTORE_NO_SPEEDUPS=1`` in the
 environment, set before rstore is imported, keeps the pure-Python path.
@@ -14,9 +15,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ENABLED", "c_scan_forward"]
+__all__ = ["ENABLED", "c_check_node", "c_scan_forward"]
 
 c_scan_forward: Callable[..., bool | None] | None = None
+c_check_node: Callable[..., tuple[int, int, int, bool, int, int, int, int] | None] | None = None
 
 if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
     try:
@@ -25,6 +27,7 @@ if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
         _c: Any = None  # type: ignore[no-redef]
     if _c is not None:
         c_scan_forward = _c.scan_forward
+        c_check_node = _c.check_node
 
 #: Whether the C accelerator is in use.
 ENABLED = c_scan_forward is not None

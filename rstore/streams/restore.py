@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rstore.codec import stream_node as sn
-from rstore.errors import CorruptRDBError
+from rstore.codec.node_validate import node_facts
+from rstore.errors import CorruptDataError, CorruptRDBError
 from rstore.ids import ID
 from rstore.model import (
     ConsumerPending,
@@ -57,19 +57,14 @@ class _Importer:
         previous = self.last_entry
         if previous is not None and rec.master_id <= previous:
             raise self.fail(f"node {rec.master_id} starts at or before entry {previous}")
-        # IDs must rise strictly, from the master ID on (Redis does not check; a crafted file
-        # would otherwise leave a stream that XADD and XRANGE misread)
-        floor: ID | None = None
-        for entry_id, _, _ in sn.iter_ids(rec.listpack, rec.master_id):
-            if entry_id < rec.master_id or (floor is not None and entry_id <= floor):
-                raise self.fail(f"entry {entry_id} of node {rec.master_id} is out of order")
-            floor = entry_id
-        count, _ = sn.node_counts(rec.listpack)
-        self.live += count
-        if self.first_live is None and count:
-            first = sn.first_live_entry(rec.listpack, rec.master_id)
-            self.first_live = first[0] if first else None
-        self.last_entry = sn.last_entry_id(rec.listpack, rec.master_id)
+        try:
+            facts = node_facts(rec.listpack, rec.master_id)
+        except CorruptDataError as exc:
+            raise self.fail(f"node {rec.master_id}: {exc}") from exc
+        self.live += facts.live
+        if self.first_live is None:
+            self.first_live = facts.first_live
+        self.last_entry = facts.last
         self.txn.node_put(self.stream.handle, rec.master_id, bytearray(rec.listpack))
         self.nodes += 1
         self.tail = rec.master_id

@@ -3,6 +3,7 @@ unusual back to it, and survives corrupt nodes (rstore/codec/_speedups.c)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -119,3 +120,59 @@ def test_the_environment_switch_turns_it_off() -> None:
         [sys.executable, "-c", code], check=True, env=env, capture_output=True, text=True
     )
     assert off.stdout.strip() == "False", off.stderr
+
+
+def _py_facts(blob: bytes, master: ID) -> tuple[int, int, int, bool, ID, ID | None] | None:
+    """What check_node reports, computed with the Python reference (None: invalid)."""
+    from rstore.codec.node_validate import validate_node
+
+    try:
+        entries = validate_node(blob, master, deep=True)
+        ids = [i for i, _, _ in sn.iter_ids(blob, master)]
+        count, deleted = sn.node_counts(blob)
+        first = sn.first_live_entry(blob, master)
+    except (CorruptDataError, IndexError, ValueError):
+        return None
+    rising = all(a < b for a, b in itertools.pairwise(ids)) and all(i >= master for i in ids)
+    return entries, count, deleted, rising, ids[-1], None if first is None else first[0]
+
+
+def _c_facts(blob: bytes, master: ID) -> tuple[int, int, int, bool, ID, ID | None] | None:
+    assert speedups.c_check_node is not None
+    got = speedups.c_check_node(blob, *master)
+    if got is None:
+        return None
+    entries, count, deleted, rising, last_ms, last_seq, first_ms, first_seq = got
+    first = None if first_ms < 0 else (first_ms, first_seq)
+    return entries, count, deleted, rising, (last_ms, last_seq), first
+
+
+@given(nodes_with_deletions())
+@settings(max_examples=300)
+def test_c_node_check_agrees_with_python(node: tuple[ID, bytes]) -> None:
+    master, blob = node
+    assert _c_facts(blob, master) == _py_facts(blob, master)
+
+
+@given(nodes_with_deletions(), st.data())
+@settings(max_examples=500)
+def test_c_node_check_never_accepts_what_python_refuses(
+    node: tuple[ID, bytes], data: st.DataObject
+) -> None:
+    master, blob = node
+    mutated = bytearray(blob)
+    for _ in range(data.draw(st.integers(1, 3))):
+        at = data.draw(st.integers(0, len(mutated) - 1))
+        mutated[at] = data.draw(st.integers(0, 255))
+    got = _c_facts(bytes(mutated), master)
+    if got is not None:  # C accepted: Python must accept it too, with the same facts
+        assert got == _py_facts(bytes(mutated), master)
+
+
+def test_out_of_order_ids_are_reported() -> None:
+    fv = [b"f", b"v"]
+    node = sn.new_node(fv)
+    sn.append_entry(node, (5, 5), (5, 5), fv)  # not after its predecessor
+    facts = _c_facts(bytes(node), (5, 5))
+    assert facts is not None and facts[3] is False
+    assert _py_facts(bytes(node), (5, 5)) == facts
