@@ -49,8 +49,12 @@ def encode_stream(snap: StreamSnapshot, rdb_type: int, *, compress: bool = True)
     v3 = rdb_type >= 21
     yield encode_length(snap.node_count)
     for node in _exactly(snap.nodes, snap.node_count, "node count"):
-        yield b"\x10" + encode_raw_id(node.master_id)  # the 16-byte key is never compressed
-        yield encode_string(node.listpack, compress=compress)
+        # the 16-byte key is never compressed
+        yield (
+            b"\x10"
+            + encode_raw_id(node.master_id)
+            + encode_string(node.listpack, compress=compress)
+        )
     st = snap.state
     head = [encode_length(st.length), encode_id(st.last_id)]
     if v2:
@@ -99,6 +103,9 @@ def _batched(ids: Iterable[tuple[int, int]], size: int = 1024) -> Iterator[list[
         yield batch
 
 
+_FLUSH_BYTES = 1 << 20
+
+
 class RDBWriter:
     """Writes one RDB file to ``f``, keeping the running CRC64."""
 
@@ -111,11 +118,25 @@ class RDBWriter:
         self.compress = compress
         self._crc = 0
         self.bytes_written = 0
+        self._pending: list[bytes] = []  # chunks not yet checksummed and written
+        self._pending_bytes = 0
 
     def _write(self, data: bytes) -> None:
-        self._crc = crc64(data, self._crc)
-        self._f.write(data)
+        # Chunks are small (a node is at most a few KB): gather about 1 MiB, then checksum and
+        # write it in one call each.
+        self._pending.append(data)
+        self._pending_bytes += len(data)
         self.bytes_written += len(data)
+        if self._pending_bytes >= _FLUSH_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending:
+            blob = b"".join(self._pending)
+            self._crc = crc64(blob, self._crc)
+            self._f.write(blob)
+            self._pending.clear()
+            self._pending_bytes = 0
 
     def header(self, *, used_memory: int = 0) -> None:
         """Magic, version and the AUX fields a server writes (rstore names itself)."""
@@ -142,6 +163,7 @@ class RDBWriter:
     def end(self) -> None:
         """The EOF opcode and the checksum of everything before it."""
         self._write(b"\xff")
+        self._flush()
         trailer = self._crc.to_bytes(8, "little")
         self._f.write(trailer)
         self.bytes_written += 8
