@@ -31,11 +31,16 @@ def dump_entries(
 ) -> list[Entry]:
     """The entries of stream ``key`` of database ``db`` of the RDB file ``path``, as ``rstore
     range`` would print them from a store; a clear error if the file has no such stream."""
-    found = rstore.read_rdb_range(path, key, start, end, count or 0, db=db, reverse=rev)
+    # read_rdb_range's count 0 means "all"; range's --count 0 means none (XRANGE COUNT 0).
+    # The file is still read then, so that a missing stream or a damaged file is reported.
+    limit = 1 if count == 0 else count or 0
+    found = rstore.read_rdb_range(path, key, start, end, limit, db=db, reverse=rev)
     if found is None:
         raise click.ClickException(
             f"{path} has no stream {key.decode(errors='backslashreplace')!r} in database {db}"
         )
+    if count == 0:
+        return []
     return [Entry(f"{i[0]}-{i[1]}".encode(), tuple(zip(fv[0::2], fv[1::2]))) for i, fv in found]
 
 
@@ -76,6 +81,10 @@ def _stream_record(s: rstore.StreamSummary, consumers: bool) -> dict[str, Any]:
     }
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _text(value: Any) -> str:
     """A summary value in text output: ``-`` for none (Valkey's nil)."""
     return "-" if value is None else str(value)
@@ -91,7 +100,7 @@ def _stream_lines(record: dict[str, Any], consumers: bool) -> Iterator[str]:
     size = f", {record['bytes']} bytes" if record["db"] is not None else ""
     yield (
         f"stream {token(record['key'])}{where}: length {record['length']}, "
-        f"{record['nodes']} nodes{size}"
+        f"{_count(record['nodes'], 'node')}{size}"
     )
     yield (
         f"  first {_text(record['first_entry_id'])}, last {_text(record['last_entry_id'])}, "
@@ -104,7 +113,7 @@ def _stream_lines(record: dict[str, Any], consumers: bool) -> Iterator[str]:
         yield (
             f"  group {token(g['name'])}: last delivered {g['last_delivered_id']}, "
             f"entries read {_text(g['entries_read'])}, lag {_text(g['lag'])}, "
-            f"pending {g['pending']}, {n} consumers"
+            f"pending {g['pending']}, {_count(n, 'consumer')}"
         )
         if consumers:
             for c in g["consumers"]:
@@ -149,14 +158,14 @@ def _file_lines(report: dict[str, Any]) -> Iterator[str]:
         yield f"functions: {report['functions']}, module data: {report['module_aux']}"
     for db, types in report["databases"].items():
         total = sum(t["keys"] for t in types.values())
-        yield f"db {db}: {total} keys"
+        yield f"db {db}: {_count(total, 'key')}"
         rows = [[k, t["keys"], t["bytes"], t["elements"], t["expiring"]] for k, t in types.items()]
         for line in table_lines(["type", "keys", "bytes", "elements", "expiring"], rows):
             yield f"  {line}"
 
 
 @click.command("inspect", short_help="Summarise an RDB file or a store, without a server.")
-@click.argument("target", required=False, type=click.Path(exists=True))
+@click.argument("target", required=False, type=click.Path())
 @click.option("--key", help="Only this stream, in depth (with its consumers).")
 @progress_option
 @json_option
@@ -188,18 +197,21 @@ def inspect_command(
     raw_key = None if key is None else to_bytes(key, unescape, "--key")
     path = opener.path if target is None else target
     if target is None or os.path.isdir(path):
-        with rstore.Store(path, create=False) as store:
-            streams = store.inspect(raw_key)
+        with (
+            rstore.Store(path, create=False) as store,
+            progress_reporter("reading", progress) as callback,
+        ):
+            streams = store.inspect(raw_key, progress=callback)
         records = [_stream_record(s, raw_key is not None) for s in streams]
-        for record in records:
-            record["db"] = None
+        for record in records:  # a store has one keyspace, and no file bytes to count
+            record["db"] = record["bytes"] = None
         report: dict[str, Any] = {"path": path, "streams": records}
         if raw_key is not None and not records:
             raise click.ClickException(f"no stream {key!r} in {path}")
         if as_json:
             echo_json(report)
             return
-        click.echo(f"{path}: store, {len(records)} streams")
+        click.echo(f"{path}: store, {_count(len(records), 'stream')}")
     else:
         report = _file_report(path, raw_key, progress)
         if raw_key is not None and not report["streams"]:

@@ -48,10 +48,12 @@ def progress_reporter(label: str, wanted: bool | None) -> Iterator[Progress | No
 
     def report(done: int, total: int | None) -> None:
         nonlocal bar, shown
+        if not total:  # unknown size (a pipe) or nothing to do: no bar to draw
+            return
         if bar is None:
             bar = click.progressbar(length=total or 0, label=label, file=sys.stderr)
             bar.__enter__()
-        if total and bar.length != total:
+        if bar.length != total:
             bar.length = total
         bar.update(done - shown)
         shown = done
@@ -65,6 +67,17 @@ def progress_reporter(label: str, wanted: bool | None) -> Iterator[Progress | No
 
 def _mib(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n} bytes"
+
+
+def _count(n: int, noun: str, plural: str | None = None) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
+
+
+def _readable(path: str) -> None:
+    """Fail with one line (``Error: [Errno 2] No such file or directory: ...``) before any
+    store is opened or created."""
+    with open(path, "rb"):
+        pass
 
 
 @click.command("save", short_help="Write the store to an RDB file.")
@@ -115,19 +128,21 @@ def save_command(
                 "path": result.path,
                 "rdb_version": result.rdb_version,
                 "streams": result.streams,
+                "entries": result.entries,
                 "bytes": result.bytes,
                 "seconds": round(result.seconds, 6),
             }
         )
     else:
         click.echo(
-            f"saved {result.streams} streams to {result.path} "
-            f"(RDB {result.rdb_version}, {_mib(result.bytes)}, {result.seconds:.2f} s)"
+            f"saved {_count(result.streams, 'stream')} "
+            f"({_count(result.entries, 'entry', 'entries')}) to {result.path}: "
+            f"RDB {result.rdb_version}, {_mib(result.bytes)}, {result.seconds:.2f} s"
         )
 
 
 @click.command("restore", short_help="Import the streams of an RDB file.")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--db", type=click.IntRange(min=0), default=0, show_default=True,
               help="Which database of the file to import.")  # fmt: skip
 @click.option("--replace", is_flag=True, help="Replace streams that already exist.")
@@ -154,8 +169,16 @@ def restore_command(
       rstore --store ./restored restore dump.rdb
       rstore restore dump.rdb --db 3 --replace --json
     """
+    _readable(file)  # before the store is created
     with opener.open(create=True) as store, progress_reporter("restoring", progress) as report:
         result = store.restore_file(file, db=db, replace=replace, progress=report)
+    if not (result.streams or result.skipped or result.expired) and result.other_dbs:
+        held = ", ".join(str(d) for d in sorted(result.other_dbs))
+        word = "database" if len(result.other_dbs) == 1 else "databases"
+        raise click.ClickException(
+            f"database {db} of {file} holds no keys; nothing was restored (the file has keys "
+            f"in {word} {held}: choose one with --db)"
+        )
     if as_json:
         echo_json(
             {
@@ -163,6 +186,8 @@ def restore_command(
                 "db": result.db,
                 "rdb_version": result.rdb_version,
                 "streams": result.streams,
+                "entries": result.entries,
+                "bytes": result.bytes,
                 "replaced": result.replaced,
                 "skipped": result.skipped,
                 "ttl_dropped": result.ttl_dropped,
@@ -173,11 +198,12 @@ def restore_command(
         )
         return
     click.echo(
-        f"restored {len(result.streams)} streams from database {db} of {result.path} "
-        f"(RDB {result.rdb_version}, {result.seconds:.2f} s)"
+        f"restored {_count(len(result.streams), 'stream')} "
+        f"({_count(result.entries, 'entry', 'entries')}) from database {db} of {result.path}: "
+        f"RDB {result.rdb_version}, {_mib(result.bytes)}, {result.seconds:.2f} s"
     )
     if result.replaced:
-        click.echo(f"replaced: {len(result.replaced)} existing streams")
+        click.echo(f"replaced: {_count(len(result.replaced), 'existing stream')}")
     notes = (
         ("expired (not imported)", result.expired),
         ("TTL dropped (rstore keys never expire)", result.ttl_dropped),
@@ -228,28 +254,53 @@ def dump_command(
 
 @click.command("restore-key", short_help="Create a stream from a DUMP payload.")
 @click.argument("stream")
-@click.argument("payload", type=click.File("rb"))
-@click.option("--replace", is_flag=True, help="Replace the stream if it exists.")
+@click.argument("payload", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--replace", is_flag=True, help="Replace the stream if it exists (REPLACE).")
+@click.option("--ttl", type=click.IntRange(min=0), default=0, show_default=True, metavar="MS",
+              help="RESTORE's TTL in ms (0: no expiry).  rstore keys never expire, so any "
+              "other value is refused, as RESTORE refuses it.")  # fmt: skip
+@click.option("--absttl", is_flag=True, help="Read --ttl as a Unix time in ms (ABSTTL).")
+@json_option
 @unescape_option
 @pass_opener
 def restore_key_command(
-    opener: StoreOpener, stream: str, payload: Any, replace: bool, unescape: bool
+    opener: StoreOpener,
+    stream: str,
+    payload: str,
+    replace: bool,
+    ttl: int,
+    absttl: bool,
+    as_json: bool,
+    unescape: bool,
 ) -> None:
     """Create STREAM from a DUMP payload read from PAYLOAD (a file, or - for stdin), as
-    RESTORE STREAM 0 <payload> [REPLACE] does; payloads from Redis 5.0-7.4 and Valkey 7.2/8.0
-    are accepted.  An existing stream is refused (Valkey's BUSYKEY) unless --replace.
+    RESTORE STREAM TTL <payload> [REPLACE] [ABSTTL] does, and print OK; payloads from
+    Redis 5.0-7.4 and Valkey 7.2/8.0 are accepted.  An existing stream is refused (Valkey's
+    BUSYKEY) unless --replace; a damaged payload gets Valkey's error line.
 
     \b
     Examples:
       rstore restore-key events events.dump
       rstore --store other dump events | rstore restore-key events - --replace
+      rstore restore-key events events.dump --replace --json
     """
     key = to_bytes(stream, unescape, "STREAM")
-    argv: list[Any] = ["RESTORE", key, 0, payload.read()]
+    if payload == "-":
+        data = click.get_binary_stream("stdin").read()
+    else:
+        with open(payload, "rb") as f:  # before the store is created
+            data = f.read()
+    argv: list[Any] = ["RESTORE", key, ttl, data]
     if replace:
         argv.append("REPLACE")
+    if absttl:
+        argv.append("ABSTTL")
     with opener.open(create=True) as store:
-        click.echo(store.execute(*argv))
+        reply = store.execute(*argv)
+    if as_json:
+        echo_json(reply)
+    else:
+        click.echo(reply)
 
 
 COMMANDS = [save_command, restore_command, dump_command, restore_key_command]

@@ -180,11 +180,13 @@ def iter_range(
 @click.option(
     "--from-dump",
     "dump_file",
-    type=click.Path(exists=True, dir_okay=False),
+    type=click.Path(dir_okay=False),
     help="Read the entries from this RDB file instead of the store (no restore needed).",
 )
 @click.option(
-    "--db", type=click.IntRange(min=0), default=0, help="With --from-dump: the file's database."
+    "--db",
+    type=click.IntRange(min=0),
+    help="With --from-dump: the file's database (default 0).",
 )
 @unescape_option
 @pass_opener
@@ -198,7 +200,7 @@ def range_command(
     as_json: bool,
     as_nl: bool,
     dump_file: str | None,
-    db: int,
+    db: int | None,
     unescape: bool,
 ) -> None:
     """Print the entries of STREAM from START to END (XRANGE / XREVRANGE).
@@ -224,9 +226,11 @@ def range_command(
     Valkey's) without a store; the file is checked to its end before anything is printed.
     """
     key = to_bytes(stream, unescape, "STREAM")
+    if db is not None and dump_file is None:
+        raise click.UsageError("--db needs --from-dump")
     if dump_file is not None:
         _print_entries(
-            iter(dump_entries(dump_file, key, to_bytes(start), to_bytes(end), count, rev, db)),
+            iter(dump_entries(dump_file, key, to_bytes(start), to_bytes(end), count, rev, db or 0)),
             as_json,
             as_nl,
         )

@@ -290,12 +290,18 @@ def read_rdb_range(
     return result[:count] if count > 0 else result
 
 
-def inspect_store(env: Env, *, key: bytes | None = None) -> list[StreamSummary]:
-    """The same per-stream summaries for a live store (one consistent snapshot)."""
+def inspect_store(
+    env: Env, *, key: bytes | None = None, progress: Progress | None = None
+) -> list[StreamSummary]:
+    """The same per-stream summaries for a live store (one consistent snapshot).
+    ``progress(keys_done, keys_total)`` is called as the keys are read."""
 
     def collect(txn: Txn) -> list[StreamSummary]:
         out = []
-        for name, stream in stream_keys(txn):
+        total = txn.key_count() if progress is not None else 0
+        for done, (name, stream) in enumerate(stream_keys(txn), start=1):
+            if progress is not None:
+                progress(done, total)
             if key is not None and name != key:
                 continue
             snap = snapshot_stream(txn, stream)

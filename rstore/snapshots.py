@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from rstore.errors import RStoreError
+from rstore.model import StreamState
 from rstore.rdb.reader import Event, KeyEnd, KeyStart, RDBReader, SelectDB
 from rstore.rdb.writer import RDBWriter
 from rstore.storage.env import Env
@@ -29,7 +30,10 @@ from rstore.streams.restore import import_stream
 
 __all__ = ["RestoreReport", "SaveReport", "restore_file", "save_file"]
 
-Progress = Callable[[int, int | None], None]  # (bytes done, total bytes or None)
+#: A progress callback: ``progress(done, total)``.  Saving reports keys written out of the keys
+#: in the store; restoring and reading files report bytes read out of the file's size (``None``
+#: when the size cannot be known, e.g. a pipe).
+Progress = Callable[[int, int | None], None]
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class SaveReport:
     streams: int
     bytes: int
     seconds: float
+    entries: int = 0  # live entries in the streams written
 
 
 @dataclass
@@ -53,6 +58,8 @@ class RestoreReport:
     ttl_dropped: list[bytes] = field(default_factory=list)  # rstore keys never expire
     other_dbs: dict[int, int] = field(default_factory=dict)  # keys left in other databases
     seconds: float = 0.0
+    entries: int = 0  # live entries in the streams restored
+    bytes: int = 0  # bytes read from the file
 
 
 def save_file(
@@ -68,33 +75,36 @@ def save_file(
     directory = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
 
-    def write(txn: Txn) -> tuple[int, int]:
+    def write(txn: Txn) -> tuple[int, int, int]:
         with open(tmp, "wb") as f:  # reopened (truncated) if the read is retried
             writer = RDBWriter(f, version=rdb_version, compress=compress)
             writer.header()
             count = txn.key_count()
-            streams = 0
+            streams = entries = 0
+            if progress is not None:
+                progress(0, count)
             if count:
                 writer.select_db(0, count)
                 for name, stream in stream_keys(txn):
                     writer.stream(name, snapshot_stream(txn, stream))
                     streams += 1
+                    entries += stream.meta.length
                     if progress is not None:
                         progress(streams, count)
             writer.end()
             f.flush()
             os.fsync(f.fileno())
-            return streams, writer.bytes_written
+            return streams, entries, writer.bytes_written
 
     try:
-        streams, size = env.read(write)
+        streams, entries, size = env.read(write)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
     _fsync_dir(directory)
-    return SaveReport(path, rdb_version, streams, size, time.monotonic() - started)
+    return SaveReport(path, rdb_version, streams, size, time.monotonic() - started, entries)
 
 
 def _fsync_dir(directory: str) -> None:
@@ -155,6 +165,9 @@ def _load(
             if progress is not None:
                 progress(reader.offset, reader.size)
     report.rdb_version = reader.version
+    report.bytes = reader.offset
+    if progress is not None:
+        progress(reader.offset, reader.size)
 
 
 def _records_of_key(events: Iterator[Event]) -> Iterator[Event]:
@@ -163,6 +176,14 @@ def _records_of_key(events: Iterator[Event]) -> Iterator[Event]:
         if isinstance(event, KeyEnd):
             return
         yield event
+
+
+def _counting(records: Iterator[Event], report: RestoreReport) -> Iterator[Event]:
+    """``records`` as they are, adding the stream's length to ``report.entries``."""
+    for record in records:
+        if isinstance(record, StreamState):
+            report.entries += record.length
+        yield record
 
 
 def _import(
@@ -181,8 +202,11 @@ def _import(
         return
     existing = keyspace.lookup_stream(txn, key)
     if existing is not None and not replace:
-        raise RStoreError(f"key {key!r} already exists in the store (use replace)")
-    stream = import_stream(txn, key, records)
+        raise RStoreError(
+            f"key {key!r} already exists in the store; nothing was restored "
+            "(restore with replace to overwrite it)"
+        )
+    stream = import_stream(txn, key, _counting(records, report))
     if existing is not None:
         keyspace.delete_keys(txn, [key])
         report.replaced.append(key)

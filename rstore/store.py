@@ -111,11 +111,14 @@ class Store(RedisCommands):
         """Flush committed writes to disk (only needed with ``sync=False``)."""
         self._live_env().sync()
 
-    def inspect(self, key: bytes | str | None = None) -> list[StreamSummary]:
+    def inspect(
+        self, key: bytes | str | None = None, *, progress: Progress | None = None
+    ) -> list[StreamSummary]:
         """Per-stream summaries (length, nodes, edge IDs, counters, groups with pending counts,
-        lag and consumers), the same records :func:`rstore.inspect_rdb` gives for a file."""
+        lag and consumers), the same records :func:`rstore.inspect_rdb` gives for a file.
+        ``progress(keys_done, keys_total)`` is called as the keys are read."""
         name = None if key is None else encode_arg(key)
-        return inspect_store(self._live_env(), key=name)
+        return inspect_store(self._live_env(), key=name, progress=progress)
 
     def check(self) -> list[str]:
         """Verify the whole store: every node's structure and every stored counter (stream

@@ -34,7 +34,11 @@ def test_save_then_restore_round_trip(run: Run, billing: rstore.Store, tmp_path:
     other = tmp_path / "other"
     result = run("--store", str(other), "restore", str(out))
     assert result.exit_code == 0, result.stderr
-    assert result.stdout.startswith("restored 1 streams from database 0 of ")
+    assert result.stdout == (
+        f"restored 1 stream (3 entries) from database 0 of {out}: RDB 11, "
+        f"{saved['bytes']} bytes, {result.stdout.rsplit(', ', 1)[1]}"
+    )
+    assert saved["entries"] == 3
     assert contents(other) == contents(tmp_path / "store")
 
 
@@ -84,12 +88,15 @@ def test_restore_refusals_leave_the_store_alone(
         assert message in result.stderr
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
         assert result.stdout == ""
-    missing = run("restore", str(tmp_path / "missing.rdb"))  # a usage error, as click gives
-    assert missing.exit_code == 2 and "does not exist" in missing.stderr
+    missing = run("restore", str(tmp_path / "missing.rdb"))
+    assert missing.exit_code == 1
+    assert missing.stderr == (
+        f"Error: [Errno 2] No such file or directory: '{tmp_path / 'missing.rdb'}'\n"
+    )
     assert contents(store_path) == before
     result = run("restore", str(tmp_path / "clash.rdb"), "--replace")
     assert result.exit_code == 0
-    assert "replaced: 1 existing streams" in result.stdout
+    assert "replaced: 1 existing stream\n" in result.stdout
 
 
 def test_inspect_a_file(run: Run) -> None:
