@@ -209,6 +209,8 @@ def _inspect(
         elif isinstance(event, End):
             summary.checksum = event.checksum
             summary.checksum_verified = event.verified
+            if progress is not None:  # the whole file, trailer included
+                progress(reader.offset, reader.size)
         elif builder is not None:
             try:
                 if isinstance(event, StreamNode):  # read shallowly above: check it through
@@ -223,7 +225,7 @@ def _inspect(
 
 def read_rdb_range(
     path: str,
-    key: bytes,
+    key: bytes | str,
     start: ID | bytes | str = MIN_ID,
     end: ID | bytes | str = MAX_ID,
     count: int = 0,
@@ -231,6 +233,7 @@ def read_rdb_range(
     db: int = 0,
     reverse: bool = False,
     verify: bool = True,
+    progress: Progress | None = None,
 ) -> list[tuple[ID, list[bytes]]] | None:
     """A stream's live entries with ``start <= id <= end`` read from an RDB file (ascending,
     or descending with ``reverse``; at most ``count``, 0 = all); ``None`` if the file has no
@@ -238,11 +241,14 @@ def read_rdb_range(
 
     ``start`` and ``end`` are ``(ms, seq)`` tuples, or XRANGE arguments (``-``, ``+``, ``ms``,
     ``ms-seq``, ``(ms-seq`` for an exclusive bound), refused with XRANGE's error texts.
+    ``progress(bytes_read, file_size)`` is called after each key.
 
     The stream's nodes are validated in depth before they are read.  With ``verify`` (the
     default) the rest of the file is read too, so that its checksum is checked: a damaged file
     raises :class:`CorruptRDBError` instead of answering.  ``verify=False`` stops at the key,
     which is faster on a big file but trusts whatever lies outside the nodes read."""
+    if isinstance(key, str):
+        key = key.encode()
     if not isinstance(start, tuple):
         raw = start.encode() if isinstance(start, str) else start
         start = parse_interval_id(raw, missing_seq=0, is_end=False)
@@ -263,8 +269,10 @@ def read_rdb_range(
             elif isinstance(event, KeyStart):
                 in_key = current == db and event.key == key and event.type_name == "stream"
                 found = found or in_key
-            elif isinstance(event, KeyEnd):
-                if in_key:
+            elif isinstance(event, KeyEnd | End):
+                if progress is not None:
+                    progress(reader.offset, reader.size)
+                if isinstance(event, KeyEnd) and in_key:
                     in_key, done = False, True
                     if not verify:
                         break

@@ -283,3 +283,25 @@ def test_round_trip_through_the_script(billing: rstore.Store, tmp_path: Path) ->
     busy = cli(tmp_path / "copy", "restore", str(out))
     assert busy.returncode == 1 and busy.stdout == ""
     assert busy.stderr.count("\n") == 1 and "Traceback" not in busy.stderr
+
+
+def test_library_progress_callbacks_reach_the_total(billing: rstore.Store, tmp_path: Path) -> None:
+    out = tmp_path / "p.rdb"
+    calls: dict[str, list[tuple[int, int | None]]] = {}
+
+    def record(name: str) -> Callable[[int, int | None], None]:
+        return lambda done, total: calls.setdefault(name, []).append((done, total))
+
+    billing.save(out, progress=record("save"))
+    billing.inspect(progress=record("inspect_store"))
+    rstore.inspect_rdb(str(out), progress=record("inspect_rdb"))
+    rstore.read_rdb_range(str(out), "events", progress=record("range"))
+    with rstore.Store(tmp_path / "copy") as copy:
+        report = copy.restore(out, progress=record("restore"))
+    size = out.stat().st_size
+    assert calls["save"] == [(0, 1), (1, 1)]
+    assert calls["inspect_store"] == [(1, 1)]
+    for name in ("inspect_rdb", "range", "restore"):
+        assert calls[name][-1] == (size, size), name
+        assert [done for done, _ in calls[name]] == sorted(done for done, _ in calls[name])
+    assert (report.entries, report.bytes) == (3, size)
