@@ -73,3 +73,19 @@ def test_modules_stay_small() -> None:
         for path in [*ROOT.joinpath(folder).rglob("*.py"), *ROOT.joinpath(folder).rglob("*.c")]:
             lines = len(path.read_text().splitlines())
             assert lines < 500, f"{path.relative_to(ROOT)} has {lines} lines"
+
+
+def test_every_package_is_installed() -> None:
+    """A package missing from pyproject's list works in an editable install and is absent from
+    a wheel (rstore.rdb once was)."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    listed = set(
+        tomllib.loads(ROOT.joinpath("pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for init in ROOT.joinpath("rstore").rglob("__init__.py")
+    }
+    assert found <= listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"
+    assert "rstore_cli" in listed
