@@ -186,9 +186,10 @@ class Source:
             self.skip(n)
         elif n in (0, 1, 2):
             self.skip((1, 2, 4)[n])
-        elif n == 3:
-            self.skip(self.length())
+        elif n == 3:  # compressed length, original length, then the compressed bytes
+            clen = self.length()
             self.length()
+            self.skip(clen)
         else:
             raise self.corrupt(f"unknown string encoding {n}", at)
         return self.offset - at
