@@ -1,6 +1,7 @@
 """Damaged, foreign and newer files: a clear CorruptRDBError or UnsupportedRDBError naming the
 offset (and the key when known), never another exception or a hang, and the target store left
-exactly as it was.  Ends with a fuzz run bounded in time (``RSTORE_FUZZ_SECONDS``, default 8)."""
+exactly as it was.  Ends with a fuzz run bounded in time (``RSTORE_FUZZ_IN_PROCESS_SECONDS``, default 3;
+tests/rdb/test_fuzz.py runs the longer one, in a child process)."""
 
 from __future__ import annotations
 
@@ -170,7 +171,7 @@ def test_fuzzed_files_and_payloads(tmp_path: Path) -> None:
     either loads -- and then the store is consistent -- or is refused with an RDB error; each
     DUMP payload either restores or gets Valkey's error.  Each case has 10 s before it counts
     as a hang."""
-    seconds = float(os.environ.get("RSTORE_FUZZ_SECONDS", "8"))
+    seconds = float(os.environ.get("RSTORE_FUZZ_IN_PROCESS_SECONDS", "3"))
     rng = random.Random(int(os.environ.get("RSTORE_FUZZ_SEED", "20261121")))
     path = tmp_path / "fuzz.rdb"
     with rstore.Store(tmp_path / "source") as source:
