@@ -1,7 +1,8 @@
 """Damaged, foreign and newer files: a clear CorruptRDBError or UnsupportedRDBError naming the
 offset (and the key when known), never another exception or a hang, and the target store left
-exactly as it was.  Ends with a fuzz run bounded in time (``RSTORE_FUZZ_IN_PROCESS_SECONDS``, default 3;
-tests/rdb/test_fuzz.py runs the longer one, in a child process)."""
+exactly as it was.  Ends with a short fuzz run bounded in time
+(``RSTORE_FUZZ_IN_PROCESS_SECONDS``, default 3; tests/rdb/test_fuzz.py runs the longer one, in a
+child process)."""
 
 from __future__ import annotations
 
@@ -68,6 +69,14 @@ CASES = [
     ("unknown type", patched(JOBS_AT, b"\x28"), UnsupportedRDBError, "type 40", JOBS_AT),
     ("bad length", patched(JOBS_AT + 6, b"\xbf"), CorruptRDBError, "length", None),
     ("absurd size", patched(JOBS_AT + 6, b"\x80\xff\xff\xff\xff"), CorruptRDBError, "", None),
+    # the first node's listpack (after the node count and the 17-byte node key) claims 16 MB
+    (
+        "length past the end",
+        patched(JOBS_AT + 24, b"\x80\x00\xff\xff\x00"),
+        CorruptRDBError,
+        "a length of 16776960 bytes runs past the end",
+        JOBS_AT + 29,
+    ),
 ]
 
 
