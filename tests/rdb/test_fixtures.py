@@ -18,6 +18,7 @@ import pytest
 
 import rstore
 from rstore import inspect_rdb, read_rdb_range
+from rstore.rdb.reader import End, KeyEnd, KeyStart, RDBReader
 
 from .common import FIXTURES, arg_bytes, as_json, fixture_names, load_fixture, normalise
 
@@ -133,3 +134,32 @@ def test_entries_read_straight_from_the_file(name: str) -> None:
             assert as_json([[b"%d-%d" % i, fv] for i, fv in backward]) == replies["XREVRANGE"]
     assert read_rdb_range(path, b"no-such-key") is None
     assert read_rdb_range(path, b"greeting") is None  # a string, not a stream
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_reader_reports_every_key_with_type_and_expiry(name: str) -> None:
+    """The event reader names every key of every type, with its TYPE and absolute expiry as the
+    server reported them (PEXPIRETIME -1: none); streams end with their length."""
+    data = load_fixture(name)
+    expected = {}
+    for db, keys in data["answers"].items():
+        for k in keys:
+            expiry = k["pexpiretime"] if k["pexpiretime"] > 0 else None
+            expected[(int(db), arg_bytes(k["key"]))] = (k["type"], expiry)
+    lengths = {
+        (int(db), arg_bytes(k["key"])): k["commands"][0]["reply"]
+        for db, keys in data["answers"].items()
+        for k in _streams(keys)
+    }
+    seen: dict[tuple[int, bytes], tuple[str, int | None]] = {}
+    ended: dict[tuple[int, bytes], int] = {}
+    with open(FIXTURES / f"{name}.rdb", "rb") as f:
+        for event in RDBReader(f).events():
+            if isinstance(event, KeyStart):
+                seen[(event.db, event.key)] = (event.type_name, event.expire_ms)
+            elif isinstance(event, KeyEnd) and event.type_name == "stream":
+                ended[(event.db, event.key)] = event.count
+            elif isinstance(event, End):
+                assert event.verified
+    assert seen == expected
+    assert ended == lengths
