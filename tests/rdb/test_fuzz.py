@@ -2,7 +2,8 @@
 
 The loop runs in a child process with a hard timeout, so a hang fails the test with the case
 it reached instead of stopping the run.  ``RSTORE_FUZZ_SEED`` replays a run; the default run is
-about 12 s, the ``stress`` one 5 minutes."""
+about 12 s (``RSTORE_FUZZ_SECONDS``), the ``stress`` ones 5 minutes each
+(``RSTORE_STRESS_FUZZ_SECONDS``; ``python -m pytest tests/rdb/test_fuzz.py -m stress``)."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def test_fuzz_files_and_payloads_long(
     # the default run: it runs when the -m expression names stress.
     if "stress" not in (request.config.getoption("markexpr") or ""):
         pytest.skip("a 5-minute run: select it with -m stress")
-    summary = run_fuzz(300, seed, tmp_path)
+    summary = run_fuzz(float(os.environ.get("RSTORE_STRESS_FUZZ_SECONDS", "300")), seed, tmp_path)
     assert summary.startswith("done:")
 
 
