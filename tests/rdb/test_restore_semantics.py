@@ -132,11 +132,11 @@ def test_restore_command_follows_valkey(store: rstore.Store) -> None:
 
 
 def _flag_an_entry_deleted() -> bytes:
-    """values-valkey-plain.rdb with one entry of a 5-entry node marked deleted in its flags while
+    """queue-valkey-plain.rdb with one entry of a 5-entry node marked deleted in its flags while
     the node's master count still says 5 live, 0 deleted (checksum recomputed).  Redis checks
     only that the node holds count + deleted entries, so it would load this and then report an
     XLEN that XRANGE disagrees with."""
-    data = bytearray((FIXTURES / "values-valkey-plain.rdb").read_bytes())
+    data = bytearray((FIXTURES / "queue-valkey-plain.rdb").read_bytes())
     master = (1700000000000, 176)
     at = data.find(b"\x10" + struct.pack(">QQ", *master))
     assert at > 0
