@@ -360,6 +360,7 @@ static PyObject *check_node(PyObject *self, PyObject *args)
     int64_t count, deleted, nmaster, terminator;
     uint64_t prev_ms = 0, prev_seq = 0, first_ms = 0, first_seq = 0;
     int have_prev = 0, have_first = 0, ascending = 1, ok = 0;
+    int64_t flagged_live = 0;
     element e;
 
     (void)self;
@@ -402,6 +403,7 @@ static PyObject *check_node(PyObject *self, PyObject *args)
         prev_ms = ms;
         prev_seq = seq;
         have_prev = 1;
+        if (!(flags & FLAG_DELETED)) flagged_live++;
         if (!have_first && !(flags & FLAG_DELETED)) {
             first_ms = ms;
             first_seq = seq;
@@ -409,7 +411,9 @@ static PyObject *check_node(PyObject *self, PyObject *args)
         }
         entries++;
     }
-    if (p != stop || entries != count + deleted || !have_prev) goto done;
+    /* the entries' deleted flags must agree with the master's live count (Redis checks only
+     * count + deleted); a node where they do not is left to the Python version to refuse */
+    if (p != stop || entries != count + deleted || !have_prev || flagged_live != count) goto done;
     ok = 1;
 done:
     PyBuffer_Release(&node);

@@ -26,8 +26,9 @@ class NodeFacts(NamedTuple):
 
 
 def node_facts(node: bytes | bytearray, master_id: ID) -> NodeFacts:
-    """Validate ``node`` in depth and require its entry IDs to rise strictly from the master
-    ID (Redis does not check that; a node that breaks it would mislead XADD and XRANGE).
+    """Validate ``node`` in depth, and require its entry IDs to rise strictly from the master
+    ID and its entries' deleted flags to agree with the master's live count (Redis checks
+    neither; a node that breaks them would mislead XADD, XLEN and XRANGE).
     Raises :class:`CorruptDataError`."""
     if c_check_node is not None:
         got = c_check_node(node, master_id[0], master_id[1])
@@ -38,11 +39,15 @@ def node_facts(node: bytes | bytearray, master_id: ID) -> NodeFacts:
                 return NodeFacts(count, first, (last_ms, last_seq))
     validate_node(node, master_id, deep=True)
     floor: ID | None = None
-    for entry_id, _, _ in sn.iter_ids(node, master_id):
+    flagged_live = 0
+    for entry_id, flags, _ in sn.iter_ids(node, master_id):
         if entry_id < master_id or (floor is not None and entry_id <= floor):
             raise CorruptDataError(f"entry {entry_id} is out of order", None)
         floor = entry_id
+        flagged_live += not flags & sn.FLAG_DELETED
     count, _ = sn.node_counts(node)
+    if flagged_live != count:  # Redis checks only count + deleted; XLEN and XRANGE would differ
+        raise CorruptDataError(f"master count {count} but {flagged_live} live entries", None)
     first_entry = sn.first_live_entry(node, master_id)
     first_id = None if first_entry is None else first_entry[0]
     return NodeFacts(count, first_id, sn.last_entry_id(node, master_id))

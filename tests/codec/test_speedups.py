@@ -176,3 +176,17 @@ def test_out_of_order_ids_are_reported() -> None:
     facts = _c_facts(bytes(node), (5, 5))
     assert facts is not None and facts[3] is False
     assert _py_facts(bytes(node), (5, 5)) == facts
+
+
+def test_deleted_flags_must_agree_with_the_count() -> None:
+    """A tombstone flag on an entry the master still counts live: both versions refuse it."""
+    from rstore.codec.node_validate import node_facts
+
+    fv = [b"f", b"v"]
+    node = sn.new_node(fv)
+    sn.append_entry(node, (5, 5), (5, 6), fv)
+    positions = [pos for _, _, pos in sn.iter_ids(node, (5, 5))]
+    node[positions[1]] |= sn.FLAG_DELETED  # flag it, leave the master's count at 2
+    assert _c_facts(bytes(node), (5, 5)) is None
+    with pytest.raises(CorruptDataError, match="live entries"):
+        node_facts(bytes(node), (5, 5))
