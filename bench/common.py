@@ -679,3 +679,32 @@ def repeat_runs(run_once: Callable[[], list[Result]], repeat: int) -> list[Resul
             print(f"# run {i + 1}/{repeat}", flush=True)
         runs.append(run_once())
     return combine(runs)
+
+
+def durability_main(description: str, run: Callable[..., Result], argv: list[str] | None) -> int:
+    """The ``main()`` of a script that measures one workload in both durability pairs
+    (``run(sync=..., quick=..., base_dir=...)``): the common options and ``--mode``, the
+    placement, repeats, and the rate and latency tables."""
+    exit_on_sigterm()
+    parser = argparse.ArgumentParser(description=description)
+    add_common_args(parser)
+    parser.add_argument(
+        "--mode",
+        choices=("durable", "relaxed", "both"),
+        default="both",
+        help="durable: sync=True vs always; relaxed: sync=False vs everysec",
+    )
+    args = parser.parse_args(argv)
+    print(f"# CPU placement: {set_placement(args.placement)}")
+    modes = {"durable": [True], "relaxed": [False], "both": [True, False]}[args.mode]
+
+    def once() -> list[Result]:
+        return [run(sync=s, quick=args.quick, base_dir=args.dir) for s in modes]
+
+    results = repeat_runs(once, args.repeat)
+    print(results_table(results))
+    print()
+    print(latency_table(results))
+    if args.json:
+        write_json(args.json, results)
+    return 0

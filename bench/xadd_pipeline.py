@@ -14,7 +14,6 @@ is entries / wall time of the timed blocks, and batch latencies are reported as 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -26,18 +25,12 @@ from common import (
     STREAM,
     Result,
     Valkey,
-    add_common_args,
-    exit_on_sigterm,
+    durability_main,
     interleave,
-    latency_table,
     percentiles,
     rate_result,
-    repeat_runs,
-    results_table,
-    set_placement,
     temp_store,
     time_each,
-    write_json,
 )
 
 # (timed batches per side, warm-up batches per side, alternating blocks)
@@ -103,29 +96,7 @@ def run_all(*, quick: bool = False, base_dir: str | None = None) -> list[Result]
 
 
 def main(argv: list[str] | None = None) -> int:
-    exit_on_sigterm()
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_common_args(parser)
-    parser.add_argument(
-        "--mode",
-        choices=("durable", "relaxed", "both"),
-        default="both",
-        help="durable: sync=True vs always; relaxed: sync=False vs everysec",
-    )
-    args = parser.parse_args(argv)
-    print(f"# CPU placement: {set_placement(args.placement)}")
-    modes = {"durable": [True], "relaxed": [False], "both": [True, False]}[args.mode]
-
-    def once() -> list[Result]:
-        return [run(sync=s, quick=args.quick, base_dir=args.dir) for s in modes]
-
-    results = repeat_runs(once, args.repeat)
-    print(results_table(results))
-    print()
-    print(latency_table(results))
-    if args.json:
-        write_json(args.json, results)
-    return 0
+    return durability_main(__doc__.split("\n\n")[0], run, argv)
 
 
 if __name__ == "__main__":
