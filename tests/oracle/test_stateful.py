@@ -9,6 +9,7 @@ One test class per stream-node-max-entries value.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -262,14 +263,17 @@ class StreamMachine(RuleBasedStateMachine):
 
 
 class StatefulBase:
-    """The machine under one stream-node-max-entries setting (subclasses choose it)."""
+    """A machine under one stream-node-max-entries setting (subclasses choose it, and may
+    choose another machine and its settings: see test_stateful_groups.py)."""
 
     node_entries: ClassVar[int] = 100
+    machine: ClassVar[Callable[[Oracle], Any]] = StreamMachine
+    machine_settings: ClassVar[settings] = SETTINGS
 
     def test_machine(self, valkey: RespClient, tmp_path: Path) -> None:
         numbers = itertools.count()
 
-        def factory() -> StreamMachine:
+        def factory() -> Any:
             reset_valkey(valkey)
             oracle = Oracle(
                 valkey,
@@ -277,9 +281,9 @@ class StatefulBase:
                 sync=False,
                 node_max_entries=self.node_entries,
             )
-            return StreamMachine(oracle)
+            return type(self).machine(oracle)
 
-        run_state_machine_as_test(factory, settings=SETTINGS)
+        run_state_machine_as_test(factory, settings=self.machine_settings)
 
 
 class TestStatefulNodes1(StatefulBase):

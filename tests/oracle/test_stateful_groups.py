@@ -10,18 +10,15 @@ pushed back by ``IDLE 1000000`` / ``TIME 1``), so they are deterministic.
 
 from __future__ import annotations
 
-import itertools
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import initialize, invariant, rule, run_state_machine_as_test
+from hypothesis.stateful import initialize, invariant, rule
 
-from .harness import Oracle, reset_valkey
-from .resp import RespClient
-from .test_stateful import KEYS, StreamMachine
+from .harness import Oracle
+from .test_stateful import KEYS, StatefulBase, StreamMachine
 
 pytestmark = pytest.mark.oracle
 
@@ -248,25 +245,11 @@ class GroupMachine(StreamMachine):
         self.oracle.check()
 
 
-class GroupStatefulBase:
+class GroupStatefulBase(StatefulBase):
     """The group machine under one stream-node-max-entries setting."""
 
-    node_entries: ClassVar[int] = 100
-
-    def test_machine(self, valkey: RespClient, tmp_path: Path) -> None:
-        numbers = itertools.count()
-
-        def factory() -> GroupMachine:
-            reset_valkey(valkey)
-            oracle = Oracle(
-                valkey,
-                tmp_path / f"store{next(numbers)}",
-                sync=False,
-                node_max_entries=self.node_entries,
-            )
-            return GroupMachine(oracle)
-
-        run_state_machine_as_test(factory, settings=SETTINGS)
+    machine = GroupMachine
+    machine_settings = SETTINGS
 
 
 class TestGroupStatefulNodes1(GroupStatefulBase):
