@@ -246,7 +246,7 @@ def dump_command(
     if output == "-":
         if sys.stdout.isatty():
             raise click.ClickException("the payload is binary: give --output FILE or a pipe")
-        click.get_binary_stream("stdout").write(payload)
+        sys.stdout.buffer.write(payload)
     else:
         with open(output, "wb") as f:
             f.write(payload)
@@ -286,7 +286,7 @@ def restore_key_command(
     """
     key = to_bytes(stream, unescape, "STREAM")
     if payload == "-":
-        data = click.get_binary_stream("stdin").read()
+        data = sys.stdin.buffer.read()
     else:
         with open(payload, "rb") as f:  # before the store is created
             data = f.read()

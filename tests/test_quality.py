@@ -89,3 +89,53 @@ def test_every_package_is_installed() -> None:
     }
     assert found <= listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"
     assert "rstore_cli" in listed
+
+
+def _third_party_imports(folder: str) -> dict[str, str]:
+    """Top-level modules imported anywhere under ``folder`` that are neither the standard
+    library nor this project's own packages, each with one file that imports it."""
+    import ast
+
+    own = {"rstore", "rstore_cli", "tests", "fixtures", "bench", "cli"}
+    # bench scripts and test helpers import their siblings by bare name
+    own |= {p.stem for p in ROOT.joinpath(folder).rglob("*.py")}
+    own |= {p.name for p in ROOT.joinpath(folder).rglob("*") if p.is_dir()}
+    found: dict[str, str] = {}
+    for path in ROOT.joinpath(folder).rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module]
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top not in own:
+                    found.setdefault(top, str(path.relative_to(ROOT)))
+    return found
+
+
+def test_every_checked_import_is_installable_from_an_extra() -> None:
+    """mypy and the tests import what rstore, cli/, bench/ and tests/ import: each third-party
+    module must come from a dependency or an extra, so a fresh `pip install -e ".[test]"` has
+    it (bench/ once imported pyinstrument, which nothing installed)."""
+    tomllib = pytest.importorskip("tomllib")
+    import re
+    from importlib.metadata import packages_distributions
+
+    project = tomllib.loads(ROOT.joinpath("pyproject.toml").read_text())["project"]
+    requirements = list(project["dependencies"])
+    for extra in project["optional-dependencies"].values():
+        requirements += extra
+    declared = {re.split(r"[\s\[<>=!~;]", r, maxsplit=1)[0].lower() for r in requirements}
+    declared = {name.replace("_", "-") for name in declared}
+    providers = packages_distributions()
+    missing = []
+    for folder in ("rstore", "cli", "bench", "tests"):
+        for module, where in _third_party_imports(folder).items():
+            dists = {d.lower().replace("_", "-") for d in providers.get(module, [])}
+            if not dists & declared:
+                missing.append(f"{module} (imported by {where}; provided by {sorted(dists)})")
+    assert missing == [], "not installable from pyproject's dependencies or extras: " + ", ".join(
+        missing
+    )
