@@ -10,8 +10,11 @@ from rstore.commands.reply import NIL_ARRAY
 from rstore.errors import (
     CorruptDataError,
     CorruptRDBError,
+    CorruptStoreError,
     DataError,
+    DiskFullError,
     NotAStoreError,
+    ReadOnlyStoreError,
     ResponseError,
     RStoreError,
     StorageError,
@@ -23,7 +26,7 @@ from rstore.errors import (
 from rstore.ids import StreamID
 from rstore.inspect import RDBSummary, StreamSummary, inspect_rdb, read_rdb_range
 from rstore.pipeline import Pipeline
-from rstore.store import DEFAULT_PATH, Store
+from rstore.store import DEFAULT_PATH, Store, check_store, upgrade_store
 from rstore.version import __version__
 from rstore.worker import Consumer, Message
 
@@ -33,12 +36,15 @@ __all__ = [
     "Consumer",
     "CorruptDataError",
     "CorruptRDBError",
+    "CorruptStoreError",
     "DataError",
+    "DiskFullError",
     "Message",
     "NotAStoreError",
     "Pipeline",
     "RDBSummary",
     "RStoreError",
+    "ReadOnlyStoreError",
     "ResponseError",
     "StorageError",
     "Store",
@@ -49,6 +55,8 @@ __all__ = [
     "UnsupportedFormatError",
     "UnsupportedRDBError",
     "__version__",
+    "check_store",
     "inspect_rdb",
     "read_rdb_range",
+    "upgrade_store",
 ]

@@ -9,7 +9,11 @@ Every error rstore raises on purpose derives from :class:`RStoreError`:
   command (the same checks redis-py makes on the client side).
 * :class:`StorageError` -- the store directory cannot be used (:class:`NotAStoreError`,
   :class:`UnsupportedFormatError`, :class:`StoreClosedError`) or LMDB failed.
-* :class:`CorruptDataError` -- bytes that should hold a listpack, a stream node or a record do not.
+* :class:`CorruptDataError` -- bytes that should hold a listpack, a stream node or a record do not;
+  :class:`CorruptStoreError` when they were read from a store (naming the file, the sub-database,
+  the key and the page where known).
+
+Errors that are not Redis replies carry a ``hint``: what the user can do about it.
 
 Absence is never an error: an empty range is ``[]``, a timed-out read is ``None``.
 """
@@ -19,9 +23,12 @@ from __future__ import annotations
 __all__ = [
     "CorruptDataError",
     "CorruptRDBError",
+    "CorruptStoreError",
     "DataError",
+    "DiskFullError",
     "NotAStoreError",
     "RStoreError",
+    "ReadOnlyStoreError",
     "ResponseError",
     "StorageError",
     "StoreClosedError",
@@ -56,7 +63,22 @@ class DataError(RStoreError):
 
 
 class StorageError(RStoreError):
-    """The store cannot be opened or used."""
+    """The store cannot be opened or used.  ``hint`` says what to do about it, when something
+    can be done (it is also the end of the message)."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(f"{message}; {hint}" if hint else message)
+        self.hint = hint
+
+
+class ReadOnlyStoreError(StorageError):
+    """A write on a store opened read-only (``Store(readonly=True)``, a store the user may not
+    write, or a store in an older format that must be upgraded before it is written)."""
+
+
+class DiskFullError(StorageError):
+    """A write failed because the file system holding the store has no space left.  Nothing of
+    that write was stored; the store stays consistent and writable once space is freed."""
 
 
 class NotAStoreError(StorageError):
@@ -86,6 +108,43 @@ class CorruptDataError(RStoreError):
             message = f"{message} (at byte {offset})"
         super().__init__(message)
         self.offset = offset
+
+
+class CorruptStoreError(CorruptDataError):
+    """A store's files are damaged: a record or node whose checksum does not match, a file
+    shorter than the pages in use, a page of LMDB's tree that is not what it should be.
+
+    ``path`` is the damaged file, ``db`` the sub-database (``nodes``, ``pel``, ... or LMDB's own
+    ``free``/``main`` trees), ``key`` the affected key (a stream name when known), ``page`` the
+    page number.  Nothing is read from a damaged place: the store refuses it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        db: str | None = None,
+        key: bytes | None = None,
+        page: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        where = []
+        if path is not None:
+            where.append(path)
+        if db is not None:
+            where.append(f"sub-database {db}")
+        if page is not None:
+            where.append(f"page {page}")
+        if key is not None:
+            where.append(f"key {key.decode('utf-8', 'backslashreplace')!r}")
+        text = f"{', '.join(where)}: {message}" if where else message
+        super().__init__(f"{text}; {hint}" if hint else text)
+        self.path = path
+        self.db = db
+        self.key = key
+        self.page = page
+        self.hint = hint
 
 
 class CorruptRDBError(CorruptDataError):

@@ -12,6 +12,8 @@ leaves the store exactly as it was.
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import glob
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -28,7 +30,7 @@ from rstore.streams import keyspace
 from rstore.streams.export import snapshot_stream, stream_keys
 from rstore.streams.restore import import_stream
 
-__all__ = ["RestoreReport", "SaveReport", "restore_file", "save_file"]
+__all__ = ["RestoreReport", "SaveReport", "remove_stale_temporaries", "restore_file", "save_file"]
 
 #: A progress callback: ``progress(done, total)``.  Saving reports keys written out of the keys
 #: in the store; restoring and reading files report bytes read out of the file's size (``None``
@@ -62,6 +64,35 @@ class RestoreReport:
     bytes: int = 0  # bytes read from the file
 
 
+def _temporary(path: str) -> str:
+    """The temporary name a save of ``path`` writes to before renaming it into place."""
+    directory, name = os.path.split(os.path.abspath(path))
+    return os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+
+
+def remove_stale_temporaries(path: str) -> list[str]:
+    """Delete the temporaries that saves of ``path`` killed half-way left behind; the paths
+    removed.  A save holds an exclusive ``flock`` on its temporary while it writes, so one
+    that can be locked belongs to nobody (a PID alone could have been reused)."""
+    directory, name = os.path.split(os.path.abspath(path))
+    removed = []
+    for candidate in glob.glob(os.path.join(glob.escape(directory), f".{glob.escape(name)}.*.tmp")):
+        try:
+            fd = os.open(candidate, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            continue  # a save in progress
+        finally:
+            os.close(fd)  # drops the lock too
+        with contextlib.suppress(OSError):
+            os.unlink(candidate)
+            removed.append(candidate)
+    return removed
+
+
 def save_file(
     env: Env,
     path: str,
@@ -73,10 +104,12 @@ def save_file(
     started = time.monotonic()
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    remove_stale_temporaries(path)
+    tmp = _temporary(path)
 
     def write(txn: Txn) -> tuple[int, int, int]:
         with open(tmp, "wb") as f:  # reopened (truncated) if the read is retried
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # "in progress", for remove_stale_temporaries
             writer = RDBWriter(f, version=rdb_version, compress=compress)
             writer.header()
             count = txn.key_count()

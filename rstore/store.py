@@ -11,18 +11,19 @@ from rstore.commands.args import encode_arg, encode_argv
 from rstore.commands.executor import execute, now_ms
 from rstore.commands.registry import lookup
 from rstore.commands.reply import to_public
-from rstore.errors import StoreClosedError
+from rstore.errors import CorruptStoreError, StoreClosedError
 from rstore.inspect import StreamSummary, inspect_store
 from rstore.pipeline import Pipeline
 from rstore.rdb.dump import DUMP_VERSION, encode_payload
 from rstore.snapshots import Progress, RestoreReport, SaveReport, restore_file, save_file
 from rstore.storage import env as envmod
+from rstore.storage.diagnose import diagnose_file
 from rstore.storage.layout import StoreConfig
-from rstore.streams.check import check_store
+from rstore.streams.check import check_store as check_streams
 from rstore.streams.export import snapshot_stream
 from rstore.streams.keyspace import lookup_stream
 
-__all__ = ["DEFAULT_PATH", "Store"]
+__all__ = ["DEFAULT_PATH", "Store", "check_store", "upgrade_store"]
 
 DEFAULT_PATH = "rstore-data"
 
@@ -44,6 +45,10 @@ class Store(RedisCommands):
     :param node_max_entries: Redis's ``stream-node-max-entries`` (default 100); likewise.
     :param map_size: initial LMDB map size in bytes (the map grows by itself when full).
     :param create: create the store when it does not exist (else :class:`NotAStoreError`).
+    :param readonly: open for reading only: every write raises :class:`ReadOnlyStoreError`.
+        Works on stores this user may not write (another user's service store, a read-only
+        mount, a snapshot on read-only media); see ``docs/durability.md`` for what reading a
+        store without access to its lock file means.
     """
 
     def __init__(
@@ -55,6 +60,7 @@ class Store(RedisCommands):
         node_max_entries: int | None = None,
         map_size: int | None = None,
         create: bool = True,
+        readonly: bool = False,
     ) -> None:
         for name, value in (
             ("node_max_bytes", node_max_bytes),
@@ -64,7 +70,7 @@ class Store(RedisCommands):
                 raise ValueError(f"{name} must be a non-negative integer, not {value!r}")
         self._path = os.fspath(path)
         self._env: envmod.Env | None = envmod.acquire(
-            self._path, sync=sync, map_size=map_size, create=create
+            self._path, sync=sync, map_size=map_size, create=create, readonly=readonly
         )
         self._sync = sync
         if node_max_bytes is not None or node_max_entries is not None:
@@ -86,8 +92,17 @@ class Store(RedisCommands):
             raise StoreClosedError(f"the store at {self._path} is closed")
         return env
 
+    @property
+    def readonly(self) -> bool:
+        """Whether writes are refused: opened read-only, or a store in an older format."""
+        return not self._live_env().writable
+
     def close(self) -> None:
-        """Release the store (the LMDB handle closes with the last Store on this path)."""
+        """Release the store (the LMDB handle closes with the last Store on this path).
+
+        Safe while other threads use the store: the last close waits for the commands in
+        flight, and blocked reads are woken; afterwards every call raises
+        :class:`StoreClosedError`."""
         if self._env is not None:
             envmod.release(self._env)
             self._env = None
@@ -121,10 +136,18 @@ class Store(RedisCommands):
         return inspect_store(self._live_env(), key=name, progress=progress)
 
     def check(self) -> list[str]:
-        """Verify the whole store: every node's structure and every stored counter (stream
-        length, node count, first ID, group pending and consumer counts, both PEL indexes).
-        Returns the problems found; an empty list means consistent."""
-        return self._live_env().read(check_store)
+        """Verify the whole store: LMDB's structure in the file, every record's checksum, every
+        node's structure and every stored counter (stream length, node count, first ID, group
+        pending and consumer counts, both PEL indexes).  Returns the problems found, each naming
+        the place (sub-database, page, stream); an empty list means consistent.  See also
+        :func:`rstore.check_store` for a store too damaged to open."""
+        return self._live_env().read(check_streams)
+
+    def upgrade(self, progress: Progress | None = None) -> int:
+        """Rewrite a store of an older on-disk format in the current one (adding checksums), in
+        one transaction; the number of records rewritten (0 when already current).  Until then
+        an older store is read, never written."""
+        return self._live_env().upgrade(progress)[1]
 
     def save(
         self,
@@ -277,3 +300,24 @@ class Store(RedisCommands):
         atomic.
         """
         return Pipeline(self)
+
+
+def check_store(path: str | os.PathLike[str] = DEFAULT_PATH) -> list[str]:
+    """Every problem of the store at ``path`` (empty when sound), even when the store is too
+    damaged to open: then the damaged pages are found by reading the file, without letting
+    LMDB walk them, and named by sub-database and stream.  Never writes."""
+    try:
+        store = Store(path, readonly=True, create=False)
+    except CorruptStoreError:
+        return diagnose_file(os.path.realpath(os.fspath(path)))
+    with store:
+        return store.check()
+
+
+def upgrade_store(
+    path: str | os.PathLike[str] = DEFAULT_PATH, progress: Progress | None = None
+) -> int:
+    """Upgrade the store at ``path`` to the current on-disk format (see :meth:`Store.upgrade`);
+    the number of records rewritten."""
+    with Store(path, create=False) as store:
+        return store.upgrade(progress)

@@ -39,7 +39,7 @@ def path(tmp_path: Path) -> str:
 
 def _lmdb_flags(store: rstore.Store) -> dict[str, bool]:
     """The flags LMDB was opened with (white box: the storage layer's handle)."""
-    flags: dict[str, bool] = store._live_env()._env.flags()
+    flags: dict[str, bool] = store._live_env().lmdb_flags()
     return flags
 
 

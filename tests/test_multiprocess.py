@@ -197,7 +197,7 @@ def test_reader_killed_mid_transaction_frees_its_slot_at_next_open(
 def _reader_pids(store: rstore.Store) -> set[int]:
     """Pids in LMDB's reader table (white box: read through the storage layer)."""
     env = store._live_env()
-    table: str = env.read(lambda _txn: env._env.readers())
+    table: str = env.lmdb_readers()
     return {int(line.split()[0]) for line in table.splitlines()[1:] if line.split()}
 
 

@@ -22,7 +22,6 @@ from rstore.commands.registry import CommandSpec, Context, lookup
 from rstore.commands.reply import NIL_ARRAY
 from rstore.errors import ResponseError
 from rstore.storage.env import Env
-from rstore.storage.notify import Waiter
 from rstore.storage.txn import Txn
 
 __all__ = ["Blocked", "execute", "now_ms", "run_batch", "run_one"]
@@ -86,7 +85,7 @@ def execute(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
 
 def _wait(env: Env, blocked: Blocked) -> Any:
     deadline = None if blocked.block_ms == 0 else time.monotonic() + blocked.block_ms / 1000
-    with Waiter(env.notifier, blocked.kind, blocked.keys, blocked.group) as waiter:
+    with env.waiter(blocked.kind, blocked.keys, blocked.group) as waiter:
         woken = False
         while True:
             if blocked.ready is None or env.read(blocked.ready):

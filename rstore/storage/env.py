@@ -1,49 +1,54 @@
-"""The LMDB environment behind a store directory -- the only module that opens LMDB.
+"""The LMDB environment behind a store directory -- the only module that runs transactions.
 
 One :class:`Env` per directory per process (LMDB forbids two handles on one environment in a
 process, so every :class:`rstore.Store` on the same path shares it, reference-counted).
 
 * **Transactions.** :meth:`Env.read` runs a function in a read-only snapshot; :meth:`Env.write`
   runs one in a write transaction and commits it.  LMDB serialises writers across threads and
-  processes; readers never block writers.
+  processes; readers never block writers.  Both pass the :class:`~rstore.storage.gate.Gate`.
+* **Opening** (:mod:`rstore.storage.opening`): the directory is checked, LMDB's trees are walked
+  and verified before LMDB uses them, the format decides what may be written.
 * **Map growth.** The map starts large and sparse.  When a write finds it full, the transaction
   is aborted, the map doubled and the function run again; another process that grew the map is
-  followed (``MDB_MAP_RESIZED``) the same way.  LMDB requires that no transaction of this process
-  is open while the map changes, so transactions pass a gate that a resize closes.
+  followed (``MDB_MAP_RESIZED``) the same way.  A growth that fails (an address-space limit)
+  fails that write only: the environment is reopened in place at its old size.
+* **Closing** waits for the transactions in flight and wakes this process's blocked readers;
+  every later use raises :class:`~rstore.errors.StoreClosedError`.
 * **Fork.** A child process must not use its parent's LMDB handle.  After a fork the handle is
   marked stale and the first use in the child closes it (py-lmdb knows it is inherited) and opens
   a fresh one.
-* **Errors.** LMDB exceptions are turned into :class:`~rstore.errors.StorageError` here, and
-  only here.
+* **After a commit** nothing may fail the write: waking blocked readers is best effort
+  (:meth:`Env.notify`); a broken waiter table is reported once and readers poll instead.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable
+from contextlib import suppress
 from typing import Any, TypeVar
 
 import lmdb
 
-from rstore.errors import (
-    NotAStoreError,
-    StorageError,
-    StoreNotFoundError,
-    UnsupportedFormatError,
-)
-from rstore.storage import layout
-from rstore.storage.layout import StoreConfig
-from rstore.storage.notify import Notifier, key_hash
+from rstore.errors import CorruptStoreError, ReadOnlyStoreError, StorageError
+from rstore.storage import layout, opening, upgrade
+from rstore.storage.failures import translate
+from rstore.storage.gate import Gate
+from rstore.storage.notify import Notifier, PollingWaiter, Waiter, key_hash
 from rstore.storage.txn import Carry, Txn
 
+__all__ = ["DEFAULT_MAP_SIZE", "Env", "acquire", "release"]
+
 T = TypeVar("T")
+log = logging.getLogger("rstore.storage")
 
 DEFAULT_MAP_SIZE = 1 << 30
-MAX_READERS = 1024
-_LMDB_FILES = ("data.mdb", "lock.mdb")
+#: Reads of a store opened without its lock file retry this often on a damaged-looking record
+#: (a writer elsewhere may have been reusing the pages under them).
+UNLOCKED_READ_ATTEMPTS = 5
 
 
 class _Registry:
@@ -65,141 +70,59 @@ def _after_fork_in_child() -> None:
     _REGISTRY.lock = threading.Lock()
     for env in list(_all_envs):
         env._forked = True
-        env._gate = _Gate()
+        env._gate = Gate(env.path)
         env._notifier_lock = threading.Lock()
         env._carry = None
         env._carry_lock = threading.Lock()
+        env._waiters = weakref.WeakSet()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-class _Gate:
-    """Lets any number of transactions run, or one map resize with none running."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
-        self._active = 0
-        self._resizing = False
-
-    # enter/leave run around every transaction: plain lock calls, no context managers.
-    def enter(self) -> None:
-        self._lock.acquire()
-        try:
-            while self._resizing:
-                self._cond.wait()
-            self._active += 1
-        finally:
-            self._lock.release()
-
-    def leave(self) -> None:
-        self._lock.acquire()
-        try:
-            self._active -= 1
-            if self._active == 0 and self._resizing:
-                self._cond.notify_all()
-        finally:
-            self._lock.release()
-
-    @contextmanager
-    def exclusive(self) -> Iterator[None]:
-        with self._cond:
-            while self._resizing:
-                self._cond.wait()
-            self._resizing = True
-            while self._active:
-                self._cond.wait()
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._resizing = False
-                self._cond.notify_all()
-
-
-def translate(exc: lmdb.Error, path: str) -> StorageError:
-    """The one place an LMDB exception becomes an rstore error, with a hint where one helps."""
-    text = str(exc)
-    if isinstance(exc, lmdb.ReadersFullError):
-        return StorageError(
-            f"{path}: too many concurrent readers ({text}); close idle stores or threads"
-        )
-    if isinstance(exc, lmdb.DiskError) or "No space left" in text:
-        return StorageError(f"{path}: the disk is full ({text})")
-    if isinstance(
-        exc,
-        lmdb.InvalidError
-        | lmdb.CorruptedError
-        | lmdb.VersionMismatchError
-        | lmdb.IncompatibleError,
-    ):
-        return NotAStoreError(f"{path}: not a readable rstore store ({text})")
-    return StorageError(f"{path}: {text}")
-
-
-def _check_directory(path: str, create: bool) -> None:
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise NotAStoreError(f"{path} is a file, not a store directory")
-    if not os.path.exists(path):
-        if not create:
-            raise StoreNotFoundError(f"no store at {path}")
-        try:
-            os.makedirs(path, exist_ok=True)
-        except OSError as exc:
-            raise StorageError(f"cannot create store directory {path}: {exc}") from exc
-        return
-    entries = set(os.listdir(path))
-    if "data.mdb" not in entries:
-        if entries - set(_LMDB_FILES):
-            raise NotAStoreError(
-                f"{path} is not an rstore store: it holds other files and no data.mdb"
-            )
-        if not create:
-            raise StoreNotFoundError(f"no store at {path}")
-
-
 class Env:
     """A shared, process-local LMDB environment for one store directory."""
 
-    def __init__(self, path: str, *, sync: bool, map_size: int, create: bool) -> None:
+    def __init__(
+        self, path: str, *, sync: bool, map_size: int, create: bool, readonly: bool = False
+    ) -> None:
         self.path = path
         self.sync_mode = sync
+        self.readonly = readonly
         self._map_size = map_size
         self._create = create
         self._refs = 0
-        self._gate = _Gate()
+        self._gate = Gate(path)
         self._forked = False
-        self._pid = os.getpid()
         self._notifier: Notifier | None = None
+        self._notifier_broken: str | None = None  # why blocking reads poll, once known
+        self._polling_logged = False  # a call had to poll: said once
         self._notifier_lock = threading.Lock()
+        self._waiters: weakref.WeakSet[Waiter | PollingWaiter] = weakref.WeakSet()
         self._carry: Carry | None = None  # what the last write transaction knew
         self._carry_lock = threading.Lock()
+        self.format = layout.FORMAT_VERSION
         self._open()
         _all_envs.add(self)
 
     # ------------------------------------------------------------------ opening
 
     def _open(self) -> None:
-        _check_directory(self.path, self._create)
+        opening.check_directory(self.path, create=self._create, readonly=self.readonly)
+        self._env, self.locked = opening.open_lmdb(
+            self.path, sync=self.sync_mode, map_size=self._map_size, create=self._create,
+            readonly=self.readonly, max_dbs=len(layout.ALL_DBS) + 2,
+        )  # fmt: skip
         try:
-            self._env = lmdb.open(
-                self.path,
-                map_size=self._map_size,
-                max_dbs=len(layout.ALL_DBS) + 2,
-                max_readers=MAX_READERS,
-                sync=self.sync_mode,
-                meminit=False,
-                create=self._create,
-            )
-        except lmdb.Error as exc:
-            raise translate(exc, self.path) from exc
-        try:
-            self._env.reader_check()  # free reader slots of processes that died
+            if not self.readonly:
+                self._env.reader_check()  # free reader slots of processes that died
             while True:
                 try:
-                    self._dbs = self._open_dbs()
+                    opening.verify_structure(self._env, self.path, pinned=self.locked)
+                    self._dbs, self.format = opening.open_dbs(
+                        self._env, self.path, create=self._create and not self.readonly
+                    )
                     break
                 except lmdb.MapResizedError:  # another process grew the map meanwhile
                     self._env.set_mapsize(0)
@@ -209,75 +132,62 @@ class Env:
         except BaseException:
             self._env.close()
             raise
+        self.sealed = self.format >= layout.FIRST_SEALED_FORMAT
+        self._data_path = os.path.join(self.path, opening.DATA_FILE)
 
-    def _open_dbs(self) -> dict[bytes, Any]:
-        env = self._env
-        with env.begin() as txn:
-            main = txn.cursor()
-            names = [bytes(k) for k in main.iternext(values=False)]
-        if names and layout.DB_META not in names:
-            raise NotAStoreError(f"{self.path} is an LMDB environment but not an rstore store")
-        fresh = not names
-        if fresh and not self._create:
-            raise StoreNotFoundError(f"no store at {self.path}")
-        if not fresh:
-            # Handles opened outside a write transaction stay valid for the environment's life
-            # (a handle opened in a read-only transaction dies with it).
-            dbs = {name: env.open_db(name, create=False) for name in layout.ALL_DBS}
-            meta = dbs[layout.DB_META]
-            with env.begin() as txn:
-                raw = txn.get(layout.META_FORMAT, db=meta)
-            version = layout.unpack_format(raw) if raw is not None else None
-            if version is None:
-                raise NotAStoreError(f"{self.path} has no rstore format record")
-            if version > layout.FORMAT_VERSION:
-                raise UnsupportedFormatError(
-                    f"{self.path} was written in store format {version}; this rstore "
-                    f"reads format {layout.FORMAT_VERSION} and older -- upgrade rstore"
-                )
-            return dbs
-        with env.begin(write=True) as txn:
-            dbs = {name: env.open_db(name, txn=txn, create=True) for name in layout.ALL_DBS}
-            meta = dbs[layout.DB_META]
-            # Another process may have created the store while we waited for the write lock.
-            if txn.get(layout.META_FORMAT, db=meta) is None:
-                txn.put(layout.META_FORMAT, layout.pack_format(), db=meta)
-                txn.put(layout.META_CONFIG, StoreConfig().pack(), db=meta)
-                txn.put(layout.META_NEXT_HANDLE, layout.pack_u64(1), db=meta)
-        return dbs
+    @property
+    def writable(self) -> bool:
+        return not self.readonly and self.format == layout.FORMAT_VERSION
+
+    def _refuse_write(self) -> ReadOnlyStoreError:
+        if self.readonly:
+            return ReadOnlyStoreError(
+                f"{self.path} is open read-only; the write was refused",
+                hint="open it without readonly (and as a user who may write it) to write",
+            )
+        return ReadOnlyStoreError(
+            f"{self.path} is in store format {self.format}, which has no checksums: this "
+            "rstore reads it but does not write it",
+            hint="run `rstore upgrade` (rstore.upgrade_store) to rewrite it in format "
+            f"{layout.FORMAT_VERSION}",
+        )
 
     def _reopen_after_fork(self) -> None:
         # py-lmdb knows the handle was inherited: close() releases it without touching the
         # parent's locks or reader slots.  Then open our own.
         with suppress(lmdb.Error):
             self._env.close()
-        self._pid = os.getpid()
         self._forked = False
-        self._notifier = None  # its flock and mmap belong to the parent's open file
+        self._notifier = None  # its flock and fd belong to the parent's open file
         self._open()
 
     # ------------------------------------------------------------------ transactions
 
-    def _begin(self, write: bool) -> Any:
-        if self._forked:
-            self._reopen_after_fork()
-        return self._env.begin(write=write)
+    def _txn(self, raw: Any, write: bool) -> Txn:
+        return Txn(raw, self._dbs, write=write, sealed=self.sealed, path=self._data_path)
 
     def read(self, fn: Callable[[Txn], T]) -> T:
         """Run ``fn`` on a read-only snapshot."""
+        attempts = 1 if self.locked else UNLOCKED_READ_ATTEMPTS
         while True:
             self._gate.enter()
             resized = False
             try:
-                raw = self._begin(False)
+                if self._forked:
+                    self._reopen_after_fork()
+                raw = self._env.begin()
                 try:
-                    return fn(Txn(raw, self._dbs, write=False))
+                    return fn(self._txn(raw, False))
                 finally:
                     raw.abort()
             except lmdb.MapResizedError:
                 resized = True
             except lmdb.Error as exc:
                 raise translate(exc, self.path) from exc
+            except CorruptStoreError:
+                attempts -= 1
+                if attempts <= 0:
+                    raise
             finally:
                 self._gate.leave()
             if resized:
@@ -287,16 +197,20 @@ class Env:
         """Run ``fn`` in a write transaction and commit; all or nothing.
 
         ``fn`` may run more than once (after the map grows), so it must not have effects outside
-        the transaction.
+        the transaction.  A write that returned is committed; one that raised left nothing.
         """
+        if not self.writable:
+            raise self._refuse_write()
         while True:
             self._gate.enter()
             action = None
             try:
-                raw = self._begin(True)
+                if self._forked:
+                    self._reopen_after_fork()
+                raw = self._env.begin(write=True)
                 txnid = raw.id()
                 try:
-                    txn = Txn(raw, self._dbs, write=True)
+                    txn = self._txn(raw, True)
                     with self._carry_lock:
                         carry, self._carry = self._carry, None  # take it: never shared
                     if carry is not None and carry.txnid + 1 == txnid:
@@ -315,7 +229,7 @@ class Env:
             except lmdb.MapResizedError:
                 action = "adopt"
             except lmdb.Error as exc:
-                raise translate(exc, self.path) from exc
+                raise translate(exc, self.path, writing=True) from exc
             finally:
                 self._gate.leave()
             if action == "grow":
@@ -328,38 +242,135 @@ class Env:
             current = int(self._env.info()["map_size"])
             try:
                 self._env.set_mapsize(current * 2)
+                return
             except lmdb.Error as exc:
-                raise translate(exc, self.path) from exc
+                failure = exc
+            self._reopen_in_place(current)
+        raise StorageError(
+            f"{self.path}: the store is full at {current} bytes of map and the map could not "
+            f"grow to {current * 2} ({failure}); the write was not stored",
+            hint="the process may be limited in address space (ulimit -v); the store is "
+            "unchanged and stays usable",
+        ) from failure
+
+    def _reopen_in_place(self, map_size: int) -> None:
+        """After a failed resize py-lmdb may have dropped the handle: open it again at the old
+        size, so the store goes on working (called inside the exclusive gate)."""
+        with suppress(lmdb.Error):
+            self._env.close()
+        self._map_size = map_size
+        self._carry = None
+        self._open()
 
     def _adopt_map_size(self) -> None:
         with self._gate.exclusive():
             try:
                 self._env.set_mapsize(0)
             except lmdb.Error as exc:
+                self._reopen_in_place(self._map_size)
                 raise translate(exc, self.path) from exc
+
+    def upgrade(self, progress: Callable[[int, int], None] | None = None) -> tuple[int, int]:
+        """Rewrite a store of an older format in the current one, in one write transaction;
+        ``(format before, records rewritten)``.  Nothing happens to a current store."""
+        if self.readonly:
+            raise self._refuse_write()
+        before = self.format
+        if before == layout.FORMAT_VERSION:
+            return before, 0
+        while True:
+            with self._gate.exclusive():
+                try:
+                    raw = self._env.begin(write=True)
+                    try:
+                        count = upgrade.seal_all(raw, self._dbs, self._data_path, progress)
+                    except BaseException:
+                        raw.abort()
+                        raise
+                    raw.commit()
+                    self.format, self.sealed, self._carry = layout.FORMAT_VERSION, True, None
+                    return before, count
+                except lmdb.MapFullError:
+                    current = int(self._env.info()["map_size"])
+                    try:
+                        self._env.set_mapsize(current * 2)
+                    except lmdb.Error as exc:
+                        self._reopen_in_place(current)
+                        raise translate(exc, self.path, writing=True) from exc
+                except lmdb.Error as exc:
+                    raise translate(exc, self.path, writing=True) from exc
 
     # ------------------------------------------------------------------ wake-ups
 
-    @property
-    def notifier(self) -> Notifier:
-        """The waiter table of this store (opened on first use)."""
+    def _get_notifier(self) -> Notifier | None:
+        """The waiter table (opened on first use), or ``None`` when it cannot be used."""
         if self._forked:
             self._reopen_after_fork()
         notifier = self._notifier
-        if notifier is None:
+        if notifier is None and self._notifier_broken is None:
             with self._notifier_lock:
-                if self._notifier is None:
-                    self._notifier = Notifier(self.path)
+                if self._notifier is None and self._notifier_broken is None:
+                    try:
+                        self._notifier = Notifier(self.path)
+                    except (OSError, StorageError) as exc:
+                        self._notifier_failed(exc)
                 notifier = self._notifier
         return notifier
 
+    def _notifier_failed(self, exc: BaseException) -> None:
+        if self._notifier_broken is None:
+            self._notifier_broken = str(exc)
+            log.warning(
+                "%s: the waiter table cannot be used (%s); blocked reads in this process poll "
+                "every %.0f ms instead of being woken", self.path, exc,
+                PollingWaiter.INTERVAL_S * 1000,
+            )  # fmt: skip
+
     def notify(self, keys: set[bytes] | None) -> None:
-        """Wake readers blocked on ``keys`` (``None``: on every key) after a commit."""
+        """Wake readers blocked on ``keys`` (``None``: on every key) after a commit.
+
+        Never raises: the write has committed, so its caller must get its result whatever
+        happens here; a failure is logged once and readers fall back to polling."""
         if keys is not None and not keys:
             return
-        notifier = self.notifier
-        if notifier.anyone_waiting():
-            notifier.notify(None if keys is None else {key_hash(k) for k in keys})
+        try:
+            self._gate.enter()
+        except StorageError:
+            return  # closed meanwhile: nobody of this process waits any more
+        try:
+            notifier = self._get_notifier()
+            if notifier is not None and notifier.anyone_waiting():
+                notifier.notify(None if keys is None else {key_hash(k) for k in keys})
+        except Exception as exc:
+            self._notifier_failed(exc)
+        finally:
+            self._gate.leave()
+
+    def waiter(self, kind: int, keys: list[bytes], group: int = 0) -> Waiter | PollingWaiter:
+        """Something to block on until ``keys`` may have changed: a registered waiter, or a
+        polling one when the waiter table cannot be used."""
+        self._gate.enter()
+        try:
+            notifier = self._get_notifier()
+            waiter: Waiter | PollingWaiter | None = None
+            if notifier is not None and notifier.can_register:
+                try:
+                    waiter = Waiter(notifier, kind, keys, group, guard=self._gate)
+                except (OSError, StorageError) as exc:  # e.g. the table is full: this call polls
+                    if not self._polling_logged:
+                        self._polling_logged = True
+                        log.warning("%s: a blocked read polls instead of waiting to be woken "
+                                    "(%s)", self.path, exc)  # fmt: skip
+            elif notifier is not None and not self._polling_logged:
+                self._polling_logged = True
+                log.warning("%s: the waiter table is not writable by this user; blocked reads "
+                            "in this process poll", self.path)  # fmt: skip
+            if waiter is None:
+                waiter = PollingWaiter()
+            self._waiters.add(waiter)
+            return waiter
+        finally:
+            self._gate.leave()
 
     # ------------------------------------------------------------------ misc
 
@@ -369,16 +380,28 @@ class Env:
 
     def sync(self) -> None:
         """Flush committed transactions to disk (needed only with ``sync=False``)."""
-        if self._forked:
-            self._reopen_after_fork()
+        self._gate.enter()
         try:
-            self._env.sync(True)
+            if self._forked:
+                self._reopen_after_fork()
+            if not self.readonly:
+                self._env.sync(True)
         except lmdb.Error as exc:
-            raise translate(exc, self.path) from exc
+            raise translate(exc, self.path, writing=True) from exc
+        finally:
+            self._gate.leave()
+
+    def lmdb_flags(self) -> dict[str, bool]:
+        """LMDB's environment flags (for tests and diagnostics)."""
+        return dict(self._env.flags())
+
+    def lmdb_readers(self) -> str:
+        """LMDB's reader table, as text (for tests and diagnostics)."""
+        return str(self._env.readers())
 
     def disk_bytes(self) -> int:
         """Bytes the data file occupies on disk."""
-        st = os.stat(os.path.join(self.path, "data.mdb"))
+        st = os.stat(self._data_path)
         return int(st.st_blocks) * 512
 
     def used_bytes(self) -> int:
@@ -388,32 +411,46 @@ class Env:
         return (int(info["last_pgno"]) + 1) * int(stat["psize"])
 
     def _close(self) -> None:
+        """Wait for transactions in flight, wake this process's blocked readers, close."""
+        if not self._gate.close():
+            return
+        for waiter in list(self._waiters):
+            waiter.interrupt()
         if not self._forked:
             self._env.close()
             if self._notifier is not None:
                 self._notifier.close()
 
 
-def acquire(path: str, *, sync: bool, map_size: int | None, create: bool) -> Env:
+def acquire(
+    path: str, *, sync: bool, map_size: int | None, create: bool, readonly: bool = False
+) -> Env:
     """The process's Env for ``path``, opened on first use and reference-counted."""
     real = os.path.realpath(path)
     with _REGISTRY.lock:
         env = _REGISTRY.envs.get(real)
         if env is None:
-            env = Env(real, sync=sync, map_size=map_size or DEFAULT_MAP_SIZE, create=create)
+            env = Env(real, sync=sync, map_size=map_size or DEFAULT_MAP_SIZE, create=create,
+                      readonly=readonly)  # fmt: skip
             _REGISTRY.envs[real] = env
         elif env.sync_mode != sync:
             raise StorageError(
                 f"{path} is already open in this process with sync={env.sync_mode}; LMDB allows "
                 "one handle per process, so every Store on one path must use the same sync setting"
             )
+        elif env.readonly != readonly:
+            raise StorageError(
+                f"{path} is already open in this process with readonly={env.readonly}; LMDB "
+                "allows one handle per process, so every Store on one path must agree"
+            )
         env._refs += 1
         return env
 
 
 def release(env: Env) -> None:
-    """Drop one reference; the last one closes the environment."""
-    with _REGISTRY.lock:
+    """Drop one reference; the last one closes the environment (after the transactions in
+    flight finish)."""
+    with _REGISTRY.lock:  # held while closing: no second handle may open the path meanwhile
         env._refs -= 1
         if env._refs > 0:
             return

@@ -14,6 +14,7 @@ and DELCONSUMER touch only that consumer's entries.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator
 
 from rstore.storage import layout
@@ -43,33 +44,42 @@ Nack = tuple[int, int, bytes]  # delivery_time_ms, delivery_count, consumer name
 
 # ----------------------------------------------------------------------------- groups
 
+_GROUPS, _CONSUMERS, _PEL, _OWNED = (
+    layout.DB_GROUPS,
+    layout.DB_CONSUMERS,
+    layout.DB_PEL,
+    layout.DB_CONSUMER_PEL,
+)
+
 
 def group_get(txn: Txn, stream_handle: int, name: bytes) -> GroupMeta | None:
     key = layout.group_key(stream_handle, name)
-    value = txn.raw.get(key, db=txn.db_groups)
+    value = txn.get(_GROUPS, key)
     if value is None:
         return None
-    group = GroupMeta.unpack(key, value)
+    group = txn.decode(_GROUPS, key, lambda v: GroupMeta.unpack(key, v), value)
     return group if group.name == name else None
 
 
 def group_put(txn: Txn, stream_handle: int, group: GroupMeta) -> None:
-    txn.raw.put(layout.group_key(stream_handle, group.name), group.pack(), db=txn.db_groups)
+    txn.put(_GROUPS, layout.group_key(stream_handle, group.name), group.pack())
 
 
 def groups_of(txn: Txn, stream_handle: int) -> list[GroupMeta]:
     """The stream's groups in name order."""
     prefix = layout.pack_u64(stream_handle)
-    return [GroupMeta.unpack(k, v) for k, v in txn.iter_prefix(txn.db_groups, prefix)]
+    return [
+        txn.decode(_GROUPS, k, functools.partial(GroupMeta.unpack, k), v)
+        for k, v in txn.items(_GROUPS, prefix)
+    ]
 
 
 def group_delete(txn: Txn, stream_handle: int, group: GroupMeta) -> None:
     """Remove a group with its consumers and pending entries."""
-    txn.raw.delete(layout.group_key(stream_handle, group.name), db=txn.db_groups)
+    txn.delete(_GROUPS, layout.group_key(stream_handle, group.name))
     prefix = layout.pack_u64(group.handle)
-    txn.delete_prefix(txn.db_consumers, prefix)
-    txn.delete_prefix(txn.db_pel, prefix)
-    txn.delete_prefix(txn.db_consumer_pel, prefix)
+    for db in (_CONSUMERS, _PEL, _OWNED):
+        txn.delete_prefix(db, prefix)
 
 
 def groups_delete_all(txn: Txn, stream_handle: int) -> None:
@@ -82,37 +92,43 @@ def groups_delete_all(txn: Txn, stream_handle: int) -> None:
 
 def consumer_get(txn: Txn, group: GroupMeta, name: bytes) -> ConsumerMeta | None:
     key = layout.consumer_key(group.handle, name)
-    value = txn.raw.get(key, db=txn.db_consumers)
+    value = txn.get(_CONSUMERS, key)
     if value is None:
         return None
-    consumer = ConsumerMeta.unpack(key, value)
+    consumer = txn.decode(_CONSUMERS, key, lambda v: ConsumerMeta.unpack(key, v), value)
     return consumer if consumer.name == name else None
 
 
 def consumer_put(txn: Txn, group: GroupMeta, consumer: ConsumerMeta) -> None:
-    txn.raw.put(
-        layout.consumer_key(group.handle, consumer.name), consumer.pack(), db=txn.db_consumers
-    )
+    txn.put(_CONSUMERS, layout.consumer_key(group.handle, consumer.name), consumer.pack())
 
 
 def consumer_delete(txn: Txn, group: GroupMeta, name: bytes) -> None:
     """Remove a consumer record and its index entries (its NACKs are the caller's business)."""
-    txn.raw.delete(layout.consumer_key(group.handle, name), db=txn.db_consumers)
-    txn.delete_prefix(txn.db_consumer_pel, layout.consumer_pel_prefix(group.handle, name))
+    txn.delete(_CONSUMERS, layout.consumer_key(group.handle, name))
+    txn.delete_prefix(_OWNED, layout.consumer_pel_prefix(group.handle, name))
 
 
 def consumers_of(txn: Txn, group: GroupMeta) -> list[ConsumerMeta]:
     """The group's consumers in name order."""
     prefix = layout.pack_u64(group.handle)
-    return [ConsumerMeta.unpack(k, v) for k, v in txn.iter_prefix(txn.db_consumers, prefix)]
+    return [
+        txn.decode(_CONSUMERS, k, functools.partial(ConsumerMeta.unpack, k), v)
+        for k, v in txn.items(_CONSUMERS, prefix)
+    ]
 
 
 # ----------------------------------------------------------------------------- PEL
 
 
+def _nack(txn: Txn, key: bytes, value: bytes) -> Nack:
+    return txn.decode(_PEL, key, layout.unpack_nack, value)
+
+
 def nack_get(txn: Txn, group: GroupMeta, entry_id: ID) -> Nack | None:
-    value = txn.raw.get(layout.pel_key(group.handle, entry_id), db=txn.db_pel)
-    return None if value is None else layout.unpack_nack(value)
+    key = layout.pel_key(group.handle, entry_id)
+    value = txn.get(_PEL, key)
+    return None if value is None else _nack(txn, key, value)
 
 
 def nack_put(
@@ -127,30 +143,23 @@ def nack_put(
     ``previous_owner`` is the owner before this call (``None`` for a new NACK).
     """
     delivery_time, delivery_count, owner = nack
-    txn.raw.put(
+    txn.put(
+        _PEL,
         layout.pel_key(group.handle, entry_id),
         layout.pack_nack(delivery_time, delivery_count, owner),
-        db=txn.db_pel,
     )
     if previous_owner != owner:
-        tail = layout.pel_key(0, entry_id)[8:]
+        tail = layout.ID_PACK(*entry_id)
         if previous_owner is not None:
-            txn.raw.delete(
-                layout.consumer_pel_prefix(group.handle, previous_owner) + tail,
-                db=txn.db_consumer_pel,
-            )
-        txn.raw.put(
-            layout.consumer_pel_prefix(group.handle, owner) + tail, b"", db=txn.db_consumer_pel
-        )
+            txn.delete(_OWNED, layout.consumer_pel_prefix(group.handle, previous_owner) + tail)
+        txn.put(_OWNED, layout.consumer_pel_prefix(group.handle, owner) + tail, b"")
 
 
 def nack_delete(txn: Txn, group: GroupMeta, entry_id: ID, owner: bytes) -> None:
     """Remove a NACK from the group PEL and from its owner's index."""
     key = layout.pel_key(group.handle, entry_id)
-    txn.raw.delete(key, db=txn.db_pel)
-    txn.raw.delete(
-        layout.consumer_pel_prefix(group.handle, owner) + key[8:], db=txn.db_consumer_pel
-    )
+    txn.delete(_PEL, key)
+    txn.delete(_OWNED, layout.consumer_pel_prefix(group.handle, owner) + key[8:])
 
 
 def nacks_deliver(
@@ -166,9 +175,8 @@ def nacks_deliver(
     ``ids``.  With ``may_exist`` a NACK already there (after XGROUP SETID moved the group
     back) is taken over.  Returns how many NACKs are new, and how many were taken from each
     other consumer."""
-    raw, db_pel, db_owned = txn.raw, txn.db_pel, txn.db_consumer_pel
+    put, get, delete, pack = txn.put, txn.get, txn.delete, layout.ID_PACK
     handle = group.handle
-    put, get, delete, pack = raw.put, raw.get, raw.delete, layout.ID_PACK
     prefix = layout.pack_u64(handle)
     owned_prefix = layout.consumer_pel_prefix(handle, owner)
     value = layout.pack_nack(now_ms, 1, owner)
@@ -178,36 +186,35 @@ def nacks_deliver(
     for entry_id in ids:
         tail = pack(*entry_id)
         key = prefix + tail
-        old = get(key, db=db_pel) if may_exist else None
-        put(key, value, db=db_pel)
+        old = get(_PEL, key) if may_exist else None
+        put(_PEL, key, value)
         if old is None:
             new += 1
-            put(owned_prefix + tail, b"", db=db_owned)
+            put(_OWNED, owned_prefix + tail, b"")
             continue
         previous = bytes(old[skip:])
         if previous != owner:
             taken[previous] = taken.get(previous, 0) + 1
-            delete(layout.consumer_pel_prefix(handle, previous) + tail, db=db_owned)
-            put(owned_prefix + tail, b"", db=db_owned)
+            delete(_OWNED, layout.consumer_pel_prefix(handle, previous) + tail)
+            put(_OWNED, owned_prefix + tail, b"")
     return new, taken
 
 
 def nacks_pop(txn: Txn, group: GroupMeta, ids: Iterable[ID]) -> dict[bytes, int]:
     """Remove the NACKs of ``ids`` that exist (from the group PEL and their owners' indexes);
     how many each owner lost.  IDs without a NACK, or repeated, are skipped."""
-    raw, db_pel, db_owned = txn.raw, txn.db_pel, txn.db_consumer_pel
+    pop, delete, pack = txn.pop, txn.delete, layout.ID_PACK
     handle = group.handle
-    pop, delete, pack = raw.pop, raw.delete, layout.ID_PACK
     prefix = layout.pack_u64(handle)
     skip = layout.NACK_HEADER_SIZE
     per_owner: dict[bytes, int] = {}
     for entry_id in ids:
         tail = pack(*entry_id)
-        value = pop(prefix + tail, db=db_pel)
+        value = pop(_PEL, prefix + tail)
         if value is None:
             continue
         owner = bytes(value[skip:])
-        delete(layout.consumer_pel_prefix(handle, owner) + tail, db=db_owned)
+        delete(_OWNED, layout.consumer_pel_prefix(handle, owner) + tail)
         per_owner[owner] = per_owner.get(owner, 0) + 1
     return per_owner
 
@@ -218,20 +225,14 @@ def pel_entries(
     """The group PEL from ``start`` (inclusive) to ``end`` (inclusive), in ID order."""
     prefix = layout.pack_u64(group.handle)
     end_key = None if end is None else layout.pel_key(group.handle, end)
-    for key, value in txn.iter_prefix(txn.db_pel, prefix, layout.pel_key(group.handle, start)):
-        if end_key is not None and key > end_key:
-            return
-        yield layout.id_from_key_tail(key), layout.unpack_nack(value)
+    for key, value in txn.items(_PEL, prefix, layout.pel_key(group.handle, start), end_key):
+        yield layout.id_from_key_tail(key), _nack(txn, key, value)
 
 
 def last_pel_id(txn: Txn, group: GroupMeta) -> ID | None:
     """The greatest ID in the group PEL."""
-    cur = txn.raw.cursor(db=txn.db_pel)
-    after = layout.pack_u64(group.handle + 1)
-    ok = cur.prev() if cur.set_range(after) else cur.last()
-    if not ok or cur.key()[:8] != layout.pack_u64(group.handle):
-        return None
-    return layout.id_from_key_tail(bytes(cur.key()))
+    last = txn.last_item(_PEL, layout.pack_u64(group.handle))
+    return None if last is None else layout.id_from_key_tail(last[0])
 
 
 def consumer_pel_ids(
@@ -239,11 +240,9 @@ def consumer_pel_ids(
 ) -> Iterator[ID]:
     """The IDs a consumer owns, from ``start`` to ``end`` inclusive, in ID order."""
     prefix = layout.consumer_pel_prefix(group.handle, consumer)
-    first = prefix + layout.pel_key(0, start)[8:]
-    last = None if end is None else prefix + layout.pel_key(0, end)[8:]
-    for key, _ in txn.iter_prefix(txn.db_consumer_pel, prefix, first, values=False):
-        if last is not None and key > last:
-            return
+    first = prefix + layout.ID_PACK(*start)
+    last = None if end is None else prefix + layout.ID_PACK(*end)
+    for key, _ in txn.items(_OWNED, prefix, first, last):
         yield layout.id_from_key_tail(key)
 
 
@@ -253,27 +252,22 @@ def consumer_pel_ids(
 
 
 def stage_nack(txn: Txn, staging: int, entry_id: ID, delivery_time: int, count: int) -> None:
-    txn.raw.put(
-        layout.pel_key(staging, entry_id),
-        layout.pack_nack(delivery_time, count, b""),
-        db=txn.db_pel,
-    )
+    txn.put(_PEL, layout.pel_key(staging, entry_id), layout.pack_nack(delivery_time, count, b""))
 
 
 def take_staged_nack(txn: Txn, staging: int, entry_id: ID) -> tuple[int, int] | None:
     """Remove a staged entry; its ``(delivery time, count)``, or ``None`` if not staged."""
     key = layout.pel_key(staging, entry_id)
-    value = txn.raw.get(key, db=txn.db_pel)
+    value = txn.pop(_PEL, key)
     if value is None:
         return None
-    txn.raw.delete(key, db=txn.db_pel)
-    delivery_time, count, _ = layout.unpack_nack(value)
+    delivery_time, count, _ = _nack(txn, key, value)
     return delivery_time, count
 
 
 def staged_left(txn: Txn, staging: int) -> int:
     """How many staged entries no consumer named (after dropping them)."""
     prefix = layout.pack_u64(staging)
-    left = sum(1 for _ in txn.iter_prefix(txn.db_pel, prefix, values=False))
-    txn.delete_prefix(txn.db_pel, prefix)
+    left = sum(1 for _ in txn.items(_PEL, prefix))
+    txn.delete_prefix(_PEL, prefix)
     return left

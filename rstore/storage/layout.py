@@ -4,7 +4,7 @@ Pure code (no lmdb): it only turns records into bytes and back, so ``docs/format
 describe every byte and tests can check it.  All integers are big-endian.
 
 ======== ============================================ =========================================
-sub-db   key                                          value
+sub-db   key                                          value (then the checksum, format 2)
 ======== ============================================ =========================================
 meta     ``b"format"``                                 magic ``b"rstore"`` + u32 format version
 meta     ``b"config"``                                 u64 node_max_bytes, u64 node_max_entries
@@ -12,8 +12,17 @@ meta     ``b"next_handle"``                            u64 next free stream hand
 keys     u64 crc64(name) + name (or + sha256(name))    u8 type, u8 flags, u64 handle [+ name]
 streams  u64 handle                                    :class:`StreamMeta` (96 bytes)
 nodes    u64 handle + u64 master ms + u64 master seq   the node listpack, byte-identical to Redis
-groups, consumers, pel, consumer_pel                   consumer groups (created empty; next format)
+groups   u64 stream handle + group name                :class:`GroupMeta`
+consumers u64 group handle + consumer name             :class:`ConsumerMeta`
+pel      u64 group handle + entry ID                   delivery time, count, owner
+consumer_pel  group handle + u16 len + name + ID       nothing (an index)
 ======== ============================================ =========================================
+
+**Checksums (format 2).**  Every value but the format record ends with a u32 big-endian
+CRC-32 (zlib's) of the key followed by the value: :func:`seal` adds it, :func:`unseal` checks and
+removes it.  Covering the key too means a record that moved, or whose key was damaged, does not
+pass.  The node listpack itself stays byte-identical to Redis's; the checksum sits after it.
+Format 1 stores (no checksums) are read, never written, until ``rstore upgrade`` rewrites them.
 
 The key name is prefixed with its CRC64 so the keyspace is ordered by a stable hash: SCAN's
 cursor is that hash (a plain integer, stateless, with Redis's guarantee that keys present for
@@ -26,12 +35,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import struct
+import zlib
 from dataclasses import dataclass
 
 from rstore.codec.crc64 import crc64
 
 FORMAT_MAGIC = b"rstore"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: The first format with checksums; older stores are read-only until upgraded.
+FIRST_SEALED_FORMAT = 2
 
 DB_META = b"meta"
 DB_KEYS = b"keys"
@@ -78,6 +90,26 @@ def unpack_u64(b: bytes) -> int:
 
 
 # ----------------------------------------------------------------------------- format / config
+
+
+_CHECKSUM = struct.Struct(">I")
+CHECKSUM_SIZE = _CHECKSUM.size
+
+
+def seal(key: bytes, payload: bytes | bytearray) -> bytes:
+    """The stored value of ``payload`` under ``key``: the payload, then CRC-32(key + payload)."""
+    return bytes(payload) + _CHECKSUM.pack(zlib.crc32(payload, zlib.crc32(key)))
+
+
+def unseal(key: bytes, value: bytes) -> bytes | None:
+    """The payload of a stored value, or ``None`` when its checksum does not match."""
+    end = len(value) - CHECKSUM_SIZE
+    if end < 0:
+        return None
+    view = memoryview(value)
+    if zlib.crc32(view[:end], zlib.crc32(key)) != _CHECKSUM.unpack_from(view, end)[0]:
+        return None
+    return value[:end]
 
 
 def pack_format(version: int = FORMAT_VERSION) -> bytes:

@@ -1,7 +1,7 @@
 """Waking blocked readers in any process when a writer changes the keys they wait on.
 
 A blocked XREAD / XREADGROUP must wake when *another process* appends, without polling.  Each
-store directory has a small shared table, ``notify.shm``, mapped by every process::
+store directory has a small shared table, ``notify.shm``, used by every process::
 
     header (32 bytes): magic "rsnotify" | u32 version | u32 slots in use | u32 high water |
                        u32 pad | u64 next arrival number
@@ -19,6 +19,12 @@ Readers of the same consumer group are served oldest first, as in Redis: the wri
 the oldest of them, and each, after running, wakes the next (:meth:`Waiter.pass_baton`).  A
 reader that died while blocked is skipped and its slot reclaimed.  Waiting itself is a
 ``select`` on the socket -- no CPU is used while idle.
+
+The table is read and written with ``pread``/``pwrite``, never mapped: a full disk or a file
+cut short by someone else gives an ``OSError`` that can be handled, never a SIGBUS.  Its space
+is allocated when it is created.  A table with a wrong size or header (damaged) is rebuilt in
+place; one that cannot be used at all (a directory, another user's file) makes blocked reads
+fall back to :class:`PollingWaiter` -- the caller (``Env``) says so once in the log.
 """
 
 from __future__ import annotations
@@ -27,20 +33,21 @@ import contextlib
 import errno
 import fcntl
 import itertools
-import mmap
 import os
 import select
 import socket
+import stat
 import struct
 import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator
+from typing import Protocol
 
 from rstore.codec.crc64 import crc64
 from rstore.errors import StorageError
 
-__all__ = ["KIND_GROUP", "KIND_READ", "Notifier", "Waiter", "key_hash"]
+__all__ = ["KIND_GROUP", "KIND_READ", "Notifier", "PollingWaiter", "Waiter", "key_hash"]
 
 FILE_NAME = "notify.shm"
 _MAGIC = b"rsnotify"
@@ -79,20 +86,31 @@ def _alive(pid: int) -> bool:
 
 
 class Notifier:
-    """This process's handle on a store's waiter table."""
+    """This process's handle on a store's waiter table.
+
+    Raises ``OSError`` or :class:`StorageError` when the table cannot be used at all.  When the
+    file may be read but not written (another user's store), writers still wake readers but
+    this process cannot register its own (``can_register`` is false)."""
 
     def __init__(self, store_path: str) -> None:
         self._path = os.path.join(store_path, FILE_NAME)
         self._store_id = crc64(os.fsencode(os.path.realpath(store_path)))
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.can_register = True
+        flags = os.O_CLOEXEC | os.O_NOFOLLOW
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fd = os.open(self._path, os.O_RDWR | os.O_CREAT | flags, 0o644)
+        except PermissionError:
+            fd = os.open(self._path, os.O_RDONLY | flags)
+            self.can_register = False
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise StorageError(f"{self._path} is not a regular file")
+            fcntl.flock(fd, fcntl.LOCK_EX if self.can_register else fcntl.LOCK_SH)
             try:
-                if os.fstat(fd).st_size < _SIZE:
-                    os.ftruncate(fd, _SIZE)
-                self._map = mmap.mmap(fd, _SIZE)
-                if self._map[:8] != _MAGIC:
-                    _HEADER.pack_into(self._map, 0, _MAGIC, _VERSION, 0, 0, 0, 1)
+                if not self._valid(fd):
+                    if not self.can_register:
+                        raise StorageError(f"{self._path} is damaged and not ours to repair")
+                    self._rebuild(fd)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         except BaseException:
@@ -102,6 +120,24 @@ class Notifier:
         self._send_sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._send_sock.setblocking(False)
         self._lock = threading.Lock()
+        self._closed = False
+
+    @staticmethod
+    def _valid(fd: int) -> bool:
+        if os.fstat(fd).st_size != _SIZE:
+            return False
+        magic, version, in_use, high, _, _ = _HEADER.unpack(os.pread(fd, _HEADER.size, 0))
+        return bool(magic == _MAGIC and version == _VERSION and in_use <= SLOTS and high <= SLOTS)
+
+    @staticmethod
+    def _rebuild(fd: int) -> None:
+        """A fresh table in place (same file, so every process keeps sharing it), its space
+        allocated for real first: a full disk fails here, with an error, not later."""
+        os.ftruncate(fd, 0)
+        os.posix_fallocate(fd, 0, _SIZE)
+        table = bytearray(_SIZE)
+        _HEADER.pack_into(table, 0, _MAGIC, _VERSION, 0, 0, 0, 1)
+        os.pwrite(fd, table, 0)
 
     # ------------------------------------------------------------------ addresses
 
@@ -122,37 +158,53 @@ class Notifier:
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
 
-    def _slot_offset(self, i: int) -> int:
+    @staticmethod
+    def _slot_offset(i: int) -> int:
         return _HEADER.size + i * _SLOT.size
+
+    def _header(self) -> tuple[bytes, int, int, int, int, int]:
+        data = os.pread(self._fd, _HEADER.size, 0)
+        if len(data) != _HEADER.size:
+            raise StorageError(f"{self._path} was cut short")
+        magic, version, in_use, high, pad, arrival = _HEADER.unpack(data)
+        return magic, version, in_use, min(high, SLOTS), pad, arrival
+
+    def _slots(self, count: int) -> bytes:
+        data = os.pread(self._fd, count * _SLOT.size, _HEADER.size)
+        if len(data) != count * _SLOT.size:
+            raise StorageError(f"{self._path} was cut short")
+        return data
 
     def register(
         self, kind: int, keys: Iterable[int], group: int, token: int
     ) -> tuple[int, list[int]]:
         """Take one slot per key hash; returns ``(arrival number, slot indexes)``."""
-        m = self._map
         pid = os.getpid()
+        keys = list(keys)
         with self._locked():
-            magic, version, in_use, high, _, arrival = _HEADER.unpack_from(m, 0)
+            magic, version, in_use, high, _, arrival = self._header()
+            table = self._slots(high)
             taken: list[int] = []
-            keys = list(keys)
-            for i in range(SLOTS):
+            for i in range(high):
                 if len(taken) == len(keys):
                     break
-                state, _, spid, *_ = _SLOT.unpack_from(m, self._slot_offset(i))
+                state, _, spid, *_ = _SLOT.unpack_from(table, i * _SLOT.size)
                 if state == _FREE or not _alive(spid):
                     if state != _FREE:
                         in_use -= 1  # reclaim a slot left by a dead process
                     taken.append(i)
+            taken += range(high, min(SLOTS, high + len(keys) - len(taken)))
             if len(taken) < len(keys):
                 raise StorageError(
                     f"{self._path}: the waiter table is full ({SLOTS} blocked reads per key "
                     "per store at most); too many blocked readers"
                 )
             for i, kh in zip(taken, keys):
-                _SLOT.pack_into(m, self._slot_offset(i), _WAITING, kind, pid, kh, group,
-                                arrival, token, 0)  # fmt: skip
+                slot = _SLOT.pack(_WAITING, kind, pid, kh, group, arrival, token, 0)
+                os.pwrite(self._fd, slot, self._slot_offset(i))
             high = max(high, taken[-1] + 1) if taken else high
-            _HEADER.pack_into(m, 0, magic, version, in_use + len(taken), high, 0, arrival + 1)
+            header = _HEADER.pack(magic, version, in_use + len(taken), high, 0, arrival + 1)
+            os.pwrite(self._fd, header, 0)
         return arrival, taken
 
     def unregister(self, slots: list[int], pid: int, token: int) -> None:
@@ -161,27 +213,30 @@ class Notifier:
         Checked under the lock: another process may already have freed a dead reader's slot,
         and a new reader may have taken it since.
         """
-        m = self._map
+        if self._closed:
+            return
         with self._locked():
             freed = 0
             for i in slots:
                 off = self._slot_offset(i)
-                state, _, spid, _, _, _, stoken, _ = _SLOT.unpack_from(m, off)
+                state, _, spid, _, _, _, stoken, _ = _SLOT.unpack(
+                    os.pread(self._fd, _SLOT.size, off)
+                )
                 if state == _WAITING and spid == pid and stoken == token:
-                    _SLOT.pack_into(m, off, _FREE, 0, 0, 0, 0, 0, 0, 0)
+                    os.pwrite(self._fd, bytes(_SLOT.size), off)
                     freed += 1
-            in_use = _U32.unpack_from(m, _IN_USE)[0] - freed
-            _U32.pack_into(m, _IN_USE, max(in_use, 0))
+            in_use = _U32.unpack(os.pread(self._fd, 4, _IN_USE))[0] - freed
+            os.pwrite(self._fd, _U32.pack(max(in_use, 0)), _IN_USE)
             if in_use <= 0:
-                _U32.pack_into(m, _HIGH, 0)
+                os.pwrite(self._fd, _U32.pack(0), _HIGH)
 
     def _waiting(self) -> list[tuple[int, int, int, int, int, int, int]]:
         """``(arrival, slot, kind, pid, key hash, group hash, token)`` of every waiting slot."""
-        m = self._map
-        high = _U32.unpack_from(m, _HIGH)[0]
+        high = self._header()[3]
+        table = self._slots(high)
         out = []
-        for i in range(min(high, SLOTS)):
-            state, kind, pid, kh, gh, arrival, token, _ = _SLOT.unpack_from(m, self._slot_offset(i))
+        for i in range(high):
+            state, kind, pid, kh, gh, arrival, token, _ = _SLOT.unpack_from(table, i * _SLOT.size)
             if state == _WAITING:
                 out.append((arrival, i, kind, pid, kh, gh, token))
         out.sort()
@@ -191,7 +246,7 @@ class Notifier:
 
     def anyone_waiting(self) -> bool:
         """Whether any reader of this store is blocked (one word read from the table)."""
-        return bool(_U32.unpack_from(self._map, _IN_USE)[0])
+        return bool(_U32.unpack(os.pread(self._fd, 4, _IN_USE) or b"\0\0\0\0")[0])
 
     def notify(self, key_hashes: set[int] | None) -> None:
         """Wake readers waiting on any of ``key_hashes`` (``None``: on any key)."""
@@ -231,18 +286,41 @@ class Notifier:
                 self.unregister([slot], pid, token)  # the reader died while blocked
             return False
 
+    def wake_socket(self, address: str | bytes) -> None:
+        """Send a wake-up to a socket of this process (closing the store)."""
+        with contextlib.suppress(BlockingIOError):
+            self._send_sock.sendto(b"!", address)
+
     def close(self) -> None:
+        self._closed = True
         self._send_sock.close()
-        self._map.close()
         os.close(self._fd)
+
+
+class _Guard(Protocol):
+    """What a waiter enters before touching the table (the Env's gate): ``enter`` raises once
+    the store is closed."""
+
+    def enter(self) -> None: ...
+
+    def leave(self) -> None: ...
 
 
 class Waiter:
     """One blocked call: a socket to be woken on, and its slots in the table."""
 
-    def __init__(self, notifier: Notifier, kind: int, keys: list[bytes], group: int = 0):
+    def __init__(
+        self,
+        notifier: Notifier,
+        kind: int,
+        keys: list[bytes],
+        group: int = 0,
+        guard: _Guard | None = None,
+    ) -> None:
         self._notifier = notifier
+        self._guard = guard
         self._token = next(_tokens)
+        self._registered = False
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         try:
             self._sock.bind(notifier.address(os.getpid(), self._token))
@@ -251,6 +329,7 @@ class Waiter:
             self._group = group
             self._hashes = {key_hash(k) for k in keys}
             self.arrival, self._slots = notifier.register(kind, self._hashes, group, self._token)
+            self._registered = True
         except BaseException:
             self._sock.close()
             raise
@@ -266,18 +345,85 @@ class Waiter:
         return True
 
     def pass_baton(self) -> None:
-        """After running, let the next reader of the same group run (FIFO serving)."""
-        if self._kind == KIND_GROUP:
+        """After running, let the next reader of the same group run (FIFO serving).  Best
+        effort: a failure only means the next reader runs at its next re-check."""
+        if self._kind != KIND_GROUP or not self._registered or not self._enter():
+            return
+        try:
             self._notifier.wake_next(self._hashes, self._group, self.arrival)
+        except (OSError, StorageError):
+            pass
+        finally:
+            self._leave()
+
+    def interrupt(self) -> None:
+        """The store is closing (called by its owner, with no one else in the table): give the
+        slots back and wake the blocked call, which then finds the store closed."""
+        if self._registered:
+            self._registered = False
+            with contextlib.suppress(OSError, StorageError):
+                self._notifier.unregister(self._slots, os.getpid(), self._token)
+        with contextlib.suppress(OSError):
+            self._notifier.wake_socket(self._sock.getsockname())
+
+    def _enter(self) -> bool:
+        if self._guard is None:
+            return True
+        try:
+            self._guard.enter()
+        except StorageError:  # closed: interrupt() already gave the slots back
+            return False
+        return True
+
+    def _leave(self) -> None:
+        if self._guard is not None:
+            self._guard.leave()
 
     def close(self) -> None:
-        self._notifier.unregister(self._slots, os.getpid(), self._token)
+        if self._registered and self._enter():
+            try:
+                self._registered = False
+                with contextlib.suppress(OSError, StorageError):
+                    self._notifier.unregister(self._slots, os.getpid(), self._token)
+            finally:
+                self._leave()
         self._sock.close()
         if not _ABSTRACT_SOCKETS:
             with contextlib.suppress(OSError):
                 os.unlink(self._notifier.address(os.getpid(), self._token))
 
     def __enter__(self) -> Waiter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class PollingWaiter:
+    """Waiting without the table: sleep a short while and let the caller look again.  Used when
+    the waiter table cannot be used (the caller logs why, once); wake-ups then take up to
+    :attr:`INTERVAL_S` instead of a fraction of a millisecond."""
+
+    INTERVAL_S = 0.05
+
+    def __init__(self) -> None:
+        self._woken = threading.Event()
+
+    def wait(self, timeout_s: float) -> bool:
+        """Sleep ``min(timeout_s, INTERVAL_S)``; ``True`` when interrupted, so the caller looks
+        at once (it re-checks after every wait anyway)."""
+        return self._woken.wait(max(min(timeout_s, self.INTERVAL_S), 0.0))
+
+    def pass_baton(self) -> None:
+        pass
+
+    def interrupt(self) -> None:
+        self._woken.set()
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> PollingWaiter:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -1,30 +1,41 @@
-"""Typed access to one LMDB transaction: keyspace, stream metadata and nodes.
+"""Typed access to one LMDB transaction: records, keyspace, stream metadata and nodes.
 
-Write transactions cache what they change and write it back once, at :meth:`Txn.flush` (called
-by :meth:`rstore.storage.env.Env.write` just before commit).  That makes a pipeline of 1000
-XADDs touch the tail node 1000 times in memory but write it to LMDB once:
+Everything rstore stores goes through this class; the LMDB transaction itself stays private.
 
-* stream metadata (:class:`~rstore.storage.layout.StreamMeta`) is read once per transaction and
-  written back if marked dirty;
-* nodes obtained with :meth:`Txn.node_for_update` are ``bytearray`` copies kept until flush;
-  every iteration over nodes first writes the dirty ones back, so LMDB is the single truth that
-  cursors see.
-
-Keyspace changes are written through at once (they are rare and SCAN iterates them).
+* **Records.**  :meth:`Txn.get`, :meth:`Txn.put`, :meth:`Txn.items` ... take a sub-database
+  name (``layout.DB_*``) and handle the checksum of format 2 (:func:`layout.seal`): every value
+  read is verified against its key, and a mismatch raises
+  :class:`~rstore.errors.CorruptStoreError` naming the sub-database and the stream.  A format 1
+  store (no checksums, read-only) is decoded defensively instead: malformed bytes raise the same
+  error, never a bare ``struct.error``.
+* **Write caching.**  Write transactions cache what they change and write it back once, at
+  :meth:`Txn.flush` (called by :meth:`rstore.storage.env.Env.write` just before commit): stream
+  metadata is read once per transaction and written back if marked dirty; nodes obtained with
+  :meth:`Txn.node_for_update` are ``bytearray`` copies kept until flush, and every iteration over
+  nodes first writes the dirty ones back, so LMDB is the single truth that cursors see.  That
+  makes a pipeline of 1000 XADDs touch the tail node 1000 times in memory but write it once.
+* Keyspace changes are written through at once (they are rare and SCAN iterates them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+import functools
+import struct
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
-from rstore.storage import layout
+from rstore.codec.node_validate import validate_node
+from rstore.errors import CorruptDataError, CorruptStoreError
+from rstore.storage import layout, pagecheck
 from rstore.storage.layout import ID, KeyRecord, StoreConfig, StreamMeta
 
+__all__ = ["Carry", "Txn"]
+
+T = TypeVar("T")
+
 _MAX_DIRTY_NODES = 64
-
-
 _CARRY_LIMIT = 4096  # records carried from one write transaction to the next, at most
+_DECODE_ERRORS = (struct.error, ValueError, IndexError, KeyError, CorruptDataError)
 
 
 class Carry:
@@ -34,7 +45,7 @@ class Carry:
     any process) committed in between, so every record is still exactly what LMDB holds.
     """
 
-    __slots__ = ("config", "keys", "meta", "nodes", "txnid")
+    __slots__ = ("config", "keys", "meta", "names", "nodes", "txnid")
 
     def __init__(
         self,
@@ -43,12 +54,14 @@ class Carry:
         meta: dict[int, StreamMeta],
         config: StoreConfig | None,
         nodes: dict[bytes, bytes],
+        names: dict[int, bytes],
     ) -> None:
         self.txnid = txnid
         self.keys = keys
         self.meta = meta
         self.config = config
         self.nodes = nodes
+        self.names = names
 
 
 class Txn:
@@ -57,35 +70,29 @@ class Txn:
     __slots__ = (
         "_clean_nodes",
         "_config",
+        "_dbs",
         "_dirty_meta",
         "_dirty_nodes",
         "_keys",
         "_meta",
+        "_names",
+        "_path",
         "_raw",
-        "db_consumer_pel",
-        "db_consumers",
-        "db_groups",
-        "db_keys",
-        "db_meta",
-        "db_nodes",
-        "db_pel",
-        "db_streams",
+        "sealed",
         "write",
     )
 
-    def __init__(self, raw: Any, dbs: dict[bytes, Any], *, write: bool) -> None:
+    def __init__(
+        self, raw: Any, dbs: dict[bytes, Any], *, write: bool, sealed: bool = True, path: str = ""
+    ) -> None:
         self._raw = raw
+        self._dbs = dbs
         self.write = write
-        self.db_meta = dbs[layout.DB_META]
-        self.db_keys = dbs[layout.DB_KEYS]
-        self.db_streams = dbs[layout.DB_STREAMS]
-        self.db_nodes = dbs[layout.DB_NODES]
-        self.db_groups = dbs[layout.DB_GROUPS]
-        self.db_consumers = dbs[layout.DB_CONSUMERS]
-        self.db_pel = dbs[layout.DB_PEL]
-        self.db_consumer_pel = dbs[layout.DB_CONSUMER_PEL]
+        self.sealed = sealed  # format 2: values carry checksums
+        self._path = path  # the data file, for error messages
         self._config: StoreConfig | None = None
         self._keys: dict[bytes, KeyRecord | None] = {}
+        self._names: dict[int, bytes] = {}  # stream handle -> key name, as far as seen
         self._meta: dict[int, StreamMeta] = {}
         self._dirty_meta: set[int] = set()
         self._dirty_nodes: dict[bytes, bytearray] = {}
@@ -97,34 +104,162 @@ class Txn:
         self._meta = carry.meta
         self._config = carry.config
         self._clean_nodes = carry.nodes
+        self._names = carry.names
 
     def carry(self, txnid: int) -> Carry | None:
         """After a successful commit of transaction ``txnid``: its records, for the next."""
         if len(self._keys) + len(self._meta) + len(self._clean_nodes) > _CARRY_LIMIT:
             return None
-        return Carry(txnid, self._keys, self._meta, self._config, self._clean_nodes)
+        return Carry(txnid, self._keys, self._meta, self._config, self._clean_nodes, self._names)
 
     @property
-    def raw(self) -> Any:
-        """The underlying ``lmdb.Transaction`` (for storage-layer helpers only)."""
-        return self._raw
+    def id(self) -> int:
+        """LMDB's transaction id (the snapshot a read transaction sees)."""
+        return int(self._raw.id())
+
+    # ------------------------------------------------------------------ damaged data
+
+    def corrupt(self, db: bytes, key: bytes, what: str) -> CorruptStoreError:
+        """The error for a damaged record of ``db`` at ``key``, naming its stream if known."""
+        stream = None
+        if db == layout.DB_KEYS and len(key) > 8:
+            stream = key[8:]
+        elif db in (layout.DB_STREAMS, layout.DB_NODES, layout.DB_GROUPS) and len(key) >= 8:
+            stream = self._names.get(layout.unpack_u64(key[:8]))
+        if stream is None:
+            what = f"{what} (record key {key.hex()})"
+        return CorruptStoreError(
+            what, path=self._path, db=db.decode(), key=stream,
+            hint="nothing was read from it; `rstore check` lists every damaged place",
+        )  # fmt: skip
+
+    def decode(self, db: bytes, key: bytes, fn: Callable[[bytes], T], payload: bytes) -> T:
+        """``fn(payload)``; malformed bytes raise :class:`CorruptStoreError`, never a bare
+        ``struct.error`` (only possible in format 1, which has no checksums)."""
+        try:
+            return fn(payload)
+        except _DECODE_ERRORS as exc:
+            raise self.corrupt(db, key, f"malformed record ({exc})") from exc
+
+    def _open(self, db: bytes, key: bytes, value: bytes) -> bytes:
+        if not self.sealed:
+            return value
+        payload = layout.unseal(key, value)
+        if payload is None:
+            raise self.corrupt(db, key, "checksum mismatch: the record is damaged")
+        return payload
+
+    # ------------------------------------------------------------------ records
+
+    def get(self, db: bytes, key: bytes) -> bytes | None:
+        """The record of ``db`` at ``key`` (checksum verified), or ``None``."""
+        value = self._raw.get(key, db=self._dbs[db])
+        return None if value is None else self._open(db, key, value)
+
+    def put(self, db: bytes, key: bytes, payload: bytes | bytearray) -> None:
+        """Store ``payload`` at ``key`` (sealed with its checksum)."""
+        self._raw.put(key, layout.seal(key, payload) if self.sealed else payload, db=self._dbs[db])
+
+    def delete(self, db: bytes, key: bytes) -> bool:
+        """Remove the record at ``key``; whether it existed."""
+        return bool(self._raw.delete(key, db=self._dbs[db]))
+
+    def pop(self, db: bytes, key: bytes) -> bytes | None:
+        """Remove and return the record at ``key`` (checksum verified), or ``None``."""
+        value = self._raw.pop(key, db=self._dbs[db])
+        return None if value is None else self._open(db, key, value)
+
+    def count(self, db: bytes) -> int:
+        """How many records ``db`` holds."""
+        return int(self._raw.stat(self._dbs[db])["entries"])
+
+    def items(
+        self, db: bytes, prefix: bytes, start: bytes | None = None, end: bytes | None = None
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """``(key, payload)`` of ``db`` whose key starts with ``prefix``, in key order, from
+        ``start`` (default: the prefix itself) up to ``end`` inclusive (default: no bound).
+
+        Do not change ``db`` while iterating: collect first, then write.
+        """
+        cur = self._raw.cursor(db=self._dbs[db])
+        if not cur.set_range(start if start is not None else prefix):
+            return
+        n = len(prefix)
+        for key, value in cur.iternext():
+            if key[:n] != prefix or (end is not None and key > end):
+                return
+            yield key, self._open(db, key, value)
+
+    def last_item(self, db: bytes, prefix: bytes) -> tuple[bytes, bytes] | None:
+        """The record with the greatest key starting with ``prefix`` (a fixed-size prefix whose
+        successor is ``prefix`` + 1), or ``None``."""
+        cur = self._raw.cursor(db=self._dbs[db])
+        after = (int.from_bytes(prefix, "big") + 1).to_bytes(len(prefix), "big")
+        ok = cur.prev() if cur.set_range(after) else cur.last()
+        if not ok or cur.key()[: len(prefix)] != prefix:
+            return None
+        key = bytes(cur.key())
+        return key, self._open(db, key, cur.value())
+
+    def scan_records(self, db: bytes) -> Iterator[tuple[bytes, bytes | None]]:
+        """Every record of ``db`` as ``(key, payload)``, the payload ``None`` when its checksum
+        does not match (for checks, which report damage instead of stopping at it)."""
+        cur = self._raw.cursor(db=self._dbs[db])
+        if not cur.first():
+            return
+        for key, value in cur.iternext():
+            key = bytes(key)
+            yield key, (layout.unseal(key, value) if self.sealed else bytes(value))
+
+    def walk_structure(self) -> pagecheck.Report:
+        """LMDB's trees of this transaction's snapshot, walked from the file (the snapshot is
+        pinned while this transaction is open)."""
+        return pagecheck.verify(self._path, self.id)
+
+    def delete_prefix(self, db: bytes, prefix: bytes) -> None:
+        """Delete every record of ``db`` whose key starts with ``prefix``."""
+        cur = self._raw.cursor(db=self._dbs[db])
+        if not cur.set_range(prefix):
+            return
+        while cur.key()[: len(prefix)] == prefix:
+            if not cur.delete():
+                break
+
+    def drop_all_data(self) -> None:
+        """Empty every data sub-database (FLUSHALL); format, config and handles stay."""
+        self._dirty_nodes.clear()
+        self._clean_nodes.clear()
+        self._dirty_meta.clear()
+        self._meta.clear()
+        self._keys.clear()
+        self._names.clear()
+        for db in layout.DATA_DBS:
+            self._raw.drop(self._dbs[db], delete=False)
 
     # ------------------------------------------------------------------ config / handles
 
     def config(self) -> StoreConfig:
         if self._config is None:
-            raw = self._raw.get(layout.META_CONFIG, db=self.db_meta)
-            self._config = StoreConfig.unpack(raw) if raw is not None else StoreConfig()
+            raw = self.get(layout.DB_META, layout.META_CONFIG)
+            self._config = (
+                StoreConfig()
+                if raw is None
+                else self.decode(layout.DB_META, layout.META_CONFIG, StoreConfig.unpack, raw)
+            )
         return self._config
 
     def set_config(self, config: StoreConfig) -> None:
-        self._raw.put(layout.META_CONFIG, config.pack(), db=self.db_meta)
+        self.put(layout.DB_META, layout.META_CONFIG, config.pack())
         self._config = config
 
     def new_handle(self) -> int:
-        raw = self._raw.get(layout.META_NEXT_HANDLE, db=self.db_meta)
-        handle = layout.unpack_u64(raw) if raw is not None else 1
-        self._raw.put(layout.META_NEXT_HANDLE, layout.pack_u64(handle + 1), db=self.db_meta)
+        raw = self.get(layout.DB_META, layout.META_NEXT_HANDLE)
+        handle = (
+            1
+            if raw is None
+            else self.decode(layout.DB_META, layout.META_NEXT_HANDLE, layout.unpack_u64, raw)
+        )
+        self.put(layout.DB_META, layout.META_NEXT_HANDLE, layout.pack_u64(handle + 1))
         return handle
 
     # ------------------------------------------------------------------ keyspace
@@ -135,43 +270,50 @@ class Txn:
             return self._keys[name]
         except KeyError:
             pass
-        value = self._raw.get(layout.key_db_key(name), db=self.db_keys)
+        key = layout.key_db_key(name)
+        value = self.get(layout.DB_KEYS, key)
         rec = None
-        if value is not None and layout.long_name_matches(value, name):
-            rec = layout.unpack_key_record(value)
+        if value is not None and self.decode(
+            layout.DB_KEYS, key, lambda v: layout.long_name_matches(v, name), value
+        ):
+            rec = self.decode(layout.DB_KEYS, key, layout.unpack_key_record, value)
+            self._names[rec.handle] = name
         self._keys[name] = rec
         return rec
 
     def key_put(self, name: bytes, rec: KeyRecord) -> None:
-        self._raw.put(layout.key_db_key(name), layout.pack_key_record(name, rec), db=self.db_keys)
+        self.put(layout.DB_KEYS, layout.key_db_key(name), layout.pack_key_record(name, rec))
         self._keys[name] = rec
+        self._names[rec.handle] = name
 
     def key_delete(self, name: bytes) -> None:
-        self._raw.delete(layout.key_db_key(name), db=self.db_keys)
+        self.delete(layout.DB_KEYS, layout.key_db_key(name))
         self._keys[name] = None
 
     def key_count(self) -> int:
-        return int(self._raw.stat(self.db_keys)["entries"])
+        return self.count(layout.DB_KEYS)
 
     def iter_keys(self, start_hash: int = 0) -> Iterator[tuple[int, bytes, KeyRecord]]:
         """``(hash, name, record)`` in hash order, from the first key whose hash >= start_hash."""
-        cur = self._raw.cursor(db=self.db_keys)
-        if not cur.set_range(layout.pack_u64(start_hash)):
-            return
-        for k, v in cur.iternext():
-            yield (
-                layout.unpack_u64(k[:8]),
-                layout.name_from_key_entry(k, v),
-                layout.unpack_key_record(v),
-            )
+        db = layout.DB_KEYS
+        for key, value in self.items(db, b"", layout.pack_u64(start_hash)):
+            name = self.decode(db, key, functools.partial(layout.name_from_key_entry, key), value)
+            rec = self.decode(db, key, layout.unpack_key_record, value)
+            self._names[rec.handle] = name
+            yield layout.unpack_u64(key[:8]), name, rec
 
     # ------------------------------------------------------------------ stream metadata
 
     def stream_get(self, handle: int) -> StreamMeta:
         meta = self._meta.get(handle)
         if meta is None:
-            raw = self._raw.get(layout.pack_u64(handle), db=self.db_streams)
-            meta = StreamMeta.unpack(raw) if raw is not None else StreamMeta()
+            key = layout.pack_u64(handle)
+            raw = self.get(layout.DB_STREAMS, key)
+            meta = (
+                StreamMeta()
+                if raw is None
+                else self.decode(layout.DB_STREAMS, key, StreamMeta.unpack, raw)
+            )
             self._meta[handle] = meta
         return meta
 
@@ -188,44 +330,20 @@ class Txn:
         for cache in (self._dirty_nodes, self._clean_nodes):
             for key in [k for k in cache if k.startswith(prefix)]:
                 del cache[key]
-        self._raw.delete(prefix, db=self.db_streams)
-        self.delete_prefix(self.db_nodes, prefix)
-
-    # ------------------------------------------------------------------ generic helpers
-
-    def delete_prefix(self, db: Any, prefix: bytes) -> None:
-        """Delete every key of ``db`` that starts with ``prefix``."""
-        cur = self._raw.cursor(db=db)
-        if not cur.set_range(prefix):
-            return
-        while cur.key()[: len(prefix)] == prefix:
-            if not cur.delete():
-                break
-
-    def iter_prefix(
-        self, db: Any, prefix: bytes, start: bytes | None = None, *, values: bool = True
-    ) -> Iterator[tuple[bytes, bytes]]:
-        """``(key, value)`` pairs of ``db`` whose key starts with ``prefix``, in key order,
-        beginning at ``start`` (default: the prefix itself).  Values are ``b""`` when not asked.
-
-        Do not change ``db`` while iterating: collect first, then write.
-        """
-        cur = self._raw.cursor(db=db)
-        if not cur.set_range(start if start is not None else prefix):
-            return
-        n = len(prefix)
-        if values:
-            for key, value in cur.iternext():
-                if key[:n] != prefix:
-                    return
-                yield key, value
-        else:
-            for key in cur.iternext(values=False):
-                if key[:n] != prefix:
-                    return
-                yield key, b""
+        self.delete(layout.DB_STREAMS, prefix)
+        self.delete_prefix(layout.DB_NODES, prefix)
 
     # ------------------------------------------------------------------ nodes
+
+    def _node_payload(self, key: bytes, value: bytes) -> bytes:
+        """A stored node's listpack, verified (format 2) or deep-checked (format 1)."""
+        node = self._open(layout.DB_NODES, key, value)
+        if not self.sealed:
+            try:
+                validate_node(node, layout.node_key_id(key), deep=True)
+            except CorruptDataError as exc:
+                raise self.corrupt(layout.DB_NODES, key, f"malformed node ({exc})") from exc
+        return bytes(node)
 
     def node_get(self, handle: int, master_id: ID) -> bytes | bytearray | None:
         """A node's listpack (read only), or ``None``."""
@@ -235,10 +353,10 @@ class Txn:
             return node
         clean = self._clean_nodes.get(key)
         if clean is None:
-            value = self._raw.get(key, db=self.db_nodes)
+            value = self._raw.get(key, db=self._dbs[layout.DB_NODES])
             if value is None:
                 return None
-            clean = self._clean_nodes[key] = bytes(value)
+            clean = self._clean_nodes[key] = self._node_payload(key, value)
         return clean
 
     def node_for_update(self, handle: int, master_id: ID) -> bytearray | None:
@@ -248,9 +366,10 @@ class Txn:
         if node is None:
             value = self._clean_nodes.pop(key, None)
             if value is None:
-                value = self._raw.get(key, db=self.db_nodes)
-                if value is None:
+                raw = self._raw.get(key, db=self._dbs[layout.DB_NODES])
+                if raw is None:
                     return None
+                value = self._node_payload(key, raw)
             node = bytearray(value)
             self._track(key, node)
         return node
@@ -269,7 +388,7 @@ class Txn:
         key = layout.node_key(handle, master_id)
         self._dirty_nodes.pop(key, None)
         self._clean_nodes.pop(key, None)
-        self._raw.delete(key, db=self.db_nodes)
+        self.delete(layout.DB_NODES, key)
 
     def iter_nodes(
         self, handle: int, from_id: ID = (0, 0), *, reverse: bool = False
@@ -282,7 +401,7 @@ class Txn:
         """
         self._flush_nodes()
         prefix = layout.pack_u64(handle)
-        cur = self._raw.cursor(db=self.db_nodes)
+        cur = self._raw.cursor(db=self._dbs[layout.DB_NODES])
         start = layout.node_key(handle, from_id)
         positioned = cur.set_range(start)
         if not positioned or cur.key()[:8] != prefix or cur.key() != start:
@@ -300,7 +419,7 @@ class Txn:
             key = cur.key()
             if key[:8] != prefix:
                 return
-            yield layout.node_key_id(key), bytes(cur.value())
+            yield layout.node_key_id(key), self._node_payload(key, cur.value())
             if not step():
                 return
 
@@ -308,7 +427,7 @@ class Txn:
         """Every master ID of the stream, ascending (keys only)."""
         self._flush_nodes()
         prefix = layout.pack_u64(handle)
-        cur = self._raw.cursor(db=self.db_nodes)
+        cur = self._raw.cursor(db=self._dbs[layout.DB_NODES])
         out: list[ID] = []
         if not cur.set_range(prefix):
             return out
@@ -322,7 +441,7 @@ class Txn:
         """The master ID of the last node strictly before ``master_id``, or ``None``."""
         self._flush_nodes()
         prefix = layout.pack_u64(handle)
-        cur = self._raw.cursor(db=self.db_nodes)
+        cur = self._raw.cursor(db=self._dbs[layout.DB_NODES])
         if cur.set_range(layout.node_key(handle, master_id)):
             ok = cur.prev()
         else:
@@ -335,11 +454,11 @@ class Txn:
 
     def _flush_nodes(self) -> None:
         if self._dirty_nodes:
-            put = self._raw.put
-            db = self.db_nodes
+            put = self.put
+            db = layout.DB_NODES
             clean = self._clean_nodes
             for key, node in self._dirty_nodes.items():
-                put(key, node, db=db)
+                put(db, key, node)
                 clean[key] = bytes(node)
             self._dirty_nodes.clear()
 
@@ -347,25 +466,6 @@ class Txn:
         """Write every cached change back to LMDB (before commit)."""
         self._flush_nodes()
         if self._dirty_meta:
-            put = self._raw.put
             for handle in self._dirty_meta:
-                put(layout.pack_u64(handle), self._meta[handle].pack(), db=self.db_streams)
+                self.put(layout.DB_STREAMS, layout.pack_u64(handle), self._meta[handle].pack())
             self._dirty_meta.clear()
-
-    def drop_all_data(self) -> None:
-        """Empty every data sub-database (FLUSHALL); format, config and handles stay."""
-        self._dirty_nodes.clear()
-        self._clean_nodes.clear()
-        self._dirty_meta.clear()
-        self._meta.clear()
-        self._keys.clear()
-        for db in (
-            self.db_keys,
-            self.db_streams,
-            self.db_nodes,
-            self.db_groups,
-            self.db_consumers,
-            self.db_pel,
-            self.db_consumer_pel,
-        ):
-            self._raw.drop(db, delete=False)

@@ -1,6 +1,9 @@
-"""A full consistency check of a store: every stored counter against what it counts.
+"""A full consistency check of a store: its files, then every stored counter against what it
+counts.
 
-Stream metadata (length, node count, tail, first ID, last ID bound), every node's structure,
+First LMDB's structure, walked from the file, and every record's checksum
+(:mod:`rstore.storage.diagnose`): where the structure is damaged nothing more is read.  Then
+stream metadata (length, node count, tail, first ID, last ID bound), every node's structure,
 group and consumer counters, and the two PEL indexes (group PEL and per-consumer lists) must
 agree.  Returns a list of problems; empty means consistent.
 """
@@ -9,9 +12,10 @@ from __future__ import annotations
 
 from rstore.codec import stream_node as sn
 from rstore.codec.node_validate import validate_node
-from rstore.errors import CorruptDataError
+from rstore.errors import CorruptDataError, CorruptStoreError
 from rstore.ids import format_id
 from rstore.storage import groups as store
+from rstore.storage.diagnose import Names, record_problems, structure_problems
 from rstore.storage.layout import TYPE_STREAM
 from rstore.storage.txn import Txn
 from rstore.streams.keyspace import StreamRef
@@ -21,15 +25,29 @@ __all__ = ["check_store", "check_stream"]
 
 def check_store(txn: Txn) -> list[str]:
     """Problems found in the whole store (empty when consistent)."""
-    problems: list[str] = []
+    report = txn.walk_structure()
+    if report.problems:  # LMDB must not walk a damaged tree: report where, read nothing more
+        return structure_problems(report, None)
+    names = Names.read(txn)
+    problems = record_problems(txn, names)
     keys = 0
-    for _, name, rec in txn.iter_keys():
-        keys += 1
-        if rec.type != TYPE_STREAM:
-            problems.append(f"{name!r}: unknown type {rec.type}")
-            continue
-        stream = StreamRef(rec.handle, txn.stream_get(rec.handle))
-        problems += [f"{name!r}: {p}" for p in check_stream(txn, stream)]
+    try:
+        for _, name, rec in txn.iter_keys():
+            keys += 1
+            shown = repr(name.decode("utf-8", "backslashreplace"))
+            if rec.type != TYPE_STREAM:
+                problems.append(f"{shown}: unknown type {rec.type}")
+                continue
+            try:
+                stream = StreamRef(rec.handle, txn.stream_get(rec.handle))
+                problems += [f"{shown}: {p}" for p in check_stream(txn, stream)]
+            except CorruptStoreError as exc:
+                if not problems:  # already listed by the checksum sweep otherwise
+                    problems.append(f"{shown}: {exc}")
+    except CorruptStoreError as exc:
+        if not problems:
+            problems.append(str(exc))
+        return problems
     if keys != txn.key_count():
         problems.append(f"keyspace iterates {keys} keys but counts {txn.key_count()}")
     return problems

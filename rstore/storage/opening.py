@@ -1,0 +1,186 @@
+"""Opening a store directory: what is refused, how read-only stores are opened, and the check of
+LMDB's structures that runs before LMDB walks them.
+
+In order:
+
+1. the directory: a file where a directory should be, a directory holding other things, a
+   ``data.mdb`` or ``lock.mdb`` that is not a regular file (a symlink to ``/dev/null`` once let
+   writes "succeed" into nothing), a directory the user may not enter -- each refused with a
+   clear error;
+2. LMDB's environment, read-only when asked; a read-only store whose lock file cannot be used
+   (another user's store, read-only media) is opened without locking (see ``docs/durability.md``);
+3. the structure (:mod:`rstore.storage.pagecheck`): every tree of the current snapshot walked
+   from the file, with the snapshot pinned by a read transaction so no writer reuses its pages
+   meanwhile; a damaged or truncated file is refused with :class:`CorruptStoreError`;
+4. the sub-databases and the format record: format 2 has checksums; format 1 is read only.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from typing import Any
+
+import lmdb
+
+from rstore.errors import (
+    CorruptStoreError,
+    NotAStoreError,
+    StorageError,
+    StoreNotFoundError,
+    UnsupportedFormatError,
+)
+from rstore.storage import layout, pagecheck
+from rstore.storage.failures import translate, translate_os
+from rstore.storage.layout import StoreConfig
+
+__all__ = ["DATA_FILE", "check_directory", "open_dbs", "open_lmdb", "verify_structure"]
+
+DATA_FILE = "data.mdb"
+LOCK_FILE = "lock.mdb"
+MAX_READERS = 1024
+_LMDB_FILES = (DATA_FILE, LOCK_FILE)
+_CHECK_HINT = "the store was not opened; `rstore check` lists every damaged place"
+
+
+def check_directory(path: str, *, create: bool, readonly: bool) -> None:
+    """Refuse what is not (and cannot become) a store directory."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise NotAStoreError(f"{path} is a file, not a store directory")
+    if not os.path.exists(path):
+        if not create or readonly:
+            raise StoreNotFoundError(f"no store at {path}")
+        try:
+            os.makedirs(path, exist_ok=True)
+        except OSError as exc:
+            raise translate_os(exc, path, "create the store directory") from exc
+        return
+    try:
+        entries = set(os.listdir(path))
+    except OSError as exc:
+        raise translate_os(exc, path, "open the store") from exc
+    for name in _LMDB_FILES:
+        if name in entries:
+            full = os.path.join(path, name)
+            try:
+                mode = os.stat(full).st_mode
+            except OSError as exc:
+                raise translate_os(exc, full, "read") from exc
+            if not stat.S_ISREG(mode):
+                raise NotAStoreError(
+                    f"{full} is not a regular file; a store's files must be regular files "
+                    "(a device, a pipe or a directory there would swallow or refuse writes)"
+                )
+    if DATA_FILE not in entries:
+        if entries - set(_LMDB_FILES):
+            raise NotAStoreError(
+                f"{path} is not an rstore store: it holds other files and no {DATA_FILE}"
+            )
+        if not create or readonly:
+            raise StoreNotFoundError(f"no store at {path}")
+
+
+def open_lmdb(
+    path: str, *, sync: bool, map_size: int, create: bool, readonly: bool, max_dbs: int
+) -> tuple[Any, bool]:
+    """Open LMDB's environment; ``(environment, locked)``.  ``locked`` is false for a
+    read-only store whose lock file this user cannot open: readers then do not register, so a
+    writer in another process may reuse pages under them (reads retry, see Env.read)."""
+    options: dict[str, Any] = {
+        "map_size": map_size, "max_dbs": max_dbs, "max_readers": MAX_READERS,
+        # meminit: LMDB clears the unused part of each page it writes; without it whatever the
+        # process's memory held there (secrets included) would reach the file.
+        "sync": sync, "meminit": True,
+    }  # fmt: skip
+    if not readonly:
+        try:
+            return lmdb.open(path, create=create, **options), True
+        except lmdb.Error as exc:
+            raise translate(exc, path) from exc
+    try:
+        return lmdb.open(path, readonly=True, create=False, **options), True
+    except lmdb.Error as exc:
+        first = exc
+    try:  # the lock file is not ours to use: another user's store, or read-only media
+        return lmdb.open(path, readonly=True, create=False, lock=False, **options), False
+    except lmdb.Error as exc:
+        raise translate(first, path) from exc
+
+
+def verify_structure(env: Any, path: str, *, pinned: bool) -> pagecheck.Report:
+    """Walk LMDB's trees of the current snapshot; raise :class:`CorruptStoreError` naming the
+    first damaged place.  The snapshot is held by a read transaction while it is walked."""
+    data = os.path.join(path, DATA_FILE)
+    attempts = 8
+    for attempt in range(attempts):
+        try:
+            with env.begin() as txn:
+                report = pagecheck.verify(data, int(txn.id()))
+        except pagecheck.StaleSnapshot:
+            continue  # two commits overwrote our meta page meanwhile
+        except lmdb.MapResizedError:
+            raise  # the caller adopts the new size and comes back
+        except lmdb.Error as exc:
+            raise translate(exc, path) from exc
+        except OSError as exc:
+            raise translate_os(exc, data, "read") from exc
+        if report.problems and not pinned and attempt < attempts - 1:
+            time.sleep(0.01)  # unlocked reader: a writer may have been reusing pages; look again
+            continue
+        break
+    else:
+        raise StorageError(f"{path}: the store changed too fast to be checked; try again")
+    if report.problems:
+        first = report.problems[0]
+        more = len(report.problems) - 1
+        what = first.what + (f" (and {more} more problems)" if more else "")
+        raise CorruptStoreError(what, path=data, db=first.tree, page=first.page, hint=_CHECK_HINT)
+    return report
+
+
+def open_dbs(env: Any, path: str, *, create: bool) -> tuple[dict[bytes, Any], int]:
+    """The sub-database handles and the store's format version; creates them in a new store."""
+    try:
+        with env.begin() as txn:
+            names = [bytes(k) for k in txn.cursor().iternext(values=False)]
+        if names and layout.DB_META not in names:
+            raise NotAStoreError(f"{path} is an LMDB environment but not an rstore store")
+        if not names:
+            if not create:
+                raise StoreNotFoundError(f"no store at {path}")
+            return _create(env), layout.FORMAT_VERSION
+        # Handles opened outside a write transaction stay valid for the environment's life.
+        missing = [n.decode() for n in layout.ALL_DBS if n not in names]
+        if missing:
+            raise NotAStoreError(f"{path} lacks the sub-databases {', '.join(missing)}")
+        dbs = {name: env.open_db(name, create=False) for name in layout.ALL_DBS}
+        with env.begin() as txn:
+            raw = txn.get(layout.META_FORMAT, db=dbs[layout.DB_META])
+    except lmdb.Error as exc:
+        raise translate(exc, path) from exc
+    version = layout.unpack_format(raw) if raw is not None else None
+    if version is None:
+        raise NotAStoreError(f"{path} has no rstore format record")
+    if version > layout.FORMAT_VERSION:
+        raise UnsupportedFormatError(
+            f"{path} was written in store format {version}; this rstore reads format "
+            f"{layout.FORMAT_VERSION} and older",
+            hint="upgrade rstore",
+        )
+    return dbs, version
+
+
+def _create(env: Any) -> dict[bytes, Any]:
+    with env.begin(write=True) as txn:
+        dbs = {name: env.open_db(name, txn=txn, create=True) for name in layout.ALL_DBS}
+        meta = dbs[layout.DB_META]
+        # Another process may have created the store while we waited for the write lock.
+        if txn.get(layout.META_FORMAT, db=meta) is None:
+            txn.put(layout.META_FORMAT, layout.pack_format(), db=meta)
+            for key, payload in (
+                (layout.META_CONFIG, StoreConfig().pack()),
+                (layout.META_NEXT_HANDLE, layout.pack_u64(1)),
+            ):
+                txn.put(key, layout.seal(key, payload), db=meta)
+    return dbs

@@ -1,0 +1,172 @@
+"""Checksums on every record (format 2), format 1 stores read-only, and the upgrade."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import rstore
+from rstore.storage import layout
+
+from .helpers import downgrade_to_format_1, find, flip_bit, populate, stored_value
+
+
+@given(st.binary(max_size=600), st.binary(max_size=5000))
+def test_seal_round_trips(key: bytes, payload: bytes) -> None:
+    assert layout.unseal(key, layout.seal(key, payload)) == payload
+
+
+@given(st.binary(min_size=1, max_size=40), st.binary(max_size=300), st.data())
+def test_any_flipped_bit_of_key_or_value_is_caught(
+    key: bytes, payload: bytes, data: st.DataObject
+) -> None:
+    sealed = layout.seal(key, payload)
+    where = data.draw(st.integers(0, len(key) + len(sealed) - 1))
+    bit = 1 << data.draw(st.integers(0, 7))
+    if where < len(key):
+        damaged_key = bytearray(key)
+        damaged_key[where] ^= bit
+        assert layout.unseal(bytes(damaged_key), sealed) is None
+    else:
+        damaged = bytearray(sealed)
+        damaged[where - len(key)] ^= bit
+        assert layout.unseal(key, bytes(damaged)) is None
+
+
+def test_the_node_listpack_stays_byte_identical_beside_its_checksum(
+    tmp_path: os.PathLike[str],
+) -> None:
+    """RDB export copies nodes verbatim: the stored value is the listpack, then 4 bytes."""
+    path = str(tmp_path)
+    with rstore.Store(path) as s:
+        s.xadd("s", {"f": "v"}, id="5-1")
+        value = stored_value(s, layout.DB_NODES, layout.node_key(1, (5, 1)))
+        payload = s.dump("s")
+    assert payload is not None
+    listpack = value[: -layout.CHECKSUM_SIZE]
+    assert listpack in payload  # the DUMP payload embeds the very same node bytes
+
+
+@pytest.fixture
+def store_path(tmp_path: os.PathLike[str]) -> str:
+    path = str(tmp_path / "store")
+    populate(path, entries=400)
+    return path
+
+
+def _refused(fn: object, *, db: str, key: bytes | None) -> rstore.CorruptStoreError:
+    with pytest.raises(rstore.CorruptStoreError) as info:
+        fn()  # type: ignore[operator]
+    err = info.value
+    assert err.db == db
+    assert err.key == key
+    assert "data.mdb" in str(err) and "rstore check" in str(err)
+    return err
+
+
+def test_a_flipped_bit_in_a_node_is_an_error_naming_the_stream(store_path: str) -> None:
+    flip_bit(store_path, find(store_path, b"a-value-found-once-in-the-file"), 3)
+    with rstore.Store(store_path) as s:
+        _refused(lambda: s.xrange("big"), db="nodes", key=b"big")
+        assert s.xlen("small:3") == 1  # the rest of the store is untouched
+        problems = s.check()
+    assert any("sub-database nodes" in p and "'big'" in p and "checksum" in p for p in problems)
+    assert rstore.check_store(store_path) == problems
+
+
+def test_a_flipped_bit_in_stream_metadata_is_an_error(store_path: str) -> None:
+    with rstore.Store(store_path) as s:
+        handle = s._live_env().read(lambda txn: txn.key_get(b"small:7").handle)
+        value = stored_value(s, layout.DB_STREAMS, layout.pack_u64(handle))
+    flip_bit(store_path, find(store_path, value), 5)
+    with rstore.Store(store_path) as s:
+        _refused(lambda: s.xlen("small:7"), db="streams", key=b"small:7")
+        assert any("sub-database streams" in p for p in s.check())
+
+
+def test_a_flipped_bit_in_a_group_record_is_an_error(store_path: str) -> None:
+    with rstore.Store(store_path) as s:
+        handle = s._live_env().read(lambda txn: txn.key_get(b"big").handle)
+        value = stored_value(s, layout.DB_GROUPS, layout.group_key(handle, b"workers"))
+    flip_bit(store_path, find(store_path, value), 2)
+    with rstore.Store(store_path) as s:
+        _refused(lambda: s.xinfo_groups("big"), db="groups", key=b"big")
+        assert any("sub-database groups" in p for p in s.check())
+
+
+def test_a_flipped_bit_in_a_pending_entry_is_an_error(store_path: str) -> None:
+    with rstore.Store(store_path) as s:
+        first = s.xpending_range("big", "workers", "-", "+", 1)[0]
+        ms, seq = (int(x) for x in first["message_id"].split(b"-"))
+
+        def key_of(txn: object) -> bytes:
+            group = rstore.storage.groups.group_get(  # type: ignore[attr-defined]
+                txn,
+                txn.key_get(b"big").handle,
+                b"workers",  # type: ignore[attr-defined]
+            )
+            return layout.pel_key(group.handle, (ms, seq))
+
+        key = s._live_env().read(key_of)
+        value = stored_value(s, layout.DB_PEL, key)
+    flip_bit(store_path, find(store_path, key + value), len(key) + 9)  # the delivery count
+    with rstore.Store(store_path) as s, pytest.raises(rstore.CorruptStoreError) as info:
+        s.xpending_range("big", "workers", "-", "+", 10)
+    with rstore.Store(store_path) as s:
+        assert info.value.db == "pel"
+        assert any("sub-database pel" in p and "'big'" in p for p in s.check())
+
+
+# ----------------------------------------------------------------------------- format 1
+
+
+def test_a_format_1_store_is_read_not_written(store_path: str) -> None:
+    with rstore.Store(store_path) as s:
+        before = (s.xrange("big"), s.xpending("big", "workers"), s.xinfo_stream("big"))
+    downgrade_to_format_1(store_path)
+    with rstore.Store(store_path) as s:
+        assert s.readonly
+        assert (s.xrange("big"), s.xpending("big", "workers"), s.xinfo_stream("big")) == before
+        with pytest.raises(rstore.ReadOnlyStoreError, match=r"format 1.*rstore upgrade"):
+            s.xadd("big", {"a": "b"})
+        with pytest.raises(rstore.ReadOnlyStoreError):
+            s.xreadgroup("workers", "alice", {"big": ">"})
+        assert s.check() == []
+
+
+def _pending(s: rstore.Store) -> list[tuple[bytes, bytes, int]]:
+    rows = s.xpending_range("big", "workers", "-", "+", 1000)
+    return [(r["message_id"], r["consumer"], r["times_delivered"]) for r in rows]
+
+
+def test_upgrade_rewrites_format_1_with_checksums(store_path: str) -> None:
+    with rstore.Store(store_path) as s:
+        before = (s.xrange("big"), _pending(s))
+    downgrade_to_format_1(store_path)
+    seen: list[tuple[int, int]] = []
+    rewritten = rstore.upgrade_store(store_path, progress=lambda d, t: seen.append((d, t)))
+    assert rewritten > 400 and seen[-1] == (rewritten, rewritten)
+    with rstore.Store(store_path) as s:
+        assert not s.readonly
+        assert (s.xrange("big"), _pending(s)) == before
+        assert s.check() == []
+        assert s.xadd("big", {"after": "upgrade"})
+        assert s.upgrade() == 0  # already current
+
+
+def test_a_damaged_format_1_node_is_an_error_and_is_not_upgraded(store_path: str) -> None:
+    downgrade_to_format_1(store_path)
+    with open(os.path.join(store_path, "data.mdb"), "r+b") as f:  # the node's end marker
+        data = f.read()
+        for at in find(store_path, b"a-value-found-once-in-the-file"):
+            f.seek(data.find(b"\xff", at))
+            f.write(b"\x00")
+    with rstore.Store(store_path) as s, pytest.raises(rstore.CorruptStoreError, match="malformed"):
+        s.xrange("big")
+    with pytest.raises(rstore.CorruptStoreError, match="not upgraded"):
+        rstore.upgrade_store(store_path)
+    with rstore.Store(store_path) as s:
+        assert s.readonly  # still format 1: the upgrade left nothing behind
