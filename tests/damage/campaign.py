@@ -6,7 +6,8 @@
 A campaign prints a table of outcomes per mutation kind and the replay line of every failing
 case; it exits with status 1 when any case failed.  A replay runs that one case *in this
 process* (a crash kills it, with faulthandler's Python traceback on stderr), prints every step
-that did not answer as the truth did, with full tracebacks, and keeps the damaged copy.
+that did not answer as the truth did, with full tracebacks, and keeps the damaged copy and the
+intact store in a directory it names.
 """
 
 from __future__ import annotations
@@ -60,11 +61,11 @@ class _Printer:
             print("    " + error.get("traceback", "").replace("\n", "\n    ").rstrip())
 
 
-def replay(prep: Prepared, case: int, kind: str, keep: Path) -> int:
+def replay(prep: Prepared, case: int, kind: str) -> int:
     mutation = mutations.make(prep.seed, case, kind, prep.file_size)
     print(f"case {case} of seed {prep.seed}: {mutation.describe()}")
-    path = damaged_copy(prep, keep, mutation)
-    print(f"damaged copy: {path}")
+    path = damaged_copy(prep, prep.workdir / "damaged", mutation)
+    print(f"damaged copy: {path} (the intact store beside it: {prep.pristine})")
     faulthandler.enable()
     printer = _Printer()
     battery.run(path, prep.pop, prep.truth, printer, full_tracebacks=True)
@@ -140,13 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=CASE_TIMEOUT, help="per case, s")
     parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="rstore-damage-") as tmp:
-        prep = prepare(args.seed, Path(tmp))
-        if args.case is None:
-            return campaign(prep, args)
-        kind = args.kind or mutations.kind_of_case(args.case)
+    if args.case is not None:  # the files stay, for `rstore check` and a debugger
         keep = Path(tempfile.mkdtemp(prefix=f"rstore-damage-{args.seed}-{args.case}-"))
-        return replay(prep, args.case, kind, keep)
+        kind = args.kind or mutations.kind_of_case(args.case)
+        return replay(prepare(args.seed, keep), args.case, kind)
+    with tempfile.TemporaryDirectory(prefix="rstore-damage-") as tmp:
+        return campaign(prepare(args.seed, Path(tmp)), args)
 
 
 if __name__ == "__main__":
