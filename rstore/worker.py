@@ -1,4 +1,4 @@
-"""An idiomatic consumer for the queue use case, built on the Store's group methods.
+"""An idiomatic consumer for the queue use case, on top of a Store's consumer groups.
 
 >>> consumer = rstore.Consumer(store, "orders", "billing", max_deliveries=5,
 ...                            dead_letter="orders:dead")          # doctest: +SKIP
@@ -7,9 +7,11 @@
 Delivery is at least once: a message is acknowledged only after the handler returned; one
 whose handler raised stays pending and is delivered again -- to this consumer's history read
 after a restart, or to any consumer that reclaims it once it has been idle ``claim_idle_ms``.
-Each message carries its delivery count; past ``max_deliveries`` it is moved to the
-``dead_letter`` stream (and acknowledged) in one atomic transaction instead of being handed out
-again.
+Each message carries its delivery count, taken from the very transaction that delivered it
+(claim or history read; see :mod:`rstore.worker_txn`); past ``max_deliveries`` it is moved to
+the ``dead_letter`` stream (and acknowledged) in one atomic transaction instead of being handed
+out again.  Right before a message is handed out, the consumer checks it still owns it: one
+that another consumer acknowledged or claimed in the meantime is skipped.
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rstore import worker_txn
 from rstore.errors import ResponseError
+from rstore.ids import ID, MIN_ID, format_id, parse_id
+from rstore.worker_txn import Delivered
 
 if TYPE_CHECKING:
     from rstore.store import Store
@@ -52,7 +57,7 @@ class Consumer:
 
     :param name: the consumer name; keep it stable across restarts to get this consumer's own
         unacknowledged messages back first (default: ``<hostname>-<pid>``).
-    :param count: messages fetched per read.
+    :param count: messages fetched per read (at least 1).
     :param block_ms: how long one read waits for new messages (also how quickly :meth:`stop`
         takes effect).
     :param claim_idle_ms: reclaim messages pending longer than this in any consumer (a crashed
@@ -80,6 +85,8 @@ class Consumer:
         dead_letter: str | bytes | None = None,
         create_group: bool = True,
     ) -> None:
+        if count < 1:
+            raise ValueError(f"count must be at least 1, not {count!r}")
         if max_deliveries is not None and dead_letter is None:
             raise ValueError("max_deliveries needs a dead_letter stream")
         self.store = store
@@ -95,7 +102,7 @@ class Consumer:
         self.max_deliveries = max_deliveries
         self.dead_letter_stream = None if dead_letter is None else _b(dead_letter)
         self._stopping = threading.Event()
-        self._claim_cursor = b"0-0"
+        self._claim_cursor: ID = MIN_ID
         self._next_claim = 0.0
         if create_group:
             try:
@@ -106,42 +113,33 @@ class Consumer:
 
     # ------------------------------------------------------------------ fetching
 
-    def _with_deliveries(self, entries: list[Any]) -> list[Message]:
-        """Attach delivery counts (from the PEL) to entries this consumer now owns."""
-        out = []
-        for eid, fields in entries:
-            if fields is None:
-                continue
-            # Each ID on its own: a range could hold other pending entries of this consumer.
-            pending = self.store.xpending_range(self.stream, self.group, eid, eid, 1, self.name)
-            deliveries = pending[0]["times_delivered"] if pending else 1
-            out.append(Message(self.stream, eid, fields, deliveries))
-        return out
+    def _messages(self, entries: list[Delivered]) -> list[Message]:
+        return [
+            Message(self.stream, format_id(eid), dict(zip(fv[::2], fv[1::2])), deliveries)
+            for eid, fv, deliveries in entries
+        ]
 
-    def _history(self, after: bytes) -> tuple[bytes, list[Message]]:
+    def _history(self, after: ID) -> tuple[ID | None, list[Message]]:
         """This consumer's own pending messages after ``after`` (left by an earlier run under
-        the same name); entries since deleted from the stream are acknowledged away."""
-        reply = self.store.xreadgroup(self.group, self.name, {self.stream: after}, count=self.count)
-        entries = reply[0][1] if reply else []
-        if not entries:
-            return after, []
-        gone = [eid for eid, fields in entries if fields is None]
-        if gone:
-            self.store.xack(self.stream, self.group, *gone)
-        return entries[-1][0], self._with_deliveries(entries)
+        the same name), each with the delivery count this read gave it; entries since deleted
+        from the stream are acknowledged away in the same transaction."""
+        last, entries = worker_txn.read_own_history(
+            self.store._live_env(), self.stream, self.group, self.name, after, self.count
+        )
+        return last, self._messages(entries)
 
     def _claim(self) -> list[Message]:
         if self.claim_idle_ms is None or time.monotonic() < self._next_claim:
             return []
         self._next_claim = time.monotonic() + self.claim_every_s
-        cursor, claimed, _deleted = self.store.xautoclaim(
-            self.stream, self.group, self.name, self.claim_idle_ms, self._claim_cursor,
-            count=self.count,
+        cursor, claimed = worker_txn.claim_idle(
+            self.store._live_env(), self.stream, self.group, self.name, self.claim_idle_ms,
+            self._claim_cursor, self.count,
         )  # fmt: skip
         self._claim_cursor = cursor
-        if claimed and cursor != b"0-0":
+        if claimed and cursor != MIN_ID:
             self._next_claim = 0.0  # more may be waiting: look again right away
-        return self._with_deliveries(claimed)
+        return self._messages(claimed)
 
     def _new(self) -> list[Message]:
         reply = self.store.xreadgroup(
@@ -157,12 +155,9 @@ class Consumer:
         Order: this consumer's own unacknowledged messages first, then reclaimed stale ones
         and new ones as they come.  Poison messages are dead-lettered, not yielded.
         """
-        after = b"0"
-        while not self._stopping.is_set():
-            last, backlog = self._history(after)
-            if last == after:
-                break
-            after = last
+        after: ID | None = MIN_ID
+        while after is not None and not self._stopping.is_set():
+            after, backlog = self._history(after)
             yield from self._filter(backlog)
         while not self._stopping.is_set():
             batch = self._claim() or self._new()
@@ -171,11 +166,23 @@ class Consumer:
     __iter__ = messages
 
     def _filter(self, batch: list[Message]) -> Iterator[Message]:
+        """Dead-letter poison messages; yield the others that are still this consumer's.
+
+        Each message is checked right before it is handed out: one acknowledged meanwhile (by
+        the consumer it was claimed from, still finishing it) or claimed by another consumer
+        (this one took longer than ``claim_idle_ms`` on its batch) is skipped.
+        """
         for msg in batch:
             if self.max_deliveries is not None and msg.deliveries > self.max_deliveries:
                 self.dead_letter(msg, f"delivered {msg.deliveries} times")
-                continue
-            yield msg
+            elif self._owns(msg):
+                yield msg
+            else:
+                log.info("skipped %r %r: no longer pending to this consumer", msg.stream, msg.id)
+
+    def _owns(self, msg: Message) -> bool:
+        entry_id = parse_id(msg.id)
+        return worker_txn.owns(self.store._live_env(), self.stream, self.group, self.name, entry_id)
 
     # ------------------------------------------------------------------ outcomes
 
@@ -185,8 +192,10 @@ class Consumer:
             return 0
         return int(self.store.xack(self.stream, self.group, *(m.id for m in messages)))
 
-    def dead_letter(self, msg: Message, reason: str = "") -> None:
-        """Move ``msg`` to the dead-letter stream and acknowledge it, atomically."""
+    def dead_letter(self, msg: Message, reason: str = "") -> bool:
+        """Move ``msg`` to the dead-letter stream and acknowledge it, atomically -- if it is
+        still pending to this consumer.  Returns False, writing nothing, when it is not (it
+        was acknowledged, or claimed by another consumer, since it was delivered)."""
         if self.dead_letter_stream is None:
             raise ValueError("this consumer has no dead_letter stream")
         fields: dict[Any, Any] = dict(msg.fields)
@@ -197,11 +206,17 @@ class Consumer:
             b"rstore:deliveries": msg.deliveries,
             b"rstore:reason": reason,
         })  # fmt: skip
-        with self.store.pipeline() as pipe:
-            pipe.xadd(self.dead_letter_stream, fields)
-            pipe.xack(self.stream, self.group, msg.id)
-            pipe.execute()
-        log.warning("dead-lettered %r %r: %s", msg.stream, msg.id, reason)
+        moved = worker_txn.dead_letter(
+            self.store._live_env(), self.stream, self.group, self.name, parse_id(msg.id),
+            self.dead_letter_stream, fields,
+        )  # fmt: skip
+        if moved:
+            log.warning("dead-lettered %r %r: %s", msg.stream, msg.id, reason)
+        else:
+            log.info(
+                "not dead-lettered %r %r: no longer pending to this consumer", msg.stream, msg.id
+            )
+        return moved
 
     def run(self, handler: Callable[[Message], Any]) -> None:
         """Call ``handler`` on each message and acknowledge it when it returns; a message whose

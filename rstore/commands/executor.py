@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from rstore.commands.registry import CommandSpec, Context, lookup
 from rstore.commands.reply import NIL_ARRAY
@@ -24,7 +24,9 @@ from rstore.errors import ResponseError
 from rstore.storage.env import Env
 from rstore.storage.txn import Txn
 
-__all__ = ["Blocked", "execute", "now_ms", "run_batch", "run_one"]
+__all__ = ["Blocked", "execute", "now_ms", "run_batch", "run_in_transaction", "run_one"]
+
+T = TypeVar("T")
 
 # A blocked reader re-checks at least this often even without a wake-up (bounds the delay if a
 # waking process dies half-way); the cost is one read transaction per interval.
@@ -131,3 +133,20 @@ def run_batch(env: Env, batch: list[list[bytes]]) -> list[tuple[CommandSpec, Any
     results = env.write(body)
     env.notify(signals[0])
     return results
+
+
+def run_in_transaction(env: Env, body: Callable[[Context], T]) -> T:
+    """Run ``body`` -- stream semantics, command handlers, and decisions between them -- in one
+    write transaction with one time snapshot, then wake the readers it signalled.  An
+    exception from ``body`` aborts the transaction: nothing of it is written."""
+    now = now_ms()
+    contexts: list[Context] = []
+
+    def run(txn: Txn) -> T:
+        ctx = Context(txn, now, in_batch=True)
+        contexts[:] = [ctx]  # the last attempt's (env.write may run ``run`` again)
+        return body(ctx)
+
+    result = env.write(run)
+    env.notify(contexts[0].signals)
+    return result

@@ -20,8 +20,11 @@ AUTOCLAIM_ALLOC_LIMIT = (1 << 40) // 16
 
 
 def claimed_reply(claimed: list[Claimed]) -> list[Any]:
-    """``[[id, [fields]], ...]``, or bare IDs for JUSTID claims (fields are ``None``)."""
-    return [ids.format_id(eid) if fv is None else [ids.format_id(eid), fv] for eid, fv in claimed]
+    """``[[id, [fields]], ...]``, or bare IDs for JUSTID claims (fields are ``None``); the
+    delivery counts are not part of the reply."""
+    return [
+        ids.format_id(eid) if fv is None else [ids.format_id(eid), fv] for eid, fv, _ in claimed
+    ]
 
 
 @command("xclaim", -6, write=True, summary="Claim pending entries for a consumer")

@@ -74,7 +74,10 @@ def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
             reply.append(
                 [
                     key,
-                    [[ids.format_id(eid), NIL_ARRAY if fv is None else fv] for eid, fv in history],
+                    [
+                        [ids.format_id(eid), NIL_ARRAY if fv is None else fv]
+                        for eid, fv, _ in history  # the delivery counts are not replied
+                    ],
                 ]
             )
     if reply:

@@ -3,6 +3,10 @@
 Both move NACKs to the claiming consumer (creating it if needed, and marking it seen), set the
 delivery time and bump the delivery count (unless JUSTID).  An entry deleted from the stream
 cannot be claimed: its NACK is dropped -- silently by XCLAIM, reported by XAUTOCLAIM.
+
+Each claimed entry comes back with its delivery count as this claim set it, so a caller that
+needs the count (``rstore.Consumer``) has it from the same transaction as the claim; the
+commands' replies leave it out.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ __all__ = ["ClaimOptions", "autoclaim", "claim"]
 
 AUTOCLAIM_ATTEMPTS_FACTOR = 10
 
-Claimed = tuple[ID, list[bytes] | None]  # fields are None with JUSTID
+# (entry ID, fields -- None with JUSTID --, delivery count after this claim)
+Claimed = tuple[ID, list[bytes] | None, int]
 
 
 @dataclass(frozen=True)
@@ -117,7 +122,7 @@ def claim(
         store.nack_put(txn, group, entry_id, (delivery_time, delivery_count, consumer.name), owner)
         counts.take_from(owner)
         consumer.active_time = now_ms
-        out.append((entry_id, None if opts.justid else fields))
+        out.append((entry_id, None if opts.justid else fields, delivery_count))
     counts.save(txn, stream)
     return out
 
@@ -162,7 +167,7 @@ def autoclaim(
         store.nack_put(txn, group, entry_id, (now_ms, new_count, consumer.name), owner)
         counts.take_from(owner)
         consumer.active_time = now_ms
-        claimed.append((entry_id, None if justid else fields))
+        claimed.append((entry_id, None if justid else fields, new_count))
         remaining -= 1
     counts.save(txn, stream)
     cursor = window[examined][0] if examined < len(window) else (0, 0)

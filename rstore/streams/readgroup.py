@@ -6,7 +6,9 @@ entry (NACK) owned by the consumer with delivery count 1.  A NACK that already e
 that ID (possible after XGROUP SETID moved the group back) moves to this consumer, reset.
 
 History: the consumer's own pending entries after the given ID; each one still in the stream
-is returned and its delivery count goes up; a deleted one is returned as ``(id, None)``.
+is returned and its delivery count goes up; a deleted one is returned with fields ``None``.
+Each comes with its delivery count as this read left it (raised, or unchanged for a deleted
+entry), for callers that need it from the same transaction (``rstore.Consumer``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,10 @@ from rstore.streams.lag import entries_read_after_delivery, has_tombstone
 from rstore.streams.lookup import EntryLookup
 from rstore.streams.read import Entry, read_range
 
-__all__ = ["read_history", "read_new"]
+__all__ = ["HistoryEntry", "read_history", "read_new"]
+
+# (entry ID, fields -- None when deleted from the stream --, delivery count after this read)
+HistoryEntry = tuple[ID, list[bytes] | None, int]
 
 
 def read_new(
@@ -88,7 +93,7 @@ def read_history(
     count: int,
     *,
     now_ms: int,
-) -> list[tuple[ID, list[bytes] | None]]:
+) -> list[HistoryEntry]:
     """The consumer's pending entries with ID > ``after`` (at most ``count``; 0 = all)."""
     start = increment(after)
     if start is None:
@@ -96,13 +101,14 @@ def read_history(
     ids = store.consumer_pel_ids(txn, group, consumer.name, start)
     wanted = list(islice(ids, count) if count else ids)
     lookup = EntryLookup(txn, stream)
-    out: list[tuple[ID, list[bytes] | None]] = []
+    out: list[HistoryEntry] = []
     for entry_id in wanted:
         fields = lookup.get(entry_id)
-        out.append((entry_id, fields))
+        nack = store.nack_get(txn, group, entry_id)
+        assert nack is not None, "consumer index names an entry missing from the group PEL"
+        deliveries = nack[1]
         if fields is not None:
-            nack = store.nack_get(txn, group, entry_id)
-            assert nack is not None, "consumer index names an entry missing from the group PEL"
-            count = (nack[1] + 1) & UINT64_MAX  # a uint64 counter in Redis
-            store.nack_put(txn, group, entry_id, (now_ms, count, nack[2]), nack[2])
+            deliveries = (deliveries + 1) & UINT64_MAX  # a uint64 counter in Redis
+            store.nack_put(txn, group, entry_id, (now_ms, deliveries, nack[2]), nack[2])
+        out.append((entry_id, fields, deliveries))
     return out
