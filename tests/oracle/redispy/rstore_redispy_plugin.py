@@ -8,9 +8,10 @@ of one test share it, as they share one server).  Keyword arguments are passed t
 as they are: ``decode_responses=True`` works, an argument rstore lacks fails the test.
 
 No server is asked anything in this run: the server facts the suite's checks read
-(``skip_if_server_version_lt``) come from ``$RSTORE_REDISPY_SERVER_VERSION`` (the version of the
-valkey-server the same tests ran on), so both runs skip the same tests, and the URLs given are
-never reachable, so no client can reach a real server by accident.
+(``skip_if_server_version_lt``) come from ``$RSTORE_REDISPY_SERVER_VERSION`` (the ``redis_version``
+that the valkey-server the same tests ran on reports in INFO, which is what the suite reads from
+a server), so both runs skip the same tests; and the URLs given are never reachable, so no
+client can reach a real server by accident.
 """
 
 from __future__ import annotations
