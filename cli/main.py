@@ -94,7 +94,7 @@ class RStoreGroup(click.Group):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except rstore.ResponseError as exc:  # a refused command: Redis's exact error line
-            raise CommandFailed(str(exc), ctx.meta.get(ERROR_PREFIX, "Error: ")) from exc
+            raise CommandFailed(exc.line, ctx.meta.get(ERROR_PREFIX, "Error: ")) from exc
         except rstore.RStoreError as exc:  # StorageError (no store, not a store), bad data, ...
             raise CommandFailed(str(exc)) from exc
         except KeyboardInterrupt:

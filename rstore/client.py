@@ -1,11 +1,12 @@
 """redis-py-compatible methods, shared by :class:`rstore.Store` and its pipelines.
 
-Each method builds the command's argv exactly as redis-py's ``Redis`` does (same names, same
-argument names and defaults, same client-side ``DataError`` checks) and shapes the reply as
-redis-py does with ``decode_responses=False`` over RESP2: ``xrange`` gives ``[(id, {field:
-value}), ...]``, ``xread`` gives ``[[key, [(id, {...}), ...]], ...]``, ``xinfo_stream`` a dict
-with ``str`` keys, and so on.  The commands themselves run through the same dispatcher as
-:meth:`rstore.Store.execute`, so replies and errors are identical on every front.
+Each method builds the command's argv exactly as redis-py 8.1's ``Redis`` does (same names,
+same argument names and defaults, same client-side ``DataError`` checks) and shapes the reply as
+redis-py does over RESP2, with or without ``decode_responses``: ``xrange`` gives ``[(id,
+{field: value}), ...]``, ``xread`` gives ``[[key, [(id, {...}), ...]], ...]``, ``xinfo_stream``
+a dict with ``str`` keys, and so on (:mod:`rstore.client_shapes`).  The commands themselves run
+through the same dispatcher as :meth:`rstore.Store.execute`, so replies and errors are identical
+on every front.
 """
 
 from __future__ import annotations
@@ -13,15 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from rstore.client_groups import GroupCommands
+from rstore.client_groups import GroupCommands, reply_caps
 from rstore.client_shapes import (
+    NEVER_DECODE,
     bool_ok,
     parse_config_get,
     parse_scan,
     parse_stream_list,
     parse_xinfo_stream,
     parse_xread,
-    status_bytes,
+    status_reply,
 )
 from rstore.errors import DataError
 
@@ -102,9 +104,18 @@ class RedisCommands(GroupCommands):
         return self._command([b"XREVRANGE", name, *pieces], parse_stream_list)
 
     def xread(
-        self, streams: Mapping[Any, Any], count: int | None = None, block: int | None = None
+        self,
+        streams: Mapping[Any, Any],
+        count: int | None = None,
+        block: int | None = None,
+        max_count: int | None = None,
+        max_size: int | None = None,
     ) -> Any:
-        """Entries after the given IDs, ``[[key, [(id, fields), ...]], ...]``; ``[]`` when none."""
+        """Entries after the given IDs, ``[[key, [(id, fields), ...]], ...]``; ``[]`` when none.
+
+        ``max_count`` and ``max_size`` (MAXCOUNT / MAXSIZE, Redis 8.10) are checked as redis-py
+        checks them and sent; rstore answers them as Valkey 8.0 does (a syntax error).
+        """
         pieces: list[Any] = []
         if block is not None:
             if not isinstance(block, int) or block < 0:
@@ -114,6 +125,7 @@ class RedisCommands(GroupCommands):
             if not isinstance(count, int) or count < 1:
                 raise DataError("XREAD count must be a positive integer")
             pieces += [b"COUNT", str(count)]
+        pieces += reply_caps("XREAD", count, max_count, max_size)
         if not isinstance(streams, dict) or len(streams) == 0:
             raise DataError("XREAD streams must be a non empty dict")
         pieces.append(b"STREAMS")
@@ -173,8 +185,9 @@ class RedisCommands(GroupCommands):
     # ------------------------------------------------------------------ keyspace
 
     def dump(self, name: Any) -> Any:
-        """The key's value as a DUMP payload (``bytes``), or ``None`` when it does not exist."""
-        return self._command([b"DUMP", name])
+        """The key's value as a DUMP payload (``bytes``, even with ``decode_responses``), or
+        ``None`` when it does not exist."""
+        return self._command([b"DUMP", name], None, **{NEVER_DECODE: True})
 
     def restore(
         self,
@@ -186,7 +199,8 @@ class RedisCommands(GroupCommands):
         idletime: int | None = None,
         frequency: int | None = None,
     ) -> Any:
-        """Create ``name`` from a DUMP payload (from rstore, Redis or Valkey); ``b"OK"``.
+        """Create ``name`` from a DUMP payload (from rstore, Redis or Valkey); ``b"OK"`` (``"OK"``
+        with ``decode_responses``).
 
         rstore keys never expire, so ``ttl`` must be 0.
         """
@@ -207,7 +221,7 @@ class RedisCommands(GroupCommands):
                 params.append(int(frequency))
             except ValueError as exc:
                 raise DataError("frequency must be an integer") from exc
-        return self._command([b"RESTORE", *params], status_bytes)
+        return self._command([b"RESTORE", *params], status_reply)
 
     def delete(self, *names: Any) -> Any:
         """Delete keys; the number removed."""
@@ -223,8 +237,8 @@ class RedisCommands(GroupCommands):
     __contains__ = exists
 
     def type(self, name: Any) -> Any:
-        """``b"stream"`` or ``b"none"``."""
-        return self._command([b"TYPE", name], status_bytes)
+        """``b"stream"`` or ``b"none"`` (``str`` with ``decode_responses``)."""
+        return self._command([b"TYPE", name], status_reply)
 
     def keys(self, pattern: Any = "*") -> Any:
         """Key names matching a glob pattern."""
@@ -249,7 +263,7 @@ class RedisCommands(GroupCommands):
 
     def scan_iter(
         self, match: Any = None, count: int | None = None, _type: str | None = None
-    ) -> Iterator[bytes]:
+    ) -> Iterator[Any]:
         """Every key name (matching ``match``), through repeated SCAN calls."""
         cursor: Any = "0"
         while cursor != 0:

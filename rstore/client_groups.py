@@ -1,7 +1,7 @@
 """redis-py-compatible consumer-group methods (mixed into :class:`rstore.client.RedisCommands`).
 
-Names, arguments, client-side checks and reply shapes follow redis-py's ``Redis`` with
-``decode_responses=False`` over RESP2.
+Names, arguments, client-side checks and reply shapes follow redis-py 8.1's ``Redis`` over RESP2
+(see :mod:`rstore.client`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,26 @@ from rstore.client_shapes import (
 )
 from rstore.errors import DataError
 
-__all__ = ["GroupCommands"]
+__all__ = ["GroupCommands", "reply_caps"]
+
+
+def reply_caps(
+    command: str, count: int | None, max_count: int | None, max_size: int | None
+) -> list[Any]:
+    """The MAXCOUNT / MAXSIZE arguments of XREAD and XREADGROUP, checked as redis-py checks
+    them (``command`` names the command in the messages)."""
+    pieces: list[Any] = []
+    if max_count is not None:
+        if not isinstance(max_count, int) or max_count < 1:
+            raise DataError(f"{command} max_count must be a positive integer")
+        if count is not None and max_count < count:
+            raise DataError(f"{command} max_count must be greater than or equal to count")
+        pieces += [b"MAXCOUNT", str(max_count)]
+    if max_size is not None:
+        if not isinstance(max_size, int) or max_size < 1:
+            raise DataError(f"{command} max_size must be a positive integer")
+        pieces += [b"MAXSIZE", str(max_size)]
+    return pieces
 
 
 class GroupCommands:
@@ -72,29 +91,42 @@ class GroupCommands:
         count: int | None = None,
         block: int | None = None,
         noack: bool = False,
+        claim_min_idle_time: int | None = None,
+        max_count: int | None = None,
+        max_size: int | None = None,
     ) -> Any:
         """Read as ``consumername``: ``">"`` for new entries, an ID for its pending history.
 
         ``block`` waits up to that many ms (0: forever) for entries written by any thread or
         process.  Returns ``[[key, [(id, fields), ...]], ...]``, or ``[]`` when nothing came.
+        ``claim_min_idle_time`` (CLAIM, Redis 8.4), ``max_count`` and ``max_size`` (MAXCOUNT /
+        MAXSIZE, Redis 8.10) are checked as redis-py checks them and sent; rstore answers them as
+        Valkey 8.0 does (a syntax error).
         """
+        options: dict[str, Any] = {}
         pieces: list[Any] = [b"GROUP", groupname, consumername]
         if count is not None:
             if not isinstance(count, int) or count < 1:
                 raise DataError("XREADGROUP count must be a positive integer")
             pieces += [b"COUNT", str(count)]
+        pieces += reply_caps("XREADGROUP", count, max_count, max_size)
         if block is not None:
             if not isinstance(block, int) or block < 0:
                 raise DataError("XREADGROUP block must be a non-negative integer")
             pieces += [b"BLOCK", str(block)]
         if noack:
             pieces.append(b"NOACK")
+        if claim_min_idle_time is not None:
+            if not isinstance(claim_min_idle_time, int) or claim_min_idle_time < 0:
+                raise DataError("XREADGROUP claim_min_idle_time must be a non-negative integer")
+            pieces += [b"CLAIM", claim_min_idle_time]
+            options["claim_min_idle_time"] = claim_min_idle_time
         if not isinstance(streams, dict) or len(streams) == 0:
             raise DataError("XREADGROUP streams must be a non empty dict")
         pieces.append(b"STREAMS")
         pieces.extend(streams.keys())
         pieces.extend(streams.values())
-        return self._command([b"XREADGROUP", *pieces], parse_xread)
+        return self._command([b"XREADGROUP", *pieces], parse_xread, **options)
 
     def xack(self, name: Any, groupname: Any, *ids: Any) -> Any:
         """Acknowledge entries; the number that were pending."""

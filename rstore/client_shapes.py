@@ -1,8 +1,53 @@
-"""Reply shapes of redis-py (``decode_responses=False``, RESP2) for the façade's methods."""
+"""Reply shapes of redis-py 8.1 over RESP2 for the façade's methods, with and without
+``decode_responses``.
+
+As in redis-py, decoding comes first: with ``decode_responses=True`` every bulk string of the
+reply, at any depth, becomes ``str`` (:func:`make_decoder`), and the shaping functions below
+then run on the decoded reply.  So they take keys and values that are ``bytes`` or ``str``.
+Status replies are ``str`` inside rstore; :func:`status_reply` gives them as redis-py does.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+#: Option of a method's command: never decode its reply (DUMP payloads are binary).
+NEVER_DECODE = "_never_decode"
+
+Decoder = Callable[[Any], Any]
+
+
+def make_decoder(encoding: str, errors: str) -> Decoder:
+    """A function decoding every ``bytes`` of a reply (lists nested at any depth) to ``str``."""
+
+    def decode(reply: Any) -> Any:
+        if type(reply) is bytes:
+            return reply.decode(encoding, errors)
+        if type(reply) is list:
+            return [decode(item) for item in reply]
+        return reply
+
+    return decode
+
+
+def finish(
+    reply: Any, callback: Callable[..., Any] | None, options: dict[str, Any], decode: Decoder | None
+) -> Any:
+    """Decode (unless the command never decodes), then shape with the method's callback.
+    ``options`` are the command's (consumed: :data:`NEVER_DECODE` is removed from it)."""
+    if options.pop(NEVER_DECODE, False):
+        decode = None
+    if decode is not None:
+        reply = decode(reply)
+        if callback is status_reply:
+            return reply
+    return reply if callback is None else callback(reply, **options)
+
+
+def text(value: Any) -> Any:
+    """redis-py's ``str_if_bytes``: bytes as UTF-8 text (bad bytes replaced), else as it is."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
 
 
 def pairs_to_dict(flat: list[Any] | None) -> dict[Any, Any]:
@@ -12,27 +57,33 @@ def pairs_to_dict(flat: list[Any] | None) -> dict[Any, Any]:
     return dict(zip(it, it))
 
 
-def parse_stream_list(reply: list[Any] | None, **_: Any) -> list[Any] | None:
+def text_keys(flat: list[Any]) -> dict[Any, Any]:
+    return {text(k): v for k, v in zip(flat[0::2], flat[1::2])}
+
+
+def parse_stream_list(reply: list[Any] | None, **options: Any) -> list[Any] | None:
     if reply is None:
         return None
+    extra = "claim_min_idle_time" in options  # XREADGROUP CLAIM adds idle time and deliveries
     out: list[Any] = []
     for r in reply:
         if r is None:
             out.append((None, None))
+        elif extra:
+            out.append((r[0], pairs_to_dict(r[1]), *r[2:]))
         else:
-            it = iter(r[1] or ())
-            out.append((r[0], dict(zip(it, it))))
+            out.append((r[0], pairs_to_dict(r[1])))
     return out
 
 
-def parse_xread(reply: list[Any] | None, **_: Any) -> list[Any]:
+def parse_xread(reply: list[Any] | None, **options: Any) -> list[Any]:
     if reply is None:
         return []
-    return [[r[0], parse_stream_list(r[1])] for r in reply]
+    return [[r[0], parse_stream_list(r[1], **options)] for r in reply]
 
 
 def parse_xinfo_stream(reply: list[Any], **options: Any) -> dict[str, Any]:
-    data = {k.decode(): v for k, v in zip(reply[0::2], reply[1::2])}
+    data = text_keys(reply)
     if not options.get("full"):
         for name in ("first-entry", "last-entry"):
             entry = data.get(name)
@@ -40,42 +91,35 @@ def parse_xinfo_stream(reply: list[Any], **options: Any) -> dict[str, Any]:
                 data[name] = (entry[0], pairs_to_dict(entry[1]))
     else:
         data["entries"] = {eid: pairs_to_dict(fv) for eid, fv in data["entries"]}
-        groups = []
-        for group in data["groups"]:
-            g = {k.decode(): v for k, v in zip(group[0::2], group[1::2])}
-            if g.get("consumers"):
-                g["consumers"] = [
-                    {k.decode(): v for k, v in zip(c[0::2], c[1::2])} for c in g["consumers"]
-                ]
-            groups.append(g)
+        groups = [text_keys(group) for group in data["groups"]]
+        for g in groups:
+            if g["consumers"] and g["consumers"][0] is not None:
+                g["consumers"] = [text_keys(c) for c in g["consumers"]]
         data["groups"] = groups
     return data
 
 
 def bool_ok(reply: Any, **_: Any) -> bool:
-    return bool(reply == "OK")
+    return bool(text(reply) == "OK")
 
 
-def status_bytes(reply: Any, **_: Any) -> Any:
-    """redis-py (without decoding) returns status replies as bytes."""
+def status_reply(reply: Any, **_: Any) -> Any:
+    """A status reply as redis-py gives it: ``bytes`` (``str`` with ``decode_responses``,
+    where :func:`finish` does not call this)."""
     return reply.encode() if isinstance(reply, str) else reply
 
 
-def parse_scan(reply: list[Any], **_: Any) -> tuple[int, list[bytes]]:
+def parse_scan(reply: list[Any], **_: Any) -> tuple[int, list[Any]]:
     return int(reply[0]), reply[1]
 
 
-def parse_config_get(reply: list[bytes], **_: Any) -> dict[str, str]:
-    items = [r.decode() for r in reply]
+def parse_config_get(reply: list[Any], **_: Any) -> dict[Any, Any]:
+    items = [text(r) for r in reply]
     return dict(zip(items[0::2], items[1::2]))
 
 
-def decode_pairs(flat: list[Any]) -> dict[str, Any]:
-    return {k.decode(): v for k, v in zip(flat[0::2], flat[1::2])}
-
-
 def parse_list_of_dicts(reply: list[Any], **_: Any) -> list[dict[str, Any]]:
-    return [decode_pairs(item) for item in reply]
+    return [text_keys(item) for item in reply]
 
 
 def parse_xpending(reply: list[Any], **options: Any) -> Any:

@@ -1,12 +1,15 @@
-"""The one exception tree of rstore.
+"""The one exception tree of rstore, which is also redis-py's when redis-py is installed.
 
 Every error rstore raises on purpose derives from :class:`RStoreError`:
 
-* :class:`ResponseError` -- a command was refused.  ``str(err)`` is exactly the error line
-  Valkey 8.0 would send for the same command, without the leading ``-`` (for example
-  ``"ERR no such key"``).  ``err.prefix`` is its first word (``ERR``, ``WRONGTYPE``, ...).
+* :class:`ResponseError` -- a command was refused.  ``err.line`` is exactly the error line
+  Valkey 8.0 sends for the same command, without the leading ``-`` (``"ERR no such key"``);
+  ``err.prefix`` is its first word (``ERR``, ``WRONGTYPE``, ``NOGROUP``, ...).  ``str(err)`` is
+  the message redis-py shows for that line: redis-py drops the ``ERR `` prefix (and the other
+  codes its parser knows, see :data:`REDIS_PY_STRIPPED`) but keeps ``WRONGTYPE``, ``NOGROUP``,
+  ``BUSYGROUP`` and the like, so ``str(err)`` is ``"no such key"`` here.
 * :class:`DataError` -- a redis-py-style method was called with arguments it cannot turn into a
-  command (the same checks redis-py makes on the client side).
+  command (the same checks and texts as redis-py's client-side ``DataError``).
 * :class:`StorageError` -- the store directory cannot be used (:class:`NotAStoreError`,
   :class:`UnsupportedFormatError`, :class:`StoreClosedError`) or LMDB failed.
 * :class:`CorruptDataError` -- bytes that should hold a listpack, a stream node or a record do not;
@@ -16,11 +19,40 @@ Every error rstore raises on purpose derives from :class:`RStoreError`:
 Errors that are not Redis replies carry a ``hint``: what the user can do about it.
 
 Absence is never an error: an empty range is ``[]``, a timed-out read is ``None``.
+
+**redis-py.**  When redis-py is installed, the instance rstore raises is also an instance of
+redis-py's matching class, so ``except redis.exceptions.ResponseError`` catches it as well as
+``except rstore.ResponseError``:
+
+=======================  ==================================================================
+rstore                   also an instance of (``redis.exceptions``)
+=======================  ==================================================================
+``ResponseError``        ``ResponseError`` (``ReadOnlyError`` for a ``READONLY`` line, as
+                         redis-py's parser chooses)
+``DataError``            ``DataError``
+``StorageError`` and     ``ConnectionError``: the store cannot be reached, the way a server
+its subclasses           cannot -- the directory is missing or not a store, the store was
+                         closed, LMDB failed.  Code written for redis-py already treats
+                         ``ConnectionError`` as "the backend is unavailable".
+=======================  ==================================================================
+
+Nothing maps to redis-py's ``TimeoutError``: rstore has no socket timeouts, and a ``BLOCK``
+that times out returns ``None`` / ``[]`` as it does on a server.  ``CorruptDataError`` and the
+RDB errors have no redis-py counterpart and stay rstore's only.
+
+The classes themselves stay rstore's own (``import rstore`` never imports redis-py); the
+instance raised is of a subclass that also derives from redis-py's class, made once per class
+when the first such error is created (that first error imports redis-py, if it is installed).
 """
 
 from __future__ import annotations
 
+import importlib
+import threading
+from typing import Any, ClassVar, TypeVar
+
 __all__ = [
+    "REDIS_PY_STRIPPED",
     "CorruptDataError",
     "CorruptRDBError",
     "CorruptStoreError",
@@ -35,36 +67,151 @@ __all__ = [
     "StoreNotFoundError",
     "UnsupportedFormatError",
     "UnsupportedRDBError",
+    "redis_py_message",
 ]
+
+#: The error codes redis-py's reply parser removes, with the space after them, from the front of
+#: an error line.  Any other code (``WRONGTYPE``, ``NOGROUP``, ``BUSYGROUP``, ``BUSYKEY``, ...)
+#: stays in the message.
+REDIS_PY_STRIPPED = frozenset(
+    {
+        "ERR", "OOM", "WRONGPASS", "EXECABORT", "LOADING", "NOSCRIPT", "READONLY", "NOAUTH",
+        "NOPERM", "ASK", "TRYAGAIN", "MOVED", "CLUSTERDOWN", "CROSSSLOT", "MASTERDOWN",
+    }
+)  # fmt: skip
+
+# The codes for which redis-py's parser raises a subclass of its ResponseError.  (The codes it
+# turns into connection or cluster errors are for authentication, loading and redirections,
+# which rstore never answers.)
+_REDIS_PY_RESPONSE_CLASSES = {
+    "OOM": "OutOfMemoryError",
+    "EXECABORT": "ExecAbortError",
+    "NOSCRIPT": "NoScriptError",
+    "READONLY": "ReadOnlyError",
+    "NOPERM": "NoPermissionError",
+}
+
+_loaded: dict[str, Any] = {}  # "redis.exceptions": the module, or None without redis-py
+_hybrids: dict[tuple[type, str], type] = {}
+_lock = threading.Lock()
+_E = TypeVar("_E", bound="RStoreError")
+
+
+def _redis_py_exceptions() -> Any:
+    """``redis.exceptions``, imported on first use; ``None`` when redis-py cannot be imported."""
+    name = "redis.exceptions"
+    if name not in _loaded:
+        with _lock:
+            if name not in _loaded:
+                try:
+                    _loaded[name] = importlib.import_module(name)
+                except Exception:  # not installed, or broken: rstore's own classes only
+                    _loaded[name] = None
+    return _loaded[name]
+
+
+def _hybrid(cls: type, redis_name: str) -> type:
+    """A subclass of ``cls`` and of ``redis.exceptions.<redis_name>`` (made once), or ``cls``
+    itself when redis-py is not there."""
+    found = _hybrids.get((cls, redis_name))
+    if found is not None:
+        return found
+    module = _redis_py_exceptions()
+    redis_cls = None if module is None else getattr(module, redis_name, None)
+    if redis_cls is None:
+        return cls
+    with _lock:
+        found = _hybrids.get((cls, redis_name))
+        if found is None:
+            namespace = {
+                "__module__": cls.__module__,
+                "__qualname__": cls.__qualname__,
+                "__doc__": cls.__doc__,
+                "_rstore_class": cls,
+            }
+            found = type(cls.__name__, (cls, redis_cls), namespace)
+            _hybrids[(cls, redis_name)] = found
+    return found
+
+
+def redis_py_message(line: str) -> str:
+    """The message redis-py gives for the error line ``line`` (see :data:`REDIS_PY_STRIPPED`)."""
+    code = line.split(" ", 1)[0]
+    return line[len(code) + 1 :] if code in REDIS_PY_STRIPPED else line
 
 
 class RStoreError(Exception):
     """Root of every error rstore raises on purpose."""
 
+    #: The ``redis.exceptions`` class an instance also is when redis-py is installed.
+    _redis_py_class: ClassVar[str | None] = None
+
+    def __new__(cls: type[_E], *args: Any, **kwargs: Any) -> _E:
+        made = cls
+        name = cls._redis_py_name(args)
+        if name is not None and "_rstore_class" not in cls.__dict__:
+            made = _hybrid(cls, name)
+        return super().__new__(made, *args)
+
+    @classmethod
+    def _redis_py_name(cls, args: tuple[Any, ...]) -> str | None:
+        return cls._redis_py_class
+
+    def __reduce__(self) -> Any:
+        # Pickle as rstore's own class: the receiving process makes its own hybrid.
+        plain = type(self).__dict__.get("_rstore_class", type(self))
+        return plain, self._init_args(), self.__dict__ or None
+
+    def _init_args(self) -> tuple[Any, ...]:
+        return self.args
+
+    # ``ResponseError('no such key')``, not redis-py's ``server:ResponseError``.
+    __repr__ = BaseException.__repr__
+
 
 class ResponseError(RStoreError):
-    """A command refused, with Redis's exact error line as its message."""
+    """A command refused.
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+    ``line`` is Valkey's exact error line (what ``rstore exec`` prints and what the oracle tests
+    compare); ``str(err)`` is redis-py's message for it (``ERR `` and the like removed);
+    ``prefix`` is the error code; ``status_code`` is the code redis-py reports (``None`` when
+    redis-py keeps the code in the message).
+    """
+
+    _redis_py_class = "ResponseError"
+
+    def __init__(self, line: str) -> None:
+        super().__init__(redis_py_message(line))
+        self.line = line
+        code = self.prefix
+        self.status_code: str | None = code if code in REDIS_PY_STRIPPED else None
+
+    @classmethod
+    def _redis_py_name(cls, args: tuple[Any, ...]) -> str | None:
+        line = args[0] if args and isinstance(args[0], str) else ""
+        return _REDIS_PY_RESPONSE_CLASSES.get(line.split(" ", 1)[0], "ResponseError")
+
+    def _init_args(self) -> tuple[Any, ...]:
+        return (self.line,)
 
     @property
     def prefix(self) -> str:
-        """The error code: the first word of the message (``ERR``, ``WRONGTYPE``, ...)."""
-        return self.message.split(" ", 1)[0]
-
-    def __str__(self) -> str:
-        return self.message
+        """The error code: the first word of the line (``ERR``, ``WRONGTYPE``, ...)."""
+        return self.line.split(" ", 1)[0]
 
 
 class DataError(RStoreError):
     """Arguments a redis-py-style method cannot send (redis-py raises ``DataError`` here too)."""
 
+    _redis_py_class = "DataError"
+
 
 class StorageError(RStoreError):
-    """The store cannot be opened or used.  ``hint`` says what to do about it, when something
-    can be done (it is also the end of the message)."""
+    """The store cannot be opened or used (redis-py's ``ConnectionError`` too, see above).
+    ``hint`` says what to do about it, when something can be done (it is also the end of the
+    message)."""
+
+    _redis_py_class = "ConnectionError"
 
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(f"{message}; {hint}" if hint else message)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import textwrap
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from rstore.client import Callback, RedisCommands
+from rstore.client_shapes import finish
 from rstore.commands.args import encode_argv
 from rstore.commands.executor import run_batch
+from rstore.commands.registry import lookup
 from rstore.commands.reply import to_public
 from rstore.errors import ResponseError
 
@@ -26,7 +29,10 @@ class Pipeline(RedisCommands):
     yields its error in the results and the others still apply; an unknown command or a wrong
     argument count refuses the whole pipeline before anything runs.
 
-    As in redis-py, leaving a ``with`` block *discards* commands that were not executed.
+    As in redis-py, leaving a ``with`` block *discards* commands that were not executed, replies
+    are decoded when the store has ``decode_responses``, and the error raised names the command
+    that failed: ``str(err)`` is ``"Command # 2 (XADD s 0-0 f v) of pipeline caused error: The
+    ID specified in XADD must be greater than 0-0"`` (``err.line`` stays Valkey's line).
     """
 
     def __init__(self, store: Store) -> None:
@@ -51,18 +57,22 @@ class Pipeline(RedisCommands):
         if not queue:
             return []
         env = self._store._live_env()
-        results = run_batch(env, [argv for argv, _, _ in queue])
+        batch = [argv for argv, _, _ in queue]
+        try:
+            results = run_batch(env, batch)
+        except ResponseError as exc:  # refused before anything ran (Valkey's EXECABORT case)
+            raise _annotated(exc, _refused_index(batch), batch) from None
         out: list[Any] = []
-        first_error: ResponseError | None = None
-        for (spec, reply), (_, callback, options) in zip(results, queue):
+        first_error: int | None = None
+        decode = self._store._decode
+        for i, ((spec, reply), (_, callback, options)) in enumerate(zip(results, queue)):
             if isinstance(reply, ResponseError):
-                first_error = first_error or reply
+                first_error = i if first_error is None else first_error
                 out.append(reply)
-                continue
-            public = to_public(reply, spec.public)
-            out.append(callback(public, **options) if callback else public)
+            else:
+                out.append(finish(to_public(reply, spec.public), callback, options, decode))
         if raise_on_error and first_error is not None:
-            raise first_error
+            raise _annotated(out[first_error], first_error, batch)
         return out
 
     def reset(self) -> None:
@@ -82,3 +92,22 @@ class Pipeline(RedisCommands):
         tb: TracebackType | None,
     ) -> None:
         self.reset()
+
+
+def _refused_index(batch: list[list[bytes]]) -> int:
+    """The position of the first command the dispatcher refuses outright."""
+    for i, argv in enumerate(batch):
+        try:
+            lookup(argv)
+        except ResponseError:
+            return i
+    return 0
+
+
+def _annotated(exc: ResponseError, index: int, batch: list[list[bytes]]) -> ResponseError:
+    """``exc`` with redis-py's pipeline message: the command's number and text, then the error
+    (``line`` is left as it is)."""
+    command = " ".join(arg.decode("utf-8", "replace") for arg in batch[index])
+    command = textwrap.shorten(command, width=100, placeholder="...", break_long_words=True)
+    exc.args = (f"Command # {index + 1} ({command}) of pipeline caused error: {exc.args[0]}",)
+    return exc

@@ -7,6 +7,7 @@ from types import TracebackType
 from typing import Any, overload
 
 from rstore.client import Callback, RedisCommands
+from rstore.client_shapes import Decoder, finish, make_decoder
 from rstore.commands.args import encode_arg, encode_argv
 from rstore.commands.executor import execute, now_ms
 from rstore.commands.registry import lookup
@@ -49,6 +50,10 @@ class Store(RedisCommands):
         Works on stores this user may not write (another user's service store, a read-only
         mount, a snapshot on read-only media); see ``docs/durability.md`` for what reading a
         store without access to its lock file means.
+    :param decode_responses: as in redis-py: the redis-py-style methods, ``execute_command``
+        and pipelines give every bulk string as ``str`` decoded with ``encoding`` /
+        ``encoding_errors`` (``dump`` still gives ``bytes``; :meth:`execute` and
+        :meth:`execute_raw` always give ``bytes``).
     """
 
     def __init__(
@@ -61,6 +66,9 @@ class Store(RedisCommands):
         map_size: int | None = None,
         create: bool = True,
         readonly: bool = False,
+        decode_responses: bool = False,
+        encoding: str = "utf-8",
+        encoding_errors: str = "strict",
     ) -> None:
         for name, value in (
             ("node_max_bytes", node_max_bytes),
@@ -73,6 +81,9 @@ class Store(RedisCommands):
             self._path, sync=sync, map_size=map_size, create=create, readonly=readonly
         )
         self._sync = sync
+        self._decode: Decoder | None = None
+        if decode_responses:
+            self._decode = make_decoder(encoding, encoding_errors)
         if node_max_bytes is not None or node_max_entries is not None:
             self._set_config(node_max_bytes, node_max_entries)
 
@@ -264,9 +275,11 @@ class Store(RedisCommands):
     def execute(self, *argv: Any) -> Any:
         """Run one command given as argv (``str``, ``bytes``, ``int`` or ``float`` items).
 
-        Returns the RESP2 reply as Python values: bulk string -> ``bytes``, status -> ``str``,
-        integer -> ``int``, nil -> ``None``, array -> ``list``.  A refused command raises
-        :class:`rstore.ResponseError` whose ``str()`` is Valkey's exact error line.
+        Returns the RESP2 reply as Python values: bulk string -> ``bytes`` (whatever
+        ``decode_responses`` says), status -> ``str``, integer -> ``int``, nil -> ``None``,
+        array -> ``list``.  A refused command raises :class:`rstore.ResponseError`: its
+        ``line`` is Valkey's exact error line, its ``str()`` redis-py's message for it
+        (``"ERR no such key"`` -> ``"no such key"``).
         """
         spec, reply = execute(self._live_env(), encode_argv(argv))
         return to_public(reply, spec.public)
@@ -277,13 +290,13 @@ class Store(RedisCommands):
         return execute(self._live_env(), encode_argv(argv))[1]
 
     def execute_command(self, *args: Any, **options: Any) -> Any:
-        """redis-py's low-level entry point: same as :meth:`execute`."""
-        return self.execute(*args)
+        """redis-py's low-level entry point: :meth:`execute`, decoded with
+        ``decode_responses``."""
+        return self._command(list(args))
 
     def _command(self, argv: list[Any], callback: Callback = None, **options: Any) -> Any:
         spec, reply = execute(self._live_env(), encode_argv(argv))
-        public = to_public(reply, spec.public)
-        return callback(public, **options) if callback is not None else public
+        return finish(to_public(reply, spec.public), callback, options, self._decode)
 
     @staticmethod
     def is_write_command(*argv: Any) -> bool:

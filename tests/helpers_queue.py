@@ -3,7 +3,7 @@
 Everything a child runs lives here, at module level, so that the ``spawn`` start method (which
 pickles the target by name) can import it.  Children report through a ``multiprocessing``
 queue as ``(who, status, value)``: ``status`` is ``"ok"``, ``"refused"`` (an
-:class:`rstore.ResponseError`, ``value`` is its text) or ``"error"`` (``value`` is a
+:class:`rstore.ResponseError`, ``value`` is its error line) or ``"error"`` (``value`` is a
 traceback).  Consumers also write what they processed to a per-consumer JSON-lines file,
 fsynced *before* they acknowledge, so the file survives a SIGKILL and shows exactly what a
 consumer had done when it died.
@@ -213,7 +213,7 @@ def _report(results: _Queue, who: Any, body: Callable[[], Any]) -> None:
     try:
         value = body()
     except rstore.ResponseError as exc:
-        results.put((who, "refused", (time.monotonic(), str(exc))))
+        results.put((who, "refused", (time.monotonic(), exc.line)))
     except BaseException:
         results.put((who, "error", traceback.format_exc()))
     else:

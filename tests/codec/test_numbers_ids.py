@@ -83,7 +83,7 @@ def outcome(fn: object, *args: object, **kwargs: object) -> object:
     try:
         return fn(*args, **kwargs)  # type: ignore[operator]
     except ResponseError as err:
-        return str(err)
+        return err.line
     except ValueError as err:
         return str(err)
 

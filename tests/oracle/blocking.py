@@ -260,7 +260,7 @@ class _ThreadPending:
         try:
             self._reply = run(*argv)
         except ResponseError as err:
-            self._reply = ErrorReply(str(err))
+            self._reply = ErrorReply(err.line)
         except Exception as exc:
             self._reply = WorkerFailure(repr(exc))
 
@@ -327,7 +327,7 @@ class RstoreSide(Side):
         for argv in commands:
             pipe.execute_command(*argv)
         replies = pipe.execute(raise_on_error=False)
-        return [ErrorReply(str(r)) if isinstance(r, ResponseError) else r for r in replies]
+        return [ErrorReply(r.line) if isinstance(r, ResponseError) else r for r in replies]
 
     def is_blocked(self, calls: int, keys: int) -> bool:
         """Counts the waiting slots in ``notify.shm`` (one per distinct key of a call)."""

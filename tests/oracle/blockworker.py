@@ -50,7 +50,7 @@ def serve(conn: Connection) -> None:
             try:
                 reply = store.execute_raw(*argv)
             except ResponseError as err:
-                reply = ErrorReply(str(err))
+                reply = ErrorReply(err.line)
             except Exception:
                 reply = WorkerFailure(traceback.format_exc())
             conn.send(reply)

@@ -114,7 +114,7 @@ class Oracle:
         try:
             return self.store.execute_raw(*argv)
         except ResponseError as err:
-            return ErrorReply(str(err))
+            return ErrorReply(err.line)
 
     def pair(self, *argv: Arg) -> tuple[Any, Any]:
         """(valkey reply, rstore reply) for the same argv; valkey runs first."""

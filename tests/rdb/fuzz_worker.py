@@ -124,7 +124,7 @@ def main(seconds: float, seed: int, workdir: Path) -> int:
                 try:
                     store.execute("RESTORE", "fuzzed", "0", bad, "REPLACE")
                 except rstore.ResponseError as exc:
-                    message = str(exc)
+                    message = exc.line
                     if message not in RESTORE_ERRORS and "streams only" not in message:
                         raise
                 else:
