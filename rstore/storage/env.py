@@ -108,7 +108,7 @@ class Env:
 
     # ------------------------------------------------------------------ opening
 
-    def _open(self) -> None:
+    def _open(self, *, verify: bool = True) -> None:
         opening.check_directory(self.path, create=self._create, readonly=self.readonly)
         self._env, self.locked = opening.open_lmdb(
             self.path, sync=self.sync_mode, map_size=self._map_size, create=self._create,
@@ -119,7 +119,8 @@ class Env:
                 self._env.reader_check()  # free reader slots of processes that died
             while True:
                 try:
-                    opening.verify_structure(self._env, self.path, pinned=self.locked)
+                    if verify:
+                        opening.verify_structure(self._env, self.path, pinned=self.locked)
                     self._dbs, self.format = opening.open_dbs(
                         self._env, self.path, create=self._create and not self.readonly
                     )
@@ -255,12 +256,14 @@ class Env:
 
     def _reopen_in_place(self, map_size: int) -> None:
         """After a failed resize py-lmdb may have dropped the handle: open it again at the old
-        size, so the store goes on working (called inside the exclusive gate)."""
+        size, so the store goes on working (called inside the exclusive gate).  The structure
+        was verified when the store was opened and only this process's LMDB wrote it since: no
+        second walk (which would need address space, the thing that just ran out)."""
         with suppress(lmdb.Error):
             self._env.close()
         self._map_size = map_size
         self._carry = None
-        self._open()
+        self._open(verify=False)
 
     def _adopt_map_size(self) -> None:
         with self._gate.exclusive():

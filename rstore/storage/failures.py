@@ -26,6 +26,7 @@ __all__ = ["disk_is_full", "translate", "translate_os"]
 LOW_SPACE_BYTES = 4 << 20
 
 _DISK_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG}
+_ACCESS_ERRNOS = {errno.EACCES, errno.EPERM, errno.EROFS}
 
 
 def disk_is_full(path: str) -> int | None:
@@ -44,7 +45,7 @@ def _errno_of(exc: BaseException) -> int | None:
     if isinstance(code, int):
         return code
     text = str(exc)
-    for number in _DISK_ERRNOS:
+    for number in _DISK_ERRNOS | _ACCESS_ERRNOS:
         if os.strerror(number) in text:
             return number
     return None
@@ -69,9 +70,10 @@ def translate(
                 hint="free some space: the store is unchanged and usable again at once",
             )
         return StorageError(f"{path}: input/output error ({text})")
-    if code in (errno.EACCES, errno.EROFS):
+    if code in _ACCESS_ERRNOS:
+        why = "it is on a read-only file system" if code == errno.EROFS else "permission denied"
         return ReadOnlyStoreError(
-            f"{path}: permission denied ({text})",
+            f"{path}: cannot open it for writing: {why}",
             hint="open it read-only (Store(readonly=True), rstore --read-only) to read it",
         )
     if isinstance(exc, lmdb.CorruptedError | lmdb.PageNotFoundError):

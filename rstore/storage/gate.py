@@ -47,8 +47,8 @@ class Gate:
         self._lock.acquire()
         try:
             self._active -= 1
-            if self._active == 0 and self._exclusive:
-                self._cond.notify_all()
+            if self._active == 0 and (self._exclusive or self._closed):
+                self._cond.notify_all()  # a resize or a close waits for the last one out
         finally:
             self._lock.release()
 

@@ -17,6 +17,7 @@ In order:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import time
@@ -40,15 +41,24 @@ __all__ = ["DATA_FILE", "check_directory", "open_dbs", "open_lmdb", "verify_stru
 DATA_FILE = "data.mdb"
 LOCK_FILE = "lock.mdb"
 MAX_READERS = 1024
+#: The size LMDB gives ``lock.mdb`` for MAX_READERS readers on Linux x86-64: its 192-byte
+#: header, then 64 bytes per reader slot after the first.
+LOCK_FILE_BYTES = 192 + (MAX_READERS - 1) * 64
 _LMDB_FILES = (DATA_FILE, LOCK_FILE)
 _CHECK_HINT = "the store was not opened; `rstore check` lists every damaged place"
 
 
 def check_directory(path: str, *, create: bool, readonly: bool) -> None:
     """Refuse what is not (and cannot become) a store directory."""
-    if os.path.exists(path) and not os.path.isdir(path):
+    try:
+        mode: int | None = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:  # a parent directory this user may not enter, ...
+        raise translate_os(exc, path, "open the store") from exc
+    if mode is not None and not stat.S_ISDIR(mode):
         raise NotAStoreError(f"{path} is a file, not a store directory")
-    if not os.path.exists(path):
+    if mode is None:
         if not create or readonly:
             raise StoreNotFoundError(f"no store at {path}")
         try:
@@ -94,6 +104,7 @@ def open_lmdb(
         "sync": sync, "meminit": True,
     }  # fmt: skip
     if not readonly:
+        _allocate_lock_file(path)
         try:
             return lmdb.open(path, create=create, **options), True
         except lmdb.Error as exc:
@@ -106,6 +117,31 @@ def open_lmdb(
         return lmdb.open(path, readonly=True, create=False, lock=False, **options), False
     except lmdb.Error as exc:
         raise translate(first, path) from exc
+
+
+def _allocate_lock_file(path: str) -> None:
+    """Create ``lock.mdb`` with its space allocated, before LMDB maps it.
+
+    LMDB sizes a new lock file with ``ftruncate`` (a sparse file) and writes into it through
+    a shared mapping: on a full file system the first write to an unbacked page kills the
+    process with SIGBUS.  Allocated here first, a full disk is an error instead.  An existing
+    lock file is left alone: other processes may have it mapped at its current size.
+    """
+    lock = os.path.join(path, LOCK_FILE)
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise translate_os(exc, lock, "create") from exc
+    try:
+        os.posix_fallocate(fd, 0, LOCK_FILE_BYTES)
+    except OSError as exc:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        raise translate_os(exc, path, "create the store in") from exc
+    os.close(fd)
 
 
 def verify_structure(env: Any, path: str, *, pinned: bool) -> pagecheck.Report:

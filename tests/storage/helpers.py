@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from typing import Any
+
+import pytest
 
 import rstore
 from rstore.storage import layout
@@ -29,7 +32,8 @@ def populate(path: str, *, entries: int = 3000) -> None:
         s.xreadgroup("workers", "bob", {"big": ">"}, count=300)
         pending = s.xpending_range("big", "workers", "-", "+", 100)
         s.xack("big", "workers", *[p["message_id"] for p in pending[:40]])
-        s.xclaim("big", "workers", "carol", 0, [p["message_id"] for p in pending[40:60]])
+        if pending[40:60]:
+            s.xclaim("big", "workers", "carol", 0, [p["message_id"] for p in pending[40:60]])
         long_key = "L" * 600
         s.xadd(long_key, {"x": "y"})
         s.xgroup_create(long_key, "G" * 450, "0")
@@ -137,3 +141,15 @@ def in_child(fn: Callable[[], object]) -> tuple[int | None, int | None, object]:
     if os.WIFSIGNALED(status):
         return None, os.WTERMSIG(status), None
     return os.WEXITSTATUS(status), None, pickle.loads(data) if data else None
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[str]:
+    """A directory every user may enter (pytest's own are private to their owner), for tests
+    that act as another user."""
+    path = tempfile.mkdtemp(prefix="rstore-shared-")
+    os.chmod(path, 0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
