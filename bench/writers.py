@@ -14,7 +14,9 @@ call (p50/p90/p99/max over every writer's calls), and at the end the size of the
 (rstore ``data.mdb``: apparent size, LMDB pages up to the high-water mark, pages in B-trees,
 pages free; valkey: the AOF) per entry.  While rstore runs, this process samples LMDB's reader
 table 20 times a second and records how many commits the oldest open read transaction lags
-behind (pages freed after its snapshot cannot be reused while it lives).
+behind (pages freed after its snapshot cannot be reused while it lives).  With ``--lock-wait``
+the rstore writers also time how long each write transaction waits for LMDB's writer lock
+(by wrapping a private method of rstore's storage layer, for this measurement only).
 
 Readers (``--readers M``, each its own process, same store or server), by ``--reader-kind``:
 
@@ -35,7 +37,7 @@ os``): 16 or more processes share the machine's cores, on both sides.
 
     python bench/writers.py                               # 16 and 4 writers, 8 and 0 readers
     python bench/writers.py --writers 16 --readers 8 --reader-kind consumers scans --repeat 3
-    python bench/writers.py --side rstore --writers 1 4 16 --readers 0   # rstore alone
+    python bench/writers.py --side rstore --writers 1 4 16 --readers 0 --lock-wait  # rstore alone
 """
 
 from __future__ import annotations
@@ -100,6 +102,7 @@ class Options:
     seconds: float = 10.0
     side: str = "both"  # both, rstore or valkey
     map_size: int = 0  # rstore's initial map size; 0: rstore's default
+    lock_wait: bool = False  # rstore writers also time their waits for LMDB's writer lock
     base_dir: str | None = None
 
     @classmethod
@@ -124,8 +127,32 @@ def _sleep_until(t_ns: int) -> None:
         time.sleep(delay)
 
 
-def writer_main(side: str, target: str, map_size: int, out_path: str) -> int:
-    """XADD in a loop between the start and end times it is given; latencies to ``out_path``."""
+def time_lock_waits(waits: array.array[float]) -> None:
+    """Record in ``waits`` how long each write transaction of this process waits to begin
+    (LMDB's writer lock).  Wraps a private method of rstore's storage layer: for this
+    measurement only (``--lock-wait``)."""
+    from rstore.storage import env as envmod
+
+    begin = envmod.Env._begin
+    clock = time.perf_counter
+
+    def timed_begin(self: envmod.Env, write: bool) -> Any:
+        if not write:
+            return begin(self, write)
+        t0 = clock()
+        raw = begin(self, write)
+        waits.append(clock() - t0)
+        return raw
+
+    envmod.Env._begin = timed_begin  # type: ignore[method-assign]
+
+
+def writer_main(side: str, target: str, map_size: int, out_path: str, lock_wait: bool) -> int:
+    """XADD in a loop between the start and end times it is given; latencies to ``out_path``
+    (and with ``lock_wait``, the writer-lock waits to ``out_path + ".wait"``)."""
+    waits = array.array("d")
+    if lock_wait and side == "rstore":
+        time_lock_waits(waits)
     client = _connect(side, target, map_size)
     child_say("hello")
     words = child_hear()
@@ -141,6 +168,8 @@ def writer_main(side: str, target: str, map_size: int, out_path: str) -> int:
         latencies.append(clock() - t0)
     with open(out_path, "wb") as f:
         latencies.tofile(f)
+    with open(out_path + ".wait", "wb") as f:
+        waits.tofile(f)
     child_say("done", len(latencies))
     child_hear()  # "quit"
     client.close()
@@ -213,12 +242,10 @@ class ReaderMonitor:
     processes.  Opens its own read-only handle and never starts a transaction."""
 
     def __init__(self, path: str) -> None:
-        # map_size=0: adopt the environment's own map size (info() then reports it)
-        self._env = lmdb.open(path, readonly=True, max_dbs=16, map_size=0)
+        self._env = lmdb.open(path, readonly=True, max_dbs=16)
         self._stop = threading.Event()
         self.lags: list[int] = []
         self.dead_slots = 0
-        self.map_size = 0
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> ReaderMonitor:
@@ -228,7 +255,6 @@ class ReaderMonitor:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
-        self.map_size = int(self._env.info()["map_size"])
         self._env.close()
 
     def _run(self) -> None:
@@ -243,6 +269,15 @@ class ReaderMonitor:
                     self.dead_slots = max(self.dead_slots, 1)
                 oldest = int(txnid) if oldest is None else min(oldest, int(txnid))
             self.lags.append(0 if oldest is None else last - oldest)
+
+
+def map_size(path: str) -> int:
+    """The map size recorded in a closed environment (grown by writers if it was full)."""
+    env = lmdb.open(path, readonly=True, lock=False, map_size=0)  # 0: take the file's
+    try:
+        return int(env.info()["map_size"])
+    finally:
+        env.close()
 
 
 def _alive(pid: int) -> bool:
@@ -288,7 +323,9 @@ def run_side(side: str, writers: int, readers: int, kind: str, opts: Options) ->
                 target = str(valkey.port)
             lat_paths = [os.path.join(work, f"lat-{i}.bin") for i in range(writers)]
             children = [
-                stack.enter_context(Child(child_argv("writer", side, target, opts.map_size, p)))
+                stack.enter_context(
+                    Child(child_argv("writer", side, target, opts.map_size, p, int(opts.lock_wait)))
+                )
                 for p in lat_paths
             ]
             children += [
@@ -319,17 +356,19 @@ def run_side(side: str, writers: int, readers: int, kind: str, opts: Options) ->
                     "reader_lag_p50": lags[len(lags) // 2],
                     "reader_lag_max": lags[-1],
                     "dead_reader_slots": monitor.dead_slots,
-                    "map_size": monitor.map_size,
+                    "map_size": map_size(target),
                 }
             else:
                 length = int(client.xlen(STREAM))
                 size = {"file_bytes": valkey.aof_bytes(), "commits": 0}
             if length != added:
                 raise RuntimeError(f"{side}: {added} XADDs returned but the stream holds {length}")
-        latencies = array.array("d")
+        latencies, waits = array.array("d"), array.array("d")
         for path in lat_paths:
             with open(path, "rb") as f:
                 latencies.frombytes(f.read())
+            with open(path + ".wait", "rb") as f:
+                waits.frombytes(f.read())
     finally:
         shutil.rmtree(work, ignore_errors=True)
     read = answers[writers:]
@@ -341,6 +380,8 @@ def run_side(side: str, writers: int, readers: int, kind: str, opts: Options) ->
         "rate": added / seconds,
         "commits_per_s": size["commits"] / seconds,
         "latency_ms": percentiles(latencies, 1e3),
+        "lock_wait_ms": percentiles(waits, 1e3),
+        "lock_wait_share": sum(waits) / sum(latencies) if waits else 0.0,
         "bytes_per_entry": size["file_bytes"] / max(added, 1),
         "reader_entries_per_s": sum(int(a[0]) for a in read) / seconds,
         "reader_calls_per_s": sum(int(a[1]) for a in read) / seconds,
@@ -431,6 +472,25 @@ def detail_table(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+def lock_wait_table(results: list[Result]) -> str:
+    """rstore: how long commits waited for LMDB's writer lock (``--lock-wait``)."""
+    lines = [
+        "| workload | rstore XADD p50 | writer-lock wait p50 | p90 | p99 | max "
+        "| share of XADD time spent waiting |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        wait = r.get("rstore_lock_wait_ms")
+        if not wait:
+            continue
+        cells = " | ".join(fmt_ms(wait[k]) for k in ("p50", "p90", "p99", "max"))
+        lines.append(
+            f"| {r['workload']} | {fmt_ms(r['rstore_latency_ms']['p50'])} | {cells} "
+            f"| {100 * r['rstore_lock_wait_share']:.0f} % |"
+        )
+    return "\n".join(lines)
+
+
 def run_configs(opts: Options) -> list[Result]:
     return [run_config(w, m, k, opts, i % 2 == 1) for i, (w, m, k) in enumerate(configs(opts))]
 
@@ -446,6 +506,8 @@ def markdown(results: list[Result]) -> str:
     if all(r["rstore"] and r["valkey"] for r in results):
         out += [results_table(results), ""]
     out += [latency_table(results), "", detail_table(results)]
+    if any(r.get("rstore_lock_wait_ms") for r in results):
+        out += ["", lock_wait_table(results)]
     return "\n".join(out)
 
 
@@ -454,7 +516,7 @@ def main(argv: list[str] | None = None) -> int:
     if args_in[:1] == ["--child"]:
         role, side, target, map_size, *rest = args_in[1:]
         if role == "writer":
-            return writer_main(side, target, int(map_size), rest[0])
+            return writer_main(side, target, int(map_size), rest[0], rest[1] == "1")
         return reader_main(side, target, int(map_size), rest[0], rest[1])
     exit_on_sigterm()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -473,6 +535,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--map-size", type=int, default=0, help="rstore's initial map size (default: rstore's)"
     )
+    parser.add_argument(
+        "--lock-wait",
+        action="store_true",
+        help="rstore writers also time how long each commit waits for LMDB's writer lock",
+    )
     args = parser.parse_args(args_in)
     base = Options.quick(args.dir) if args.quick else Options(base_dir=args.dir)
     opts = dataclasses.replace(
@@ -483,6 +550,7 @@ def main(argv: list[str] | None = None) -> int:
         seconds=args.seconds or base.seconds,
         side=args.side,
         map_size=args.map_size,
+        lock_wait=args.lock_wait,
     )
     print(f"# CPU placement: {set_placement(args.placement)}")
     print(f"# load average before: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
