@@ -8,15 +8,17 @@ beside M reader processes; rstore ``sync=True`` beside valkey ``appendfsync alwa
   ``valkey-server --appendonly yes --appendfsync always``.
 
 All processes start together (a shared ``CLOCK_MONOTONIC`` start time) and stop at the same
-deadline.  Reported per side: aggregate entries/s, commits/s (rstore: LMDB write transactions,
+deadline. Reported per side: aggregate entries/s, commits/s (rstore: LMDB write transactions,
 from its transaction ids, readers' XREADGROUP/XACK commits included), the latency of each XADD
 call (p50/p90/p99/max over every writer's calls), and at the end the size of the data file
-(rstore ``data.mdb``: apparent size, LMDB pages up to the high-water mark, pages in B-trees,
-pages free; valkey: the AOF) per entry.  While rstore runs, this process samples LMDB's reader
-table 20 times a second and records how many commits the oldest open read transaction lags
-behind (pages freed after its snapshot cannot be reused while it lives).  With ``--lock-wait``
-the rstore writers also time how long each write transaction waits for LMDB's writer lock
-(by wrapping a private method of rstore's storage layer, for this measurement only).
+(rstore ``data.mdb``: apparent size, LMDB pages up to the high-water mark, pages in B-trees, and
+the rest: free pages and the free list's own pages, as ``mdb_stat -ef`` counts them; valkey: the
+AOF) per entry. While rstore runs, this process samples LMDB's reader table 20 times a second
+and records how many commits the oldest open read transaction lags behind (pages freed after its
+snapshot cannot be reused while it lives). With ``--lock-wait`` the rstore writers also time how
+long each write transaction waits for LMDB's writer lock (by wrapping a private method of
+rstore's storage layer, for this measurement only). The child processes and the monitor live in
+``bench/writers_procs.py``.
 
 Readers (``--readers M``, each its own process, same store or server), by ``--reader-kind``:
 
@@ -50,22 +52,16 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
-import lmdb
 from common import (
-    FIELDS,
     STREAM,
     Child,
     Result,
     Valkey,
     add_common_args,
-    child_hear,
-    child_say,
     exit_on_sigterm,
     fmt_ms,
     fmt_rate,
@@ -78,17 +74,12 @@ from common import (
     write_json,
 )
 from footprint import lmdb_pages
+from writers_procs import GROUP, ReaderMonitor, child_argv, map_size, reader_roles
 
 import rstore
 
-GROUP = "readers"
-BLOCK_MS = 1000
-COUNT = 100
 START_DELAY_S = 1.0  # from "go" to the common start time
-SAMPLE_S = 0.05  # the reader-table monitor's interval
 READER_KINDS = ("consumers", "scans", "paged", "cpu")
-TIMED_ROLES = ("scan", "paged")  # roles whose calls never block: their longest call is reported
-PAGE = 1000
 MIB = 1 << 20
 
 
@@ -108,186 +99,6 @@ class Options:
     @classmethod
     def quick(cls, base_dir: str | None = None) -> Options:
         return cls(writers=(4,), readers=(2, 0), seconds=2.0, base_dir=base_dir)
-
-
-# ----------------------------------------------------------------------------- child processes
-
-
-def _connect(side: str, target: str, map_size: int) -> Any:
-    if side == "rstore":
-        return rstore.Store(target, sync=True, create=False, map_size=map_size or None)
-    import redis
-
-    return redis.Redis(host="127.0.0.1", port=int(target), protocol=2)
-
-
-def _sleep_until(t_ns: int) -> None:
-    delay = (t_ns - time.monotonic_ns()) / 1e9
-    if delay > 0:
-        time.sleep(delay)
-
-
-def time_lock_waits(waits: array.array[float]) -> None:
-    """Record in ``waits`` how long each write transaction of this process waits to begin
-    (LMDB's writer lock).  Wraps a private method of rstore's storage layer: for this
-    measurement only (``--lock-wait``)."""
-    from rstore.storage import env as envmod
-
-    begin = envmod.Env._begin
-    clock = time.perf_counter
-
-    def timed_begin(self: envmod.Env, write: bool) -> Any:
-        if not write:
-            return begin(self, write)
-        t0 = clock()
-        raw = begin(self, write)
-        waits.append(clock() - t0)
-        return raw
-
-    envmod.Env._begin = timed_begin  # type: ignore[method-assign]
-
-
-def writer_main(side: str, target: str, map_size: int, out_path: str, lock_wait: bool) -> int:
-    """XADD in a loop between the start and end times it is given; latencies to ``out_path``
-    (and with ``lock_wait``, the writer-lock waits to ``out_path + ".wait"``)."""
-    waits = array.array("d")
-    if lock_wait and side == "rstore":
-        time_lock_waits(waits)
-    client = _connect(side, target, map_size)
-    child_say("hello")
-    words = child_hear()
-    if words[0] != "go":
-        return 0
-    start_ns, end_ns = int(words[1]), int(words[2])
-    xadd, clock, now = client.xadd, time.perf_counter, time.monotonic_ns
-    latencies = array.array("d")
-    _sleep_until(start_ns)
-    while now() < end_ns:
-        t0 = clock()
-        xadd(STREAM, FIELDS)
-        latencies.append(clock() - t0)
-    with open(out_path, "wb") as f:
-        latencies.tofile(f)
-    with open(out_path + ".wait", "wb") as f:
-        waits.tofile(f)
-    child_say("done", len(latencies))
-    child_hear()  # "quit"
-    client.close()
-    return 0
-
-
-def reader_main(side: str, target: str, map_size: int, role: str, consumer: str) -> int:
-    """Read as ``role`` (xread, xreadgroup or scan) until the end time; report what was read."""
-    client = _connect(side, target, map_size)
-    child_say("hello")
-    words = child_hear()
-    if words[0] != "go":
-        return 0
-    start_ns, end_ns = int(words[1]), int(words[2])
-    now, clock = time.monotonic_ns, time.perf_counter
-    entries = calls = 0
-    longest = 0.0
-    last_id: Any = "0-0"
-    _sleep_until(start_ns)
-    page_start: Any = "-"
-    while now() < end_ns:
-        t0 = clock()
-        if role == "cpu":
-            got = sum(range(100_000)) * 0  # a CPU-bound step that touches no store
-        elif role == "scan":
-            got = len(client.xrange(STREAM, "-", "+"))
-        elif role == "paged":
-            page = client.xrange(STREAM, page_start, "+", count=PAGE)
-            got = len(page)
-            page_start = "(" + page[-1][0].decode() if len(page) == PAGE else "-"
-        elif role == "xread":
-            reply = client.xread({STREAM: last_id}, count=COUNT, block=BLOCK_MS)
-            got = len(reply[0][1]) if reply else 0
-            if got:
-                last_id = reply[0][1][-1][0]
-        else:
-            reply = client.xreadgroup(GROUP, consumer, {STREAM: ">"}, count=COUNT, block=BLOCK_MS)
-            ids = [entry_id for entry_id, _ in reply[0][1]] if reply else []
-            if ids:
-                client.xack(STREAM, GROUP, *ids)
-            got = len(ids)
-        if role in TIMED_ROLES:
-            longest = max(longest, clock() - t0)
-        entries += got
-        calls += 1
-    child_say("done", entries, calls, longest)
-    child_hear()
-    client.close()
-    return 0
-
-
-def child_argv(*words: object) -> list[str]:
-    return [str(Path(__file__).resolve()), "--child", *(str(w) for w in words)]
-
-
-def reader_roles(readers: int, kind: str) -> list[str]:
-    if readers == 0:
-        return []
-    if kind != "consumers":
-        return [{"scans": "scan", "paged": "paged", "cpu": "cpu"}[kind]] * readers
-    return ["xread" if i % 2 == 0 else "xreadgroup" for i in range(readers)]
-
-
-# ----------------------------------------------------------------------------- the monitor
-
-
-class ReaderMonitor:
-    """Samples an LMDB environment from this process while others use it: the commits by which
-    the oldest live read transaction lags behind the last commit, and reader slots left by dead
-    processes.  Opens its own read-only handle and never starts a transaction."""
-
-    def __init__(self, path: str) -> None:
-        self._env = lmdb.open(path, readonly=True, max_dbs=16)
-        self._stop = threading.Event()
-        self.lags: list[int] = []
-        self.dead_slots = 0
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> ReaderMonitor:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self._env.close()
-
-    def _run(self) -> None:
-        while not self._stop.wait(SAMPLE_S):
-            last = int(self._env.info()["last_txnid"])
-            oldest = None
-            for line in self._env.readers().splitlines()[1:]:
-                pid, _, txnid = line.split()
-                if txnid == "-":
-                    continue
-                if not _alive(int(pid)):
-                    self.dead_slots = max(self.dead_slots, 1)
-                oldest = int(txnid) if oldest is None else min(oldest, int(txnid))
-            self.lags.append(0 if oldest is None else last - oldest)
-
-
-def map_size(path: str) -> int:
-    """The map size recorded in a closed environment (grown by writers if it was full)."""
-    env = lmdb.open(path, readonly=True, lock=False, map_size=0)  # 0: take the file's
-    try:
-        return int(env.info()["map_size"])
-    finally:
-        env.close()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
 
 
 # ----------------------------------------------------------------------------- one side
@@ -513,11 +324,6 @@ def markdown(results: list[Result]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args_in = sys.argv[1:] if argv is None else argv
-    if args_in[:1] == ["--child"]:
-        role, side, target, map_size, *rest = args_in[1:]
-        if role == "writer":
-            return writer_main(side, target, int(map_size), rest[0], rest[1] == "1")
-        return reader_main(side, target, int(map_size), rest[0], rest[1])
     exit_on_sigterm()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_common_args(parser)
