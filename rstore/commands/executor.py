@@ -25,7 +25,7 @@ from rstore.storage.env import Env
 from rstore.storage.notify import Waiter
 from rstore.storage.txn import Txn
 
-__all__ = ["Blocked", "execute", "now_ms", "run_batch", "run_one"]
+__all__ = ["Blocked", "Deferred", "execute", "now_ms", "run_batch", "run_one"]
 
 # A blocked reader re-checks at least this often even without a wake-up (bounds the delay if a
 # waking process dies half-way); the cost is one read transaction per interval.
@@ -53,6 +53,19 @@ class Blocked:
     ready: Callable[[Txn], bool] | None = None
 
 
+@dataclass(frozen=True)
+class Deferred:
+    """PROTOTYPE (issue 8): a reply whose building needs no transaction (it works on bytes
+    copied out of one); resolved after the transaction ended, so that read transactions stay
+    short and LMDB can reuse the pages writers free meanwhile."""
+
+    build: Callable[[], Any]
+
+
+def _resolve(reply: Any) -> Any:
+    return reply.build() if isinstance(reply, Deferred) else reply
+
+
 def run_one(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
     """Run one command once; ``(spec, internal reply)``.  Errors raise :class:`ResponseError`.
 
@@ -70,10 +83,10 @@ def run_one(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
         return handler(ctx, argv)
 
     if not spec.write:
-        return spec, env.read(body)
+        return spec, _resolve(env.read(body))
     reply = env.write(body)
     env.notify(contexts[0].signals)
-    return spec, reply
+    return spec, _resolve(reply)
 
 
 def execute(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
@@ -128,7 +141,7 @@ def run_batch(env: Env, batch: list[list[bytes]]) -> list[tuple[CommandSpec, Any
         return results
 
     if not any(spec.write for spec in specs):
-        return env.read(body)
+        return [(spec, _resolve(r)) for spec, r in env.read(body)]
     results = env.write(body)
     env.notify(signals[0])
-    return results
+    return [(spec, _resolve(r)) for spec, r in results]
