@@ -83,6 +83,7 @@ def lmdb_pages(path: str) -> dict[str, Any]:
     high_water = int(info["last_pgno"]) + 1
     return {
         "page_size": psize,
+        "last_txnid": int(info["last_txnid"]),
         "high_water_pages": high_water,
         "tree_pages": in_trees,
         # the two meta pages, the free-page list's own pages, and pages free for reuse

@@ -6,8 +6,9 @@ and relaxed, and the cross-process wake-up latency (XREAD and XREADGROUP, both m
 CPU placement asked for (``--placement``, default ``shared split``: valkey -- and the helper
 reader processes -- on the benchmark's CPU, then on the other one; the first is the headline).
 In the headline placement only, the group cycle is also measured beside persist-queue and
-litequeue; and once per run, after the placements, the CPU used by idle blocked readers and
-the snapshots (save and restore of a 1M-entry stream, in the headline placement).  With
+litequeue; and once per run, after the placements, the CPU used by idle blocked readers,
+the snapshots (save and restore of a 1M-entry stream, in the headline placement) and the
+concurrent writers (16 and 4 writer processes, with 8 and 0 reader processes, not pinned).  With
 ``--repeat N`` the runs are repeated and each figure is the median of N (each ratio: the median
 of the N per-run ratios, its min–max beside it).  Then, once (they do not vary between runs):
 the footprint (bytes per entry) and the syscall count of a durable commit (when ``strace`` is
@@ -52,6 +53,7 @@ import scan
 import snapshot
 import syscalls
 import wakeup
+import writers
 import xadd_pipeline
 import xadd_single
 from common import (
@@ -73,8 +75,8 @@ DOC = ROOT / "docs" / "benchmarks.md"
 BEGIN = "<!-- bench:begin -->"
 END = "<!-- bench:end -->"
 PARTS = (
-    "single", "pipeline", "scan", "group", "wakeup", "idle", "snapshot", "footprint", "syscalls",
-    "machine",
+    "single", "pipeline", "scan", "group", "wakeup", "idle", "snapshot", "writers", "footprint",
+    "syscalls", "machine",
 )  # fmt: skip
 PLACED_PARTS = {"single", "pipeline", "scan", "group", "wakeup"}  # measured per placement
 
@@ -216,6 +218,16 @@ def render(args: argparse.Namespace, command: str, report: dict[str, Any]) -> st
             "",
             snapshot.markdown(report["snapshot"]),
         ]
+    if report.get("writers"):
+        out += [
+            "",
+            f"#### Concurrent writers: N writer processes (+ M readers) for "
+            f"{report['writers'][0]['seconds']:.0f} s per side, `sync=True` vs `appendfsync "
+            f"always` (median of {of_runs}; {report['writers_placement']}; "
+            "`python bench/writers.py`)",
+            "",
+            writers.markdown(report["writers"]),
+        ]
     if report.get("syscalls"):
         out += [
             "",
@@ -321,11 +333,12 @@ def main(argv: list[str] | None = None) -> int:
     if "machine" in parts:
         print("# machine and flush cost", file=sys.stderr, flush=True)
         report["fsync_ms"] = machine.fsync_costs(args.dir, 100 if args.quick else 500)
-    if parts & (PLACED_PARTS | {"idle", "snapshot"}):
+    if parts & (PLACED_PARTS | {"idle", "snapshot", "writers"}):
         # each repeat runs every placement in turn, so they share the machine's drift too
         runs: dict[str, list[list[Result]]] = {mode: [] for mode in placements}
         idle_runs: list[list[Result]] = []
         snapshot_runs: list[list[Result]] = []
+        writers_runs: list[list[Result]] = []
         descriptions: dict[str, str] = {}
         for i in range(args.repeat):
             for mode in placements if parts & PLACED_PARTS else []:
@@ -344,12 +357,20 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"# run {i + 1}/{args.repeat}, snapshots", file=sys.stderr, flush=True)
                 snapshot_runs.append(snapshot.run_all(quick=args.quick, base_dir=args.dir))
                 print(snapshot.markdown(snapshot_runs[-1]), file=sys.stderr, flush=True)
+            if "writers" in parts:
+                set_placement("os")  # many processes: let them spread over the cores
+                print(f"# run {i + 1}/{args.repeat}, writers", file=sys.stderr, flush=True)
+                writers_runs.append(writers.run_all(quick=args.quick, base_dir=args.dir))
+                print(writers.markdown(writers_runs[-1]), file=sys.stderr, flush=True)
         if idle_runs:
             report["idle"] = combine(idle_runs)
             report["idle_placement"] = set_placement(placements[0])
         if snapshot_runs:
             report["snapshot"] = combine(snapshot_runs)
             report["snapshot_placement"] = set_placement(placements[0])
+        if writers_runs:
+            report["writers"] = combine(writers_runs)
+            report["writers_placement"] = set_placement("os")
         report["placements"] = [
             {
                 "mode": mode,

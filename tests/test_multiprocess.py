@@ -194,6 +194,34 @@ def test_reader_killed_mid_transaction_frees_its_slot_at_next_open(
         store.xadd(KEY, {"w": 0, "seq": 51})
 
 
+@pytest.mark.slow
+def test_a_writer_clears_a_dead_readers_slot_once_the_file_grows(
+    path: str, children: h.Children
+) -> None:
+    """A reader SIGKILLed inside its read transaction pins its snapshot,
+    so every commit appends fresh pages; a process that keeps the store open and writes
+    clears the dead slot by itself (no reopen), and the file stops growing."""
+    with rstore.Store(path) as store:
+        for seq in range(200):
+            store.xadd(KEY, {"w": 0, "seq": seq})
+        ctx = mp.get_context("spawn")
+        parent_end, child_end = ctx.Pipe()
+        proc = children.start(ctx, h.hold_read_until_killed, path, child_end)
+        assert h.recv(parent_end) == "inside"
+        h.sigkill(proc)
+        assert proc.pid in _reader_pids(store)  # the dead reader's slot is still there
+        for seq in range(200, 264):
+            store.xadd(KEY, {"w": 0, "seq": seq})
+        assert proc.pid not in _reader_pids(store)
+        data = os.path.join(path, "data.mdb")
+        size = os.path.getsize(data)
+        for seq in range(264, 1264):
+            store.xadd(KEY, {"w": 0, "seq": seq})
+        # pinned, 1000 single XADDs would append ~5 pages each (~20 MB); reusing, a few pages
+        assert os.path.getsize(data) - size < 100 * 4096
+        assert store.xlen(KEY) == 1264
+
+
 def _reader_pids(store: rstore.Store) -> set[int]:
     """Pids in LMDB's reader table (white box: read through the storage layer)."""
     env = store._live_env()

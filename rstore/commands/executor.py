@@ -24,7 +24,15 @@ from rstore.errors import ResponseError
 from rstore.storage.env import Env
 from rstore.storage.txn import Txn
 
-__all__ = ["Blocked", "execute", "now_ms", "run_batch", "run_in_transaction", "run_one"]
+__all__ = [
+    "Blocked",
+    "Deferred",
+    "execute",
+    "now_ms",
+    "run_batch",
+    "run_in_transaction",
+    "run_one",
+]
 
 T = TypeVar("T")
 
@@ -54,6 +62,20 @@ class Blocked:
     ready: Callable[[Txn], bool] | None = None
 
 
+@dataclass(frozen=True)
+class Deferred:
+    """A reply whose building needs no transaction (it works on bytes copied out of one),
+    built after the transaction ended: read transactions stay short, so LMDB can reuse the
+    pages writers free meanwhile (a read transaction held open pins every page freed after it
+    began, and concurrent writers then grow the file; docs/durability.md)."""
+
+    build: Callable[[], Any]
+
+
+def _resolve(reply: Any) -> Any:
+    return reply.build() if isinstance(reply, Deferred) else reply
+
+
 def run_one(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
     """Run one command once; ``(spec, internal reply)``.  Errors raise :class:`ResponseError`.
 
@@ -71,10 +93,10 @@ def run_one(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
         return handler(ctx, argv)
 
     if not spec.write:
-        return spec, env.read(body)
+        return spec, _resolve(env.read(body))
     reply = env.write(body)
     env.notify(contexts[0].signals)
-    return spec, reply
+    return spec, _resolve(reply)
 
 
 def execute(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
@@ -129,10 +151,10 @@ def run_batch(env: Env, batch: list[list[bytes]]) -> list[tuple[CommandSpec, Any
         return results
 
     if not any(spec.write for spec in specs):
-        return env.read(body)
+        return [(spec, _resolve(r)) for spec, r in env.read(body)]
     results = env.write(body)
     env.notify(signals[0])
-    return results
+    return [(spec, _resolve(r)) for spec, r in results]
 
 
 def run_in_transaction(env: Env, body: Callable[[Context], T]) -> T:

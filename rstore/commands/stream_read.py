@@ -7,13 +7,13 @@ from typing import Any
 
 from rstore import ids, messages
 from rstore.commands.args import cstr, keyword, parse_int
-from rstore.commands.executor import Blocked
+from rstore.commands.executor import Blocked, Deferred
 from rstore.commands.registry import Context, command
 from rstore.commands.reply import NIL_ARRAY, entries_reply
 from rstore.numbers import INT64_MAX, UINT64_MAX
 from rstore.storage.notify import KIND_READ
 from rstore.streams.keyspace import lookup_stream
-from rstore.streams.read import read_after, read_range
+from rstore.streams.read import copy_range, decode_range, read_after
 
 __all__ = ["XReadArgs", "parse_xread", "serve_xread"]
 
@@ -42,7 +42,10 @@ def _range(ctx: Context, argv: list[bytes], reverse: bool) -> Any:
         return []
     if count == 0:
         return NIL_ARRAY
-    return entries_reply(read_range(ctx.txn, stream, start, end, max(count, 0), reverse=reverse))
+    # copy the nodes now, decode after the transaction ended (executor.Deferred)
+    limit = max(count, 0)
+    nodes = copy_range(ctx.txn, stream, start, end, limit, reverse=reverse)
+    return Deferred(lambda: entries_reply(decode_range(nodes, start, end, limit, reverse=reverse)))
 
 
 @command("xrange", -4, summary="Entries in an ID range, ascending")

@@ -12,7 +12,69 @@ from rstore.ids import ID, MAX_ID, MIN_ID, increment
 from rstore.storage.txn import Txn
 from rstore.streams.keyspace import StreamRef
 
-__all__ = ["Entry", "first_entry", "last_entry", "read_after", "read_range"]
+__all__ = [
+    "Entry",
+    "copy_range",
+    "decode_range",
+    "first_entry",
+    "last_entry",
+    "read_after",
+    "read_range",
+]
+
+Nodes = list[tuple[ID, bytes]]
+
+
+def copy_range(
+    txn: Txn,
+    stream: StreamRef,
+    start: ID,
+    end: ID,
+    count: int = 0,
+    *,
+    reverse: bool = False,
+) -> Nodes:
+    """The raw nodes :func:`read_range` would decode, copied out of the
+    transaction without decoding them, so that the read transaction ends before the (slow)
+    decoding and reply building.  With ``count``, copying stops once the nodes known to lie
+    wholly inside the range hold ``count`` live entries (from each node's master entry)."""
+    nodes: Nodes = []
+    if start > end or stream.meta.length == 0:
+        return nodes
+    sure = 0  # live entries in nodes wholly inside [start, end]
+    if not reverse:
+        for master_id, node in txn.iter_nodes(stream.handle, start):
+            if master_id > end:
+                break
+            nodes.append((master_id, node))
+            if count > 0 and master_id >= start:
+                sure += sn.node_counts(node)[0]
+                if sure >= count:
+                    break
+    else:
+        first = True
+        for master_id, node in txn.iter_nodes(stream.handle, end, reverse=True):
+            nodes.append((master_id, node))
+            if master_id <= start:
+                break
+            if count > 0 and not first:
+                sure += sn.node_counts(node)[0]
+                if sure >= count:
+                    break
+            first = False
+    return nodes
+
+
+def decode_range(
+    nodes: Nodes, start: ID, end: ID, count: int = 0, *, reverse: bool = False
+) -> list[Entry]:
+    """The entries of ``nodes`` (from :func:`copy_range`) in the range."""
+    out: list[Entry] = []
+    scan = sn.scan_backward if reverse else sn.scan_forward
+    for master_id, node in nodes:
+        if scan(node, master_id, start, end, count, out):
+            break
+    return out
 
 
 def read_range(
