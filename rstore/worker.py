@@ -142,12 +142,16 @@ class Consumer:
         return self._messages(claimed)
 
     def _new(self) -> list[Message]:
-        reply = self.store.xreadgroup(
-            self.group, self.name, {self.stream: ">"}, count=self.count, block=self.block_ms
-        )
+        # execute() replies in bytes whatever the store's decode_responses: Messages are bytes.
+        reply = self.store.execute(
+            "XREADGROUP", "GROUP", self.group, self.name, "COUNT", self.count,
+            "BLOCK", self.block_ms, "STREAMS", self.stream, ">",
+        )  # fmt: skip
         if not reply:
             return []
-        return [Message(self.stream, eid, fields, 1) for eid, fields in reply[0][1]]
+        return [
+            Message(self.stream, eid, dict(zip(fv[::2], fv[1::2])), 1) for eid, fv in reply[0][1]
+        ]
 
     def messages(self) -> Iterator[Message]:
         """Yield messages until :meth:`stop`; acknowledge each with :meth:`ack` when done.

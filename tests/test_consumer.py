@@ -283,3 +283,24 @@ def test_refused_dead_letter_writes_nothing_and_leaves_the_message_pending(
 def test_count_must_be_positive(store: rstore.Store) -> None:
     with pytest.raises(ValueError, match="count must be at least 1"):
         make_consumer(store, "b", count=0)
+
+
+def test_a_consumer_on_a_decoding_store_deals_in_bytes(tmp_path: Path) -> None:
+    """A Store opened with decode_responses=True (as most redis-py code is) still gives the
+    Consumer bytes everywhere; its claim cursor once compared str with bytes and re-ran
+    XAUTOCLAIM on every loop."""
+    with rstore.Store(tmp_path / "store", decode_responses=True) as s:
+        ids = [s.xadd(STREAM, {"n": str(i)}) for i in range(3)]
+        consumer = rstore.Consumer(s, STREAM, GROUP, "w1", block_ms=50, claim_idle_ms=10_000)
+        seen: list[rstore.Message] = []
+
+        def handle(msg: rstore.Message) -> None:
+            seen.append(msg)
+            if len(seen) == 3:
+                consumer.stop()
+
+        consumer.run(handle)
+        assert [m.id for m in seen] == [i.encode() for i in ids]
+        assert [m.fields for m in seen] == [{b"n": str(i).encode()} for i in range(3)]
+        assert all(isinstance(m.stream, bytes) for m in seen)
+        assert s.xpending(STREAM, GROUP)["pending"] == 0
