@@ -34,14 +34,14 @@ def dump_entries(
     # read_rdb_range's count 0 means "all"; range's --count 0 means none (XRANGE COUNT 0).
     # The file is still read then, so that a missing stream or a damaged file is reported.
     limit = 1 if count == 0 else count or 0
-    found = rstore.read_rdb_range(path, key, start, end, limit, db=db, reverse=rev)
+    found = rstore.read_rdb_entries(path, key, start, end, limit, db=db, reverse=rev)
     if found is None:
         raise click.ClickException(
             f"{path} has no stream {key.decode(errors='backslashreplace')!r} in database {db}"
         )
     if count == 0:
         return []
-    return [Entry(f"{i[0]}-{i[1]}".encode(), tuple(zip(fv[0::2], fv[1::2]))) for i, fv in found]
+    return [Entry(i, tuple(zip(fv[0::2], fv[1::2]))) for i, fv in found]
 
 
 def _stream_record(s: rstore.StreamSummary, consumers: bool) -> dict[str, Any]:

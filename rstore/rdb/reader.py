@@ -18,7 +18,7 @@ type -- raises :class:`~rstore.errors.UnsupportedRDBError`; damage raises
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -116,9 +116,21 @@ def _module_name(module_id: int) -> str:
 
 
 class RDBReader:
-    """Events of one RDB file; iterate :meth:`events` once."""
+    """Events of one RDB file; iterate :meth:`events` once.
 
-    def __init__(self, f: BinaryIO, *, deep: bool = True, check_crc: bool = True) -> None:
+    ``deep`` says which streams get the whole node check a restore makes (every node, in
+    depth) besides the header checks every node gets: all (``True``), none (``False``), or
+    those for which ``deep(db, key)`` is true.  Damage found is reported at the offset of the
+    damaged byte in the file (:func:`~rstore.rdb.values.node_error`), whichever reader found it.
+    """
+
+    def __init__(
+        self,
+        f: BinaryIO,
+        *,
+        deep: bool | Callable[[int, bytes], bool] = True,
+        check_crc: bool = True,
+    ) -> None:
         self.source = Source(f)
         self.deep = deep
         self.check_crc = check_crc
@@ -246,7 +258,8 @@ class RDBReader:
         yield KeyStart(db, key, rdb_type, name, expire_ms, idle, freq, at)
         if rdb_type in STREAM_TYPES:
             count = -1
-            for record in read_stream(src, rdb_type, deep=self.deep):
+            deep = self.deep if isinstance(self.deep, bool) else self.deep(db, key)
+            for record in read_stream(src, rdb_type, deep=deep):
                 if isinstance(record, StreamState):
                     count = record.length
                 yield record
