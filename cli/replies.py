@@ -32,6 +32,10 @@ class Entry:
     fields: tuple[tuple[bytes, bytes], ...]
     deleted: bool = False
 
+    def flat(self) -> list[bytes] | None:
+        """The fields as a reply holds them, ``[field, value, ...]``; ``None`` if deleted."""
+        return None if self.deleted else [item for pair in self.fields for item in pair]
+
 
 def entry_from_reply(item: list[Any]) -> Entry:
     """``[id, [field, value, ...]]`` (or ``[id, nil]``: deleted) -> :class:`Entry`."""

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import rstore_cli.streams
+import rstore_cli.reading
 from click.testing import Result
 
 import rstore
@@ -161,7 +161,7 @@ def test_range_of_missing_or_empty_stream(run: Run, events: rstore.Store) -> Non
 def test_range_reads_in_pages(
     run: Run, store: rstore.Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rstore_cli.streams, "RANGE_PAGE", 2)
+    monkeypatch.setattr(rstore_cli.reading, "RANGE_PAGE", 2)
     for i in range(1, 8):
         store.execute("XADD", "s", f"{i}-0", "n", str(i))
 
