@@ -23,11 +23,9 @@ Errors are not handled here: :class:`rstore_cli.main.RStoreGroup` maps them once
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
 
@@ -55,8 +53,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 ERROR_PREFIX = "rstore_cli.error_prefix"
 
 
-@dataclass(frozen=True)
-class StoreOpener:
+class StoreOpener(NamedTuple):
     """The store the global options point at, opened on demand.
 
     ``path`` is ``None`` until a ``--store`` (or ``$RSTORE_PATH``) names one: then
@@ -77,15 +74,14 @@ class StoreOpener:
         return rstore.Store(self.store_path, create=create)
 
 
-@dataclass(frozen=True)
-class GlobalOption:
+class GlobalOption(NamedTuple):
     """A global option: its flags, the :class:`StoreOpener` field it sets, and the rest of its
     :class:`click.Option` settings (help, metavar, type, envvar...) as given before the
     command."""
 
     flags: tuple[str, ...]
     target: str
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any]
 
 
 GLOBAL_OPTIONS: tuple[GlobalOption, ...] = (
@@ -120,7 +116,7 @@ def _late_callback(
         if value is None or (is_flag and value is False):
             return  # not given after the command: the value given before stands
         opener = ctx.find_object(StoreOpener) or StoreOpener()
-        ctx.obj = dataclasses.replace(opener, **{name: value})
+        ctx.obj = opener._replace(**{name: value})
 
     return callback
 

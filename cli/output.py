@@ -12,16 +12,33 @@ fills), not one ``write`` system call per line.
 from __future__ import annotations
 
 import codecs
+import re
 import sys
 from collections.abc import Iterable, Sequence
+from itertools import chain, islice
 from typing import BinaryIO
 
 from .format import BARE_FIELD, BARE_VALUE, escape_text, token
 
-__all__ = ["CHUNK", "EntryWriter"]
+__all__ = ["BATCH", "CHUNK", "EntryWriter", "RawEntry"]
+
+#: An entry as a reply holds it: ``(id, [field, value, ...])``, or ``(id, None)`` for a
+#: pending entry deleted from the stream.
+RawEntry = tuple[bytes, Sequence[bytes] | None]
 
 #: Values longer than this are written piece by piece.
 CHUNK = 1 << 16
+#: Lines of short entries written at a time by :meth:`EntryWriter.entries`.
+BATCH = 256
+
+# Entries whose fields are joined with NUL, joined with \x01 (neither is ever bare): a match
+# means every name and value is bare printable ASCII (names without "=").
+_NAME = rb"[\x21\x23-\x3c\x3e-\x5b\x5d-\x7e]+"
+_VALUE = rb"[\x21\x23-\x5b\x5d-\x7e]+"
+_ENTRY = rb"(?:%s\x00%s\x00)*%s\x00%s" % (_NAME, _VALUE, _NAME, _VALUE)
+_ALL_BARE = re.compile(rb"(?:%s\x01)*%s\Z" % (_ENTRY, _ENTRY)).match
+# The line of an entry with N fields, by N: b"%s  %s=%s %s=%s\n" for two.
+_LINE_FORMATS: dict[int, bytes] = {}
 
 _SPECIAL = {False: frozenset(' "\\'), True: frozenset(' "\\=')}
 
@@ -63,8 +80,29 @@ class EntryWriter:
         if self.flush_each:
             self.out.flush()
 
-    def entries(self, items: Iterable[tuple[bytes, Sequence[bytes] | None]]) -> None:
-        for entry_id, flat in items:
+    def pages(self, pages: Iterable[Sequence[RawEntry]]) -> None:
+        """Entries a page at a time (:func:`rstore.iter_range_pages`), each written as
+        :meth:`entry` writes it.  Short entries go :data:`BATCH` at a time: a batch whose names
+        and values are all printable ASCII -- nearly always -- is checked with one regular
+        expression and written with one ``write``.  No page is held once written."""
+        for page in pages:
+            for start in range(0, len(page), BATCH):
+                self._write_batch(page[start : start + BATCH])
+            del page
+
+    def entries(self, items: Iterable[RawEntry]) -> None:
+        """Entries from any iterable, :data:`BATCH` at a time as :meth:`pages` writes them
+        (so up to that many are held at once: use :meth:`pages` for a long range)."""
+        entries = iter(items)
+        while batch := list(islice(entries, BATCH)):
+            self._write_batch(batch)
+
+    def _write_batch(self, batch: Sequence[RawEntry]) -> None:
+        lines = _bare_lines(batch)
+        if lines is not None:
+            self.out.write(lines)
+            return
+        for entry_id, flat in batch:
             self.entry(entry_id, flat)
 
     def flush(self) -> None:
@@ -107,3 +145,28 @@ def _is_bare(value: bytes, field: bool) -> bool:
     """What :func:`token` decides for a long name or value, reading it piece by piece."""
     special = _SPECIAL[field]
     return all(text.isprintable() and special.isdisjoint(text) for text in _pieces(value))
+
+
+def _bare_lines(batch: Sequence[RawEntry]) -> bytes | None:
+    """The lines of ``batch`` when every name and value in it is short and bare printable
+    ASCII (so its bytes are its text); else ``None``."""
+    if not batch:
+        return b""
+    flats: list[Sequence[bytes]] = []
+    for _, flat in batch:
+        if not flat:  # a deleted entry
+            return None
+        flats.append(flat)
+    if max(map(len, chain.from_iterable(flats))) > CHUNK:
+        return None
+    if not _ALL_BARE(b"\x01".join(map(b"\x00".join, flats))):
+        return None
+    lines = []
+    for (entry_id, _), flat in zip(batch, flats):
+        fmt = _LINE_FORMATS.get(len(flat))
+        if fmt is None:
+            fmt = _LINE_FORMATS[len(flat)] = (
+                b"%s  " + b" ".join([b"%s=%s"] * (len(flat) // 2)) + b"\n"
+            )
+        lines.append(fmt % (entry_id, *flat))
+    return b"".join(lines)

@@ -17,14 +17,12 @@ from .args import range_bound, to_bytes
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .format import show_path, token
 from .jsonout import entry_json
-from .output import EntryWriter
+from .output import EntryWriter, RawEntry
 
 __all__ = ["COMMANDS", "RANGE_PAGE", "dump_entries"]
 
 #: ``range`` reads at most this many entries per call (fewer when they are large).
 RANGE_PAGE = 1000
-
-RawEntry = tuple[bytes, Sequence[bytes] | None]
 
 
 def dump_entries(
@@ -121,29 +119,30 @@ def range_command(
     low = range_bound(start or since or "-", is_end=False, param="START")
     high = range_bound(end or until or "+", is_end=True, param="END")
     if dump_file is not None:
-        _print(dump_entries(dump_file, key, low, high, count, rev, db or 0), as_json, as_nl)
+        _print([dump_entries(dump_file, key, low, high, count, rev, db or 0)], as_json, as_nl)
         return
     with opener.open(create=False) as store:
-        entries = rstore.iter_range(
+        pages = rstore.iter_range_pages(
             store, key, low, high, count=count, reverse=rev, max_page=RANGE_PAGE
         )
-        _print(entries, as_json, as_nl)
+        _print(pages, as_json, as_nl)
 
 
-def _print(entries: Iterable[RawEntry], as_json: bool, as_nl: bool) -> None:
+def _print(pages: Iterable[Sequence[RawEntry]], as_json: bool, as_nl: bool) -> None:
     writer = EntryWriter()
     out = writer.out
     if as_nl:
-        for entry_id, flat in entries:
-            out.write(entry_json(entry_id, flat).encode() + b"\n")
+        for page in pages:
+            out.write(b"".join(entry_json(i, flat).encode() + b"\n" for i, flat in page))
     elif as_json:
         opening = b"["
-        for entry_id, flat in entries:
-            out.write(opening + entry_json(entry_id, flat).encode())
-            opening = b",\n "
+        for page in pages:
+            for entry_id, flat in page:
+                out.write(opening + entry_json(entry_id, flat).encode())
+                opening = b",\n "
         out.write(b"[]\n" if opening == b"[" else b"]\n")
     else:
-        writer.entries(entries)
+        writer.pages(pages)
     writer.flush()
 
 

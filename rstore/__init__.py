@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         read_rdb_range,
     )
     from rstore.pipeline import Pipeline
-    from rstore.ranges import iter_range
+    from rstore.ranges import iter_range, iter_range_pages
     from rstore.store import DEFAULT_PATH, Store
     from rstore.worker import Consumer, Message
 
@@ -75,6 +75,7 @@ _LAZY: dict[str, str] = {
     "read_rdb_range": "rstore.inspect",
     "Pipeline": "rstore.pipeline",
     "iter_range": "rstore.ranges",
+    "iter_range_pages": "rstore.ranges",
     "DEFAULT_PATH": "rstore.store",
     "Store": "rstore.store",
     "Consumer": "rstore.worker",
@@ -105,6 +106,7 @@ __all__ = [
     "__version__",
     "inspect_rdb",
     "iter_range",
+    "iter_range_pages",
     "parse_range_bound",
     "parse_time_ms",
     "read_rdb_entries",

@@ -201,7 +201,7 @@ def _inspect(
             t = types.setdefault(event.type_name, TypeSummary())
             t.keys += 1
             t.bytes += event.size
-            t.elements += max(event.count, 0)
+            t.elements += max(event.elements, 0)
             t.expiring += expiring
             if builder is not None:
                 builder.s.bytes = event.size

@@ -10,6 +10,7 @@ of entries per page, so memory holds one page -- a single entry when the entries
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from rstore.ids import StreamID, decrement, format_id, increment, parse_range_bound
@@ -17,7 +18,7 @@ from rstore.ids import StreamID, decrement, format_id, increment, parse_range_bo
 if TYPE_CHECKING:
     from rstore.store import Store
 
-__all__ = ["DEFAULT_MAX_PAGE", "DEFAULT_PAGE_BYTES", "RawEntry", "iter_range"]
+__all__ = ["DEFAULT_MAX_PAGE", "DEFAULT_PAGE_BYTES", "RawEntry", "iter_range", "iter_range_pages"]
 
 #: One entry as XRANGE replies it: ``(id, [field, value, field, value, ...])``.  Fields stay a
 #: flat list, in stored order, because an entry may hold the same field twice.
@@ -49,6 +50,34 @@ def iter_range(
     entries added or deleted between pages may or may not be seen, as with a client paging
     through a server with ``(``-exclusive bounds.
     """
+    for page in iter_range_pages(
+        store,
+        key,
+        start,
+        end,
+        count=count,
+        reverse=reverse,
+        max_page=max_page,
+        page_bytes=page_bytes,
+    ):
+        yield from page
+        del page  # hold no page while the next one is read
+
+
+def iter_range_pages(
+    store: Store,
+    key: bytes | str,
+    start: bytes | str = "-",
+    end: bytes | str = "+",
+    *,
+    count: int | None = None,
+    reverse: bool = False,
+    max_page: int = DEFAULT_MAX_PAGE,
+    page_bytes: int = DEFAULT_PAGE_BYTES,
+) -> Iterator[list[RawEntry]]:
+    """:func:`iter_range` a page at a time: each page a list of entries, read by one XRANGE /
+    XREVRANGE when the previous page has been handed over (drop it before asking for the
+    next, and memory holds one page)."""
     low = parse_range_bound(start, is_end=False)
     high = parse_range_bound(end, is_end=True)
     if low > high:
@@ -66,12 +95,12 @@ def iter_range(
             reply = store.execute(b"XRANGE", name, format_id(low), format_id(high), b"COUNT", size)
         if not reply:
             return
-        got = 0
-        for entry_id, flat in reply:
-            got += len(entry_id) + sum(len(item) for item in flat)
-            yield entry_id, flat
+        got = sum(map(len, chain.from_iterable(flat for _, flat in reply)))
         read, last_id = len(reply), reply[-1][0]
-        del reply, entry_id, flat  # hold no page while the next one is read
+        page_entries: list[RawEntry] = list(map(tuple, reply))
+        del reply
+        yield page_entries
+        del page_entries  # hold no page while the next one is read
         if read < size:
             return
         if remaining is not None:

@@ -10,7 +10,8 @@ File layout::
     EOF (0xFF), then the CRC64 of everything before it (8 bytes, little-endian; 0 = disabled)
 
 Streams come out as :mod:`rstore.model` records between :class:`KeyStart` and
-:class:`KeyEnd`; every other value type is parsed past and summarised in its ``KeyEnd``.
+:class:`KeyEnd` (the events are named tuples: cheap to define, which ``import rstore`` users
+pay for at start-up); every other value type is parsed past and summarised in its ``KeyEnd``.
 Anything this reader does not know -- a newer version, another format, a module value, a newer
 type -- raises :class:`~rstore.errors.UnsupportedRDBError`; damage raises
 :class:`~rstore.errors.CorruptRDBError`.  Both name the byte offset.
@@ -19,8 +20,7 @@ type -- raises :class:`~rstore.errors.UnsupportedRDBError`; damage raises
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from rstore.errors import CorruptRDBError, UnsupportedRDBError
 from rstore.model import StreamState
@@ -51,36 +51,30 @@ OP_EXPIRETIME_MS, OP_EXPIRETIME, OP_SELECTDB, OP_EOF = 0xFC, 0xFD, 0xFE, 0xFF
 _MODULE_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 
-@dataclass(frozen=True)
-class Aux:
+class Aux(NamedTuple):
     key: bytes
     value: bytes
 
 
-@dataclass(frozen=True)
-class SelectDB:
+class SelectDB(NamedTuple):
     db: int
 
 
-@dataclass(frozen=True)
-class ResizeDB:
+class ResizeDB(NamedTuple):
     keys: int
     expires: int
 
 
-@dataclass(frozen=True)
-class Function:
+class Function(NamedTuple):
     code: bytes
 
 
-@dataclass(frozen=True)
-class ModuleAux:
+class ModuleAux(NamedTuple):
     module: str  # the module type name and encoding version, e.g. "ReJSON-RL/3"
     offset: int
 
 
-@dataclass(frozen=True)
-class KeyStart:
+class KeyStart(NamedTuple):
     db: int
     key: bytes
     rdb_type: int
@@ -91,18 +85,16 @@ class KeyStart:
     offset: int
 
 
-@dataclass(frozen=True)
-class KeyEnd:
+class KeyEnd(NamedTuple):
     db: int
     key: bytes
     rdb_type: int
     type_name: str
-    count: int  # elements (stream: length), -1 when unknown
+    elements: int  # elements (stream: length), -1 when unknown
     size: int  # bytes the key and value occupy in the file
 
 
-@dataclass(frozen=True)
-class End:
+class End(NamedTuple):
     checksum: int  # the stored CRC64; 0 = written without one
     verified: bool
 

@@ -162,7 +162,7 @@ def test_reader_reports_every_key_with_type_and_expiry(name: str) -> None:
             if isinstance(event, KeyStart):
                 seen[(event.db, event.key)] = (event.type_name, event.expire_ms)
             elif isinstance(event, KeyEnd) and event.type_name == "stream":
-                ended[(event.db, event.key)] = event.count
+                ended[(event.db, event.key)] = event.elements
             elif isinstance(event, End):
                 assert event.verified
     assert seen == expected
