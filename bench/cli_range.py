@@ -18,6 +18,9 @@ package does.
 
     python bench/cli_range.py
     python bench/cli_range.py --large 3 --value-mb 600      # the issue's case (slow to load)
+    python bench/cli_range.py --also /tmp/old               # and another commit's CLI
+
+(``--also DIR``: a commit exported as ``bench/cli_startup.py`` explains.)
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from cli_startup import cli_of
 from common import (
     FIELDS,
     PIPELINE_SIZE,
@@ -72,7 +76,7 @@ def _lines(argv: list[str], env: dict[str, str]) -> int:
     return out.count(b"\n")
 
 
-def speed(work: str, entries: int, runs: int, base_dir: str | None) -> None:
+def speed(work: str, entries: int, runs: int, base_dir: str | None, also: str | None) -> None:
     env = _env(work)
     store_path = os.path.join(work, "store")
     with rstore.Store(store_path, sync=False) as store, Valkey("everysec", base_dir=base_dir) as vk:
@@ -92,12 +96,13 @@ def speed(work: str, entries: int, runs: int, base_dir: str | None) -> None:
             "rstore range": [_rstore_script(), "--store", store_path, "range", STREAM],
             "valkey-cli XRANGE": [valkey_cli, "-p", str(vk.port), "XRANGE", STREAM, "-", "+"],
         }
+        if also:
+            sides[f"rstore range ({also})"] = cli_of(also, "--store", store_path, "range", STREAM)
         counted = {name: _lines(argv, env) for name, argv in sides.items()}  # also a warm-up
         per_entry = 1 + 2 * len(FIELDS)  # valkey-cli: the ID, then each name and value
-        if (
-            counted["rstore range"] != entries
-            or counted["valkey-cli XRANGE"] != entries * per_entry
-        ):
+        expected = dict.fromkeys(sides, entries)
+        expected["valkey-cli XRANGE"] = entries * per_entry
+        if counted != expected:
             raise RuntimeError(f"incomplete output: {counted}")
         walls: dict[str, list[float]] = {name: [] for name in sides}
         load = os.getloadavg()
@@ -139,7 +144,7 @@ def _peak(argv: list[str], env: dict[str, str]) -> dict[str, int]:
     return peak
 
 
-def memory(work: str, large: int, value_mb: int) -> None:
+def memory(work: str, large: int, value_mb: int, also: str | None) -> None:
     env = _env(work)
     store_path = os.path.join(work, "large")
     value = b"v" * (value_mb << 20)
@@ -169,16 +174,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--value-mb", type=int, default=200, help="MiB per large value (200)")
     parser.add_argument("--only", choices=("speed", "memory"), help="run only one part")
     parser.add_argument("--dir", default=None, help="where the temporary stores go")
+    parser.add_argument("--also", metavar="DIR", help="also measure the CLI exported to DIR")
     add_placement_arg(parser)
     args = parser.parse_args(argv)
     print(f"# CPU placement: {set_placement(args.placement)}")
     work = tempfile.mkdtemp(prefix="bench-cli-range-", dir=args.dir)
     try:
         if args.only in (None, "speed"):
-            speed(work, args.entries, args.runs, args.dir)
+            speed(work, args.entries, args.runs, args.dir, args.also)
         if args.only in (None, "memory"):
             print()
-            memory(work, args.large, args.value_mb)
+            memory(work, args.large, args.value_mb, args.also)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

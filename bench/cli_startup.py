@@ -4,16 +4,25 @@ valkey-server, in the same run.
 Each side runs ``--runs`` times, the sides alternating; a run is one process from ``fork`` to
 exit, with stdout discarded.  Reported per command: the median and p90 of the wall time, and
 the median CPU time (user + system) of the process, which a loaded machine disturbs less.  Also
-measured, for scale: ``python -c pass`` (the interpreter alone) and ``python -c "import click;
-import rstore.store"`` (what ``rstore len`` must load).
+measured, for scale: ``python -c pass`` (the interpreter alone), ``python -c "import click"``
+and ``python -c "import click, rstore.store"`` (what ``rstore len`` must load).
 
 Python runs with its bytecode cache, as an installed package does: the processes get a
 private ``PYTHONPYCACHEPREFIX`` (warmed by one untimed run) and ``PYTHONDONTWRITEBYTECODE`` is
-removed from their environment.  ``--no-bytecode-cache`` measures without any cache (every
-module compiled at every start, what a read-only checkout gives).
+removed from their environment.  ``--no-bytecode-cache`` measures with
+``PYTHONDONTWRITEBYTECODE=1`` and no cache of rstore's own: every rstore module the command
+loads is compiled at every start (what a checkout without ``__pycache__`` gives, as in an
+editable install under ``PYTHONDONTWRITEBYTECODE``).
 
     python bench/cli_startup.py
     python bench/cli_startup.py --runs 41 --placement os
+
+``--also DIR`` also measures the CLI of another commit, exported with its package directories
+side by side (the ``rstore_cli`` package lives in ``cli/`` in the repository)::
+
+    mkdir /tmp/old && git archive 7064100 rstore cli | tar -x -C /tmp/old
+    mv /tmp/old/cli /tmp/old/rstore_cli && cp rstore/codec/_speedups.*.so /tmp/old/rstore/codec/
+    python bench/cli_startup.py --also /tmp/old
 """
 
 from __future__ import annotations
@@ -80,6 +89,15 @@ def measure(
     return out
 
 
+def cli_of(directory: str, *args: str) -> list[str]:
+    """A command line running the ``rstore`` CLI found in ``directory`` (an exported commit)."""
+    code = (
+        f"import sys; sys.path.insert(0, {directory!r}); sys.argv = ['rstore', *{list(args)!r}]; "
+        "from rstore_cli.main import main; main()"
+    )
+    return [sys.executable, "-c", code]
+
+
 def main(argv: list[str] | None = None) -> int:
     exit_on_sigterm()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -90,6 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         help="run Python without a bytecode cache (every module compiled at each start)",
     )
     parser.add_argument("--dir", default=None, help="where the temporary store and data go")
+    parser.add_argument(
+        "--also", metavar="DIR", help="also measure the CLI exported to DIR (see above)"
+    )
     add_placement_arg(parser)
     args = parser.parse_args(argv)
     placement = set_placement(args.placement)
@@ -98,9 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("valkey-cli is not on PATH")
     work = tempfile.mkdtemp(prefix="bench-cli-", dir=args.dir)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    if args.no_bytecode_cache:
+    if args.no_bytecode_cache:  # the standard library's and click's .pyc files still count
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        env["PYTHONPYCACHEPREFIX"] = os.path.join(work, "no-cache-here")  # empty, never written
+        env.pop("PYTHONPYCACHEPREFIX", None)
     else:
         env["PYTHONPYCACHEPREFIX"] = os.path.join(work, "pycache")
     try:
@@ -112,7 +133,17 @@ def main(argv: list[str] | None = None) -> int:
             commands = {
                 "rstore len s": [_rstore_script(), "--store", store_path, "len", "s"],
                 "valkey-cli XLEN s": [client, "-p", str(valkey.port), "XLEN", "s"],
+                **(
+                    {
+                        f"rstore len s ({args.also})": cli_of(
+                            args.also, "--store", store_path, "len", "s"
+                        )
+                    }
+                    if args.also
+                    else {}
+                ),
                 "python -c pass": [sys.executable, "-c", "pass"],
+                "python -c 'import click'": [sys.executable, "-c", "import click"],
                 "python -c 'import click, rstore.store'": [
                     sys.executable,
                     "-c",

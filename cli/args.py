@@ -16,6 +16,8 @@ import click
 
 import rstore
 
+from .format import token
+
 __all__ = ["after_id", "parse_fields", "range_bound", "split_line", "to_bytes", "unescape"]
 
 _SIMPLE = {"n": b"\n", "r": b"\r", "t": b"\t", "b": b"\b", "a": b"\a"}
@@ -127,7 +129,8 @@ def parse_fields(pairs: Iterable[str], unescaped: bool = False) -> list[bytes]:
         field, sep, value = pair.partition("=")
         if not sep:
             raise click.BadParameter(
-                f"{pair!r} is not FIELD=VALUE (to store an empty value write {pair}=)",
+                f"{token(os.fsencode(pair))} is not FIELD=VALUE (to store an empty value "
+                f"write {token(os.fsencode(pair + '='))})",
                 param_hint="FIELD=VALUE",
             )
         flat.append(to_bytes(field, unescaped, "FIELD=VALUE"))

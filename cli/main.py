@@ -169,7 +169,7 @@ def cli(ctx: click.Context, /, **settings: Any) -> None:
     Examples:
       rstore add events user=42 action=login
       rstore range events --count 10
-      rstore exec XINFO STREAM events --store /var/lib/queue
+      rstore range events --since 1h --store /var/lib/queue
     """
     ctx.obj = StoreOpener(**settings)
 

@@ -28,7 +28,7 @@ RawEntry = tuple[bytes, Sequence[bytes] | None]
 
 #: Values longer than this are written piece by piece.
 CHUNK = 1 << 16
-#: Lines of short entries written at a time by :meth:`EntryWriter.entries`.
+#: Lines of short entries written at a time by :meth:`EntryWriter.pages`.
 BATCH = 256
 
 # Entries whose fields are joined with NUL, joined with \x01 (neither is ever bare): a match
@@ -65,9 +65,11 @@ class EntryWriter:
     def entry(self, entry_id: bytes, flat: Sequence[bytes] | None, prefix: str = "") -> None:
         """``[prefix]ID  field=value ...``; ``flat`` is ``[field, value, ...]`` as a reply holds
         it, ``None`` for a pending entry deleted from the stream (``ID  (deleted)``)."""
-        parts = [self._encode(prefix), entry_id, b" "] if prefix else [entry_id, b" "]
+        parts = [self._encode(prefix), entry_id] if prefix else [entry_id]
         if flat is None:
-            parts.append(b" (deleted)")
+            parts.append(b"  (deleted)")
+        elif flat:
+            parts.append(b" ")  # the second of the two spaces after the ID
         for i in range(0, len(flat or ()), 2):
             assert flat is not None
             name, value = flat[i], flat[i + 1]

@@ -46,7 +46,7 @@ TEXT = st.lists(PIECES, max_size=12).map(b"".join)
 ENTRIES = st.lists(
     st.tuples(
         st.integers(1, 10**13).map(lambda ms: b"%d-0" % ms),
-        st.lists(st.tuples(TEXT, TEXT), min_size=1, max_size=4),
+        st.lists(st.tuples(TEXT, TEXT), max_size=4),
     ),
     max_size=8,
 )
