@@ -49,6 +49,7 @@ from common import (
 import rstore
 
 TARGET = 0.5  # rstore at least half as fast as valkey-cli
+COMMANDS = ("range", "info")  # measured on the large values
 
 
 def _rstore_script() -> str:
@@ -157,11 +158,12 @@ def memory(work: str, large: int, value_mb: int, also: str | None) -> None:
     print()
     print("| command | peak resident (VmHWM) | of which anonymous | file-backed (LMDB map) |")
     print("|---|---:|---:|---:|")
-    for name, args in (
-        ("rstore range big", ["range", "big"]),
-        ("rstore info big", ["info", "big"]),
-    ):
-        peak = _peak([script, "--store", store_path, *args], env)
+    runs = [(f"rstore {cmd} big", [script, "--store", store_path, cmd, "big"]) for cmd in COMMANDS]
+    if also:
+        runs += [(f"rstore {cmd} big ({also})", cli_of(also, "--store", store_path, cmd, "big"))
+                 for cmd in COMMANDS]  # fmt: skip
+    for name, command in runs:
+        peak = _peak(command, env)
         print(f"| `{name}` | {peak['VmHWM']} MiB | {peak['RssAnon']} MiB | {peak['RssFile']} MiB |")
 
 

@@ -23,8 +23,7 @@ Output is UTF-8.
 
 from __future__ import annotations
 
-import base64
-import json
+import binascii
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -45,7 +44,7 @@ def jsonable(value: Any) -> Any:
         try:
             return value.decode("utf-8")
         except UnicodeDecodeError:
-            return {"base64": base64.b64encode(value).decode("ascii")}
+            return {"base64": binascii.b2a_base64(value, newline=False).decode("ascii")}
     if isinstance(value, str):
         if value.isascii():
             return value
@@ -77,11 +76,15 @@ def entry_json(entry_id: bytes, flat: Sequence[bytes] | None) -> str:
         fields = None
     else:
         fields = [[jsonable(flat[i]), jsonable(flat[i + 1])] for i in range(0, len(flat), 2)]
+    import json  # noqa: PLC0415 (loaded on the first JSON output: start-up)
+
     return json.dumps({"id": jsonable(entry_id), "fields": fields}, ensure_ascii=False)
 
 
 def dumps(value: Any) -> str:
     """One line of JSON for ``value`` (see :func:`jsonable`)."""
+    import json  # noqa: PLC0415 (loaded on the first JSON output: start-up)
+
     return json.dumps(jsonable(value), ensure_ascii=False)
 
 
