@@ -1,6 +1,6 @@
 """``python -m rstore_cli``: the same as the ``rstore`` command."""
 
-from .main import main
+from .entry import main
 
 if __name__ == "__main__":
     main()

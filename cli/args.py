@@ -14,7 +14,11 @@ from collections.abc import Iterable
 
 import click
 
-__all__ = ["parse_fields", "to_bytes", "unescape"]
+import rstore
+
+from .format import token
+
+__all__ = ["after_id", "parse_fields", "range_bound", "split_line", "to_bytes", "unescape"]
 
 _SIMPLE = {"n": b"\n", "r": b"\r", "t": b"\t", "b": b"\b", "a": b"\a"}
 _HEX = frozenset("0123456789abcdefABCDEF")
@@ -49,6 +53,60 @@ def unescape(raw: bytes) -> bytes:
     return bytes(out)
 
 
+_SPACE = frozenset(b" \t\n\r\v\f")
+
+
+def split_line(line: bytes) -> list[bytes]:
+    """A command line typed at ``rstore exec``'s prompt, split into arguments as redis-cli
+    splits its lines: words separated by white space; ``"..."`` with the escapes of
+    :func:`unescape`; ``'...'`` taken literally but for ``\\'``; a quoted part may follow
+    other characters of its word (``a"b c"`` is ``ab c``) but must end the word.
+
+    Raises :class:`ValueError` for an unterminated quote or a closing quote followed by more of
+    the word (redis-cli says ``Invalid argument(s)``)."""
+    args: list[bytes] = []
+    i, n = 0, len(line)
+    while True:
+        while i < n and line[i] in _SPACE:
+            i += 1
+        if i >= n:
+            return args
+        word = bytearray()
+        while i < n and line[i] not in _SPACE:
+            quote = line[i]
+            if quote not in (0x22, 0x27):  # not " or '
+                word.append(quote)
+                i += 1
+                continue
+            i += 1
+            while True:
+                if i >= n:
+                    raise ValueError("unterminated quote")
+                c = line[i]
+                if c == quote:
+                    i += 1
+                    if i < n and line[i] not in _SPACE:
+                        raise ValueError("a closing quote must end the argument")
+                    break
+                if c == 0x5C and quote == 0x27 and i + 1 < n and line[i + 1] == 0x27:
+                    word.append(0x27)
+                    i += 2
+                elif c == 0x5C and quote == 0x22 and i + 1 < n:
+                    length = 4 if line[i + 1 : i + 2] == b"x" and _hex2(line[i + 2 : i + 4]) else 2
+                    word += unescape(line[i : i + length])
+                    i += length
+                else:
+                    word.append(c)
+                    i += 1
+            if i >= n or line[i] in _SPACE:
+                break
+        args.append(bytes(word))
+
+
+def _hex2(pair: bytes) -> bool:
+    return len(pair) == 2 and all(chr(b) in _HEX for b in pair)
+
+
 def to_bytes(value: str, unescaped: bool = False, param: str | None = None) -> bytes:
     """One command-line argument as the bytes to send (see the module docstring)."""
     raw = os.fsencode(value)
@@ -71,9 +129,35 @@ def parse_fields(pairs: Iterable[str], unescaped: bool = False) -> list[bytes]:
         field, sep, value = pair.partition("=")
         if not sep:
             raise click.BadParameter(
-                f"{pair!r} is not FIELD=VALUE (to store an empty value write {pair}=)",
+                f"{token(os.fsencode(pair))} is not FIELD=VALUE (to store an empty value "
+                f"write {token(os.fsencode(pair + '='))})",
                 param_hint="FIELD=VALUE",
             )
         flat.append(to_bytes(field, unescaped, "FIELD=VALUE"))
         flat.append(to_bytes(value, unescaped, "FIELD=VALUE"))
     return flat
+
+
+def range_bound(text: str, *, is_end: bool, param: str) -> bytes:
+    """A range bound -- an ID in XRANGE's grammar (``-``, ``+``, ``MS``, ``MS-SEQ``, ``(ID``)
+    or a time (``2026-11-01T10:00``, ``1h``, also after ``(``) -- as the inclusive ID
+    ``ms-seq`` it stands for, the same for every command that takes a bound.
+
+    An invalid ID gets XRANGE's error (:class:`rstore.ResponseError`); a malformed date is a
+    usage error."""
+    try:
+        return str(rstore.parse_range_bound(os.fsencode(text), is_end=is_end)).encode()
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=param) from None
+
+
+def after_id(text: str, *, param: str) -> bytes:
+    """A position a command reads *after* (XREAD and XREADGROUP IDs, a group's last-delivered
+    ID): passed on as given for the command to read (``$``, ``>``, ``0``, ``MS-SEQ``...),
+    except a time, which stands for its Unix time in ms (``1h`` is ``<now - 1 hour>``)."""
+    raw = os.fsencode(text)
+    try:
+        ms = rstore.parse_time_ms(raw)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=param) from None
+    return raw if ms is None else str(ms).encode()

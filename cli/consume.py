@@ -6,22 +6,25 @@ from collections.abc import Sequence
 
 import click
 
-from .args import to_bytes
+from .args import after_id, to_bytes
 from .context import StoreOpener, json_option, pass_opener, unescape_option
-from .format import entry_line
 from .jsonout import echo_json
+from .output import EntryWriter
 from .replies import Entry, read_entries
 
 __all__ = ["COMMANDS", "echo_entries", "echo_ids"]
 
 
 def echo_entries(entries: Sequence[Entry], as_json: bool) -> None:
-    """Entries as ``range`` prints them: entry lines, or one JSON array."""
+    """Entries as ``range`` prints them: entry lines, or one JSON array; written out (flushed)
+    when this returns."""
     if as_json:
         echo_json(list(entries))
     else:
+        writer = EntryWriter()
         for entry in entries:
-            click.echo(entry_line(entry))
+            writer.entry(entry.id, entry.flat())
+        writer.flush()
 
 
 def echo_ids(ids: Sequence[bytes], as_json: bool) -> None:
@@ -56,8 +59,8 @@ def echo_ids(ids: Sequence[bytes], as_json: bool) -> None:
     default=">",
     show_default=True,
     metavar="ID",
-    help="> reads entries never delivered to the group; an ID (such as 0) rereads this "
-    "consumer's own pending entries after ID.",
+    help="> reads entries never delivered to the group; an ID (such as 0) or a time (1h) "
+    "rereads this consumer's own pending entries after it.",
 )
 @click.option("--ack", is_flag=True, help="Acknowledge (XACK) the entries once printed.")
 @json_option
@@ -104,14 +107,14 @@ def read_group_command(
         argv += [b"BLOCK", str(block).encode()]
     if noack:
         argv.append(b"NOACK")
-    argv += [b"STREAMS", key, to_bytes(start_id)]
+    argv += [b"STREAMS", key, after_id(start_id, param="--id")]
     with opener.open(create=False) as store:
         entries = read_entries(store.execute(*argv), key)
         if as_json:
             echo_json({"stream": key, "entries": entries})
         else:
             echo_entries(entries, as_json=False)
-        # click.echo() flushes each line: what is acknowledged has been written out.
+        # echo_entries() flushed the lines: what is acknowledged has been written out.
         if ack and entries:
             store.xack(key, group_b, *(e.id for e in entries))
 

@@ -1,7 +1,7 @@
-"""What every command shares: the store opener and the common option decorators.
+"""What every command shares: the global options, the store opener, the common option decorators.
 
-A command receives the :class:`StoreOpener` built from the global option ``--store`` and
-opens the store itself, saying whether it may create one::
+A command receives the :class:`StoreOpener` built from the global options and opens the store
+itself, saying whether it may create one::
 
     @click.command("len")
     @click.argument("stream")
@@ -12,23 +12,36 @@ opens the store itself, saying whether it may create one::
             length = store.xlen(to_bytes(stream))
         ...
 
+**Global options** are listed once, in :data:`GLOBAL_OPTIONS`: each sets one field of
+:class:`StoreOpener`.  The ``rstore`` group takes them before the command; :func:`late_options`
+makes copies that every command also accepts after its name (``rstore len jobs --store q``),
+hidden from its help, where they override the ones given before.  Adding a global option means
+one entry there and one field in :class:`StoreOpener`.
+
 Errors are not handled here: :class:`rstore_cli.main.RStoreGroup` maps them once for all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import click
 
 import rstore
 
+if TYPE_CHECKING:
+    from rstore import Store
+
 __all__ = [
     "ERROR_PREFIX",
+    "GLOBAL_OPTIONS",
+    "GlobalOption",
     "StoreOpener",
+    "global_options",
     "json_option",
+    "late_options",
     "pass_opener",
     "unescape_option",
 ]
@@ -40,22 +53,100 @@ F = TypeVar("F", bound=Callable[..., Any])
 ERROR_PREFIX = "rstore_cli.error_prefix"
 
 
-@dataclass(frozen=True)
-class StoreOpener:
-    """The store the global options point at, opened on demand."""
+class StoreOpener(NamedTuple):
+    """The store the global options point at, opened on demand.
 
-    path: str
+    ``path`` is ``None`` until a ``--store`` (or ``$RSTORE_PATH``) names one: then
+    :attr:`store_path` is ``./rstore-data``."""
 
-    def open(self, *, create: bool) -> rstore.Store:
+    path: str | None = None
+
+    @property
+    def store_path(self) -> str:
+        return self.path or os.path.join(".", rstore.DEFAULT_PATH)
+
+    def open(self, *, create: bool) -> Store:
         """Open the store.  With ``create=False`` a missing store raises
         :class:`rstore.StoreNotFoundError` (``no store at PATH``) instead of being created.
 
         Always ``sync=True``: a CLI call is one process and one write, so ``sync=False`` would
-        save one fsync (about 0.5 ms) out of ~200 ms of process start-up (docs/cli.md)."""
-        return rstore.Store(self.path, create=create)
+        save one fsync (about 0.5 ms) out of the process start-up (docs/cli.md)."""
+        return rstore.Store(self.store_path, create=create)
 
 
-pass_opener = click.make_pass_decorator(StoreOpener)
+class GlobalOption(NamedTuple):
+    """A global option: its flags, the :class:`StoreOpener` field it sets, and the rest of its
+    :class:`click.Option` settings (help, metavar, type, envvar...) as given before the
+    command."""
+
+    flags: tuple[str, ...]
+    target: str
+    settings: Mapping[str, Any]
+
+
+GLOBAL_OPTIONS: tuple[GlobalOption, ...] = (
+    GlobalOption(
+        ("--store",),
+        "path",
+        {
+            "metavar": "PATH",
+            "type": click.Path(file_okay=True, dir_okay=True, path_type=str),
+            "envvar": "RSTORE_PATH",
+            "show_envvar": True,
+            "help": "The store directory (default: ./rstore-data).  Commands that only read or "
+            "delete never create it; `add`, and `exec` with XADD, XGROUP or CONFIG, create it "
+            "when it is missing.  May also follow the command.",
+        },
+    ),
+)
+
+
+def global_options(f: F) -> F:
+    """The global options of the ``rstore`` group; the callback gets them as keyword arguments
+    named after their :class:`StoreOpener` fields (``None`` when not given)."""
+    for option in reversed(GLOBAL_OPTIONS):
+        f = click.option(*option.flags, option.target, default=None, **option.settings)(f)
+    return f
+
+
+def _late_callback(
+    name: str, is_flag: bool
+) -> Callable[[click.Context, click.Parameter, Any], None]:
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if value is None or (is_flag and value is False):
+            return  # not given after the command: the value given before stands
+        opener = ctx.find_object(StoreOpener) or StoreOpener()
+        ctx.obj = opener._replace(**{name: value})
+
+    return callback
+
+
+def late_options() -> list[click.Option]:
+    """Copies of the global options for a command's own parameters (see the module docstring):
+    hidden, no default and no environment variable, and given after the command they replace
+    the :class:`StoreOpener` the command receives."""
+    late = []
+    for option in GLOBAL_OPTIONS:
+        settings = {
+            key: value
+            for key, value in option.settings.items()
+            if key not in ("envvar", "show_envvar", "default")
+        }
+        is_flag = bool(settings.get("is_flag"))
+        late.append(
+            click.Option(
+                list(option.flags),
+                expose_value=False,
+                default=None,
+                hidden=True,
+                callback=_late_callback(option.target, is_flag),
+                **settings,
+            )
+        )
+    return late
+
+
+pass_opener = click.make_pass_decorator(StoreOpener, ensure=True)
 
 
 def json_option(f: F) -> F:

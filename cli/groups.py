@@ -1,4 +1,5 @@
-"""``rstore group``: create, destroy, move and list consumer groups (XGROUP, XINFO GROUPS)."""
+"""``rstore group``: create, destroy, move and list consumer groups and their consumers
+(XGROUP, XINFO GROUPS, XINFO CONSUMERS)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import click
 
-from .args import to_bytes
+from .args import after_id, to_bytes
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .format import table_lines
 from .jsonout import echo_json
@@ -68,6 +69,7 @@ def group_command() -> None:
       rstore group list orders
       rstore group consumers orders billing
       rstore group setid orders billing '$'
+      rstore group del-consumer orders billing worker-9
       rstore group destroy orders billing
     """
 
@@ -80,9 +82,9 @@ def group_command() -> None:
     "start_id",
     default="$",
     show_default=True,
-    metavar="ID",
+    metavar="ID|TIME",
     help="The group's last-delivered ID: $ delivers only entries added from now on, 0 every "
-    "entry of the stream.",
+    "entry of the stream, a time (1h, 2026-11-01T10:00) the entries added after it.",
 )
 @click.option(
     "--mkstream", is_flag=True, help="Create the stream (and the store) when they are missing."
@@ -117,7 +119,7 @@ def create_command(
         b"CREATE",
         to_bytes(stream, unescape, "STREAM"),
         to_bytes(group, unescape, "GROUP"),
-        to_bytes(start_id),
+        after_id(start_id, param="--id"),
     ]
     if mkstream:
         argv.append(b"MKSTREAM")
@@ -157,7 +159,7 @@ def destroy_command(
 @group_command.command("setid", short_help="Move a group's last-delivered ID.")
 @click.argument("stream")
 @click.argument("group")
-@click.argument("entry_id", metavar="ID")
+@click.argument("entry_id", metavar="ID|TIME")
 @_entries_read_option
 @json_option
 @unescape_option
@@ -173,20 +175,22 @@ def setid_command(
 ) -> None:
     """Set GROUP's last-delivered ID to ID (XGROUP SETID) and print OK: the next `>` read
     delivers the entries after ID.  $ means the stream's last entry (skip everything), 0
-    replays the whole stream.  Pending entries are not changed.
+    replays the whole stream, a time (1h, 2026-11-01T10:00) the entries added after it.
+    Pending entries are not changed.
 
     \b
     Examples:
       rstore group setid orders billing 0
       rstore group setid orders billing '$'
       rstore group setid orders billing 1700000000000-0 --entries-read 120
+      rstore group setid orders billing 2h
     """
     argv = [
         b"XGROUP",
         b"SETID",
         to_bytes(stream, unescape, "STREAM"),
         to_bytes(group, unescape, "GROUP"),
-        to_bytes(entry_id),
+        after_id(entry_id, param="ID"),
     ]
     if entries_read is not None:
         argv += [b"ENTRIESREAD", str(entries_read).encode()]
@@ -246,6 +250,71 @@ def consumers_command(
             to_bytes(group, unescape, "GROUP"),
         )
     _echo_table([record(item) for item in reply], CONSUMER_COLUMNS, as_json)
+
+
+@group_command.command("create-consumer", short_help="Add a consumer to a group.")
+@click.argument("stream")
+@click.argument("group")
+@click.argument("consumer")
+@json_option
+@unescape_option
+@pass_opener
+def create_consumer_command(
+    opener: StoreOpener, stream: str, group: str, consumer: str, as_json: bool, unescape: bool
+) -> None:
+    """Add CONSUMER to GROUP (XGROUP CREATECONSUMER); print 1, or 0 when it exists already.
+
+    Consumers are also created by their first read (`rstore read-group`, `rstore tail
+    --group`); creating one ahead makes it show in `group consumers` before it reads.  A
+    missing group is an error (NOGROUP).
+
+    \b
+    Examples:
+      rstore group create-consumer orders billing worker-3
+    """
+    with opener.open(create=False) as store:
+        reply = store.execute(
+            b"XGROUP",
+            b"CREATECONSUMER",
+            to_bytes(stream, unescape, "STREAM"),
+            to_bytes(group, unescape, "GROUP"),
+            to_bytes(consumer, unescape, "CONSUMER"),
+        )
+    _echo_reply(reply, as_json)
+
+
+@group_command.command("del-consumer", short_help="Remove a consumer from a group.")
+@click.argument("stream")
+@click.argument("group")
+@click.argument("consumer")
+@json_option
+@unescape_option
+@pass_opener
+def del_consumer_command(
+    opener: StoreOpener, stream: str, group: str, consumer: str, as_json: bool, unescape: bool
+) -> None:
+    """Remove CONSUMER from GROUP (XGROUP DELCONSUMER); print how many entries were pending
+    for it (0 when there was no such consumer).
+
+    Its pending entries are dropped from the group's pending list: nobody will be given them
+    again.  For a worker that is gone for good, first take its entries over (`rstore
+    autoclaim ... --min-idle MS`, or `rstore.Consumer`'s claims), check `rstore group
+    consumers` shows PENDING 0 for it, then remove it.  A missing group is an error (NOGROUP).
+
+    \b
+    Examples:
+      rstore group consumers orders billing
+      rstore group del-consumer orders billing worker-9
+    """
+    with opener.open(create=False) as store:
+        reply = store.execute(
+            b"XGROUP",
+            b"DELCONSUMER",
+            to_bytes(stream, unescape, "STREAM"),
+            to_bytes(group, unescape, "GROUP"),
+            to_bytes(consumer, unescape, "CONSUMER"),
+        )
+    _echo_reply(reply, as_json)
 
 
 COMMANDS: list[click.Command] = [group_command]

@@ -14,34 +14,16 @@ import rstore
 
 from .args import to_bytes
 from .context import StoreOpener, json_option, pass_opener, unescape_option
-from .format import table_lines, token
+from .format import show_path, table_lines, token
 from .jsonout import echo_json
-from .replies import Entry
 from .snapshots import progress_option, progress_reporter
+from .timefmt import human_time, now_ms
 
-__all__ = ["COMMANDS", "dump_entries"]
+__all__ = ["COMMANDS"]
 
 
 def _id(value: tuple[int, int] | None) -> str | None:
     return None if value is None else f"{value[0]}-{value[1]}"
-
-
-def dump_entries(
-    path: str, key: bytes, start: bytes, end: bytes, count: int | None, rev: bool, db: int
-) -> list[Entry]:
-    """The entries of stream ``key`` of database ``db`` of the RDB file ``path``, as ``rstore
-    range`` would print them from a store; a clear error if the file has no such stream."""
-    # read_rdb_range's count 0 means "all"; range's --count 0 means none (XRANGE COUNT 0).
-    # The file is still read then, so that a missing stream or a damaged file is reported.
-    limit = 1 if count == 0 else count or 0
-    found = rstore.read_rdb_range(path, key, start, end, limit, db=db, reverse=rev)
-    if found is None:
-        raise click.ClickException(
-            f"{path} has no stream {key.decode(errors='backslashreplace')!r} in database {db}"
-        )
-    if count == 0:
-        return []
-    return [Entry(f"{i[0]}-{i[1]}".encode(), tuple(zip(fv[0::2], fv[1::2]))) for i, fv in found]
 
 
 def _stream_record(s: rstore.StreamSummary, consumers: bool) -> dict[str, Any]:
@@ -50,26 +32,26 @@ def _stream_record(s: rstore.StreamSummary, consumers: bool) -> dict[str, Any]:
         "key": s.key,
         "length": s.length,
         "nodes": s.nodes,
-        "first_entry_id": _id(s.first_entry_id),
-        "last_entry_id": _id(s.last_entry_id),
-        "last_generated_id": _id(s.last_generated_id),
-        "entries_added": s.entries_added,
-        "max_deleted_entry_id": _id(s.max_deleted_entry_id),
-        "expire_ms": s.expire_ms,
+        "first-entry-id": _id(s.first_entry_id),
+        "last-entry-id": _id(s.last_entry_id),
+        "last-generated-id": _id(s.last_generated_id),
+        "entries-added": s.entries_added,
+        "max-deleted-entry-id": _id(s.max_deleted_entry_id),
+        "expire-time": s.expire_ms,
         "bytes": s.bytes,
         "groups": [
             {
                 "name": g.name,
-                "last_delivered_id": _id(g.last_delivered_id),
-                "entries_read": g.entries_read,
+                "last-delivered-id": _id(g.last_delivered_id),
+                "entries-read": g.entries_read,
                 "lag": g.lag,
                 "pending": g.pending,
                 "consumers": [
                     {
                         "name": c.name,
                         "pending": c.pending,
-                        "seen_time_ms": c.seen_time_ms,
-                        "active_time_ms": c.active_time_ms,
+                        "seen-time": c.seen_time_ms,
+                        "active-time": c.active_time_ms,
                     }
                     for c in g.consumers
                 ]
@@ -90,36 +72,41 @@ def _text(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
-def _ms(value: int | None) -> str:
-    """A Unix time in ms; -1 is Valkey's "never", None an RDB 10 file that does not store it."""
-    return {None: "-", -1: "never"}.get(value, f"{value} ms")
+def _time(value: int | None, now: int) -> str:
+    """A Unix time in ms, for people; -1 is Valkey's "never", None an RDB 10 file that does
+    not store it."""
+    if value is None:
+        return "-"
+    return "never" if value == -1 else human_time(value, now)
 
 
 def _stream_lines(record: dict[str, Any], consumers: bool) -> Iterator[str]:
+    now = now_ms()
     where = f" (db {record['db']})" if record["db"] is not None else ""
     size = f", {record['bytes']} bytes" if record["db"] is not None else ""
     yield (
         f"stream {token(record['key'])}{where}: length {record['length']}, "
         f"{_count(record['nodes'], 'node')}{size}"
     )
+    expires = record["expire-time"]
     yield (
-        f"  first {_text(record['first_entry_id'])}, last {_text(record['last_entry_id'])}, "
-        f"last generated {record['last_generated_id']}, entries added "
-        f"{_text(record['entries_added'])}, max deleted {_text(record['max_deleted_entry_id'])}"
-        + (f", expires at {record['expire_ms']} ms" if record["expire_ms"] else "")
+        f"  first {_text(record['first-entry-id'])}, last {_text(record['last-entry-id'])}, "
+        f"last generated {record['last-generated-id']}, entries added "
+        f"{_text(record['entries-added'])}, max deleted {_text(record['max-deleted-entry-id'])}"
+        + (f", expires {_time(expires, now)}" if expires else "")
     )
     for g in record["groups"]:
         n = len(g["consumers"]) if consumers else g["consumers"]
         yield (
-            f"  group {token(g['name'])}: last delivered {g['last_delivered_id']}, "
-            f"entries read {_text(g['entries_read'])}, lag {_text(g['lag'])}, "
+            f"  group {token(g['name'])}: last delivered {g['last-delivered-id']}, "
+            f"entries read {_text(g['entries-read'])}, lag {_text(g['lag'])}, "
             f"pending {g['pending']}, {_count(n, 'consumer')}"
         )
         if consumers:
             for c in g["consumers"]:
                 yield (
                     f"    consumer {token(c['name'])}: pending {c['pending']}, seen "
-                    f"{_ms(c['seen_time_ms'])}, active {_ms(c['active_time_ms'])}"
+                    f"{_time(c['seen-time'], now)}, active {_time(c['active-time'], now)}"
                 )
 
 
@@ -129,11 +116,11 @@ def _file_report(path: str, key: bytes | None, progress: bool | None) -> dict[st
     return {
         "path": path,
         "bytes": summary.size,
-        "rdb_version": summary.rdb_version,
+        "rdb-version": summary.rdb_version,
         "checksum": "verified" if summary.checksum_verified else "not stored (all zero)",
         "aux": {k.decode(errors="backslashreplace"): v for k, v in summary.aux.items()},
         "functions": summary.functions,
-        "module_aux": summary.module_aux,
+        "module-aux": summary.module_aux,
         "databases": {
             str(db): {
                 kind: {
@@ -152,10 +139,11 @@ def _file_report(path: str, key: bytes | None, progress: bool | None) -> dict[st
 
 def _file_lines(report: dict[str, Any]) -> Iterator[str]:
     aux = " ".join(f"{k}={token(v)}" for k, v in report["aux"].items())
-    yield f"{report['path']}: {report['bytes']} bytes, RDB version {report['rdb_version']}"
+    where = show_path(report["path"])
+    yield f"{where}: {report['bytes']} bytes, RDB version {report['rdb-version']}"
     yield f"checksum {report['checksum']}" + (f"; {aux}" if aux else "")
-    if report["functions"] or report["module_aux"]:
-        yield f"functions: {report['functions']}, module data: {report['module_aux']}"
+    if report["functions"] or report["module-aux"]:
+        yield f"functions: {report['functions']}, module data: {report['module-aux']}"
     for db, types in report["databases"].items():
         total = sum(t["keys"] for t in types.values())
         yield f"db {db}: {_count(total, 'key')}"
@@ -195,7 +183,7 @@ def inspect_command(
       rstore --store ./data inspect
     """
     raw_key = None if key is None else to_bytes(key, unescape, "--key")
-    path = opener.path if target is None else target
+    path = opener.store_path if target is None else target
     if target is None or os.path.isdir(path):
         with (
             rstore.Store(path, create=False) as store,
@@ -207,15 +195,15 @@ def inspect_command(
             record["db"] = record["bytes"] = None
         report: dict[str, Any] = {"path": path, "streams": records}
         if raw_key is not None and not records:
-            raise click.ClickException(f"no stream {key!r} in {path}")
+            raise click.ClickException(f"no stream {token(raw_key)} in {show_path(path)}")
         if as_json:
             echo_json(report)
             return
-        click.echo(f"{path}: store, {_count(len(records), 'stream')}")
+        click.echo(f"{show_path(path)}: store, {_count(len(records), 'stream')}")
     else:
         report = _file_report(path, raw_key, progress)
         if raw_key is not None and not report["streams"]:
-            raise click.ClickException(f"{path} has no stream {key!r}")
+            raise click.ClickException(f"{show_path(path)} has no stream {token(raw_key)}")
         if as_json:
             echo_json(report)
             return

@@ -5,6 +5,7 @@ value                                      JSON
 =========================================  ==============================================
 bytes that are valid UTF-8                 a string
 bytes that are not valid UTF-8             ``{"base64": "<standard base64 of the bytes>"}``
+a path holding bytes that are not UTF-8    the same, for the path's bytes
 status reply (``OK``, ``PONG``)            a string
 integer                                    a number
 nil (nil bulk and nil array alike)         ``null``
@@ -22,9 +23,8 @@ Output is UTF-8.
 
 from __future__ import annotations
 
-import base64
-import json
-from collections.abc import Iterable, Iterator, Mapping
+import binascii
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import click
@@ -33,7 +33,7 @@ from rstore import NIL_ARRAY
 
 from .replies import Entry
 
-__all__ = ["array_lines", "dumps", "echo_json", "echo_utf8", "jsonable"]
+__all__ = ["array_lines", "dumps", "echo_json", "echo_utf8", "entry_json", "jsonable"]
 
 
 def jsonable(value: Any) -> Any:
@@ -44,8 +44,16 @@ def jsonable(value: Any) -> Any:
         try:
             return value.decode("utf-8")
         except UnicodeDecodeError:
-            return {"base64": base64.b64encode(value).decode("ascii")}
-    if isinstance(value, str | int | float):
+            return {"base64": binascii.b2a_base64(value, newline=False).decode("ascii")}
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # a path holding bytes that are not UTF-8 (surrogateescape)
+            return jsonable(value.encode("utf-8", "surrogateescape"))
+        return value
+    if isinstance(value, int | float):
         return value
     if isinstance(value, Entry):
         return {
@@ -61,8 +69,22 @@ def jsonable(value: Any) -> Any:
     raise TypeError(f"no JSON mapping for {type(value).__name__}")
 
 
+def entry_json(entry_id: bytes, flat: Sequence[bytes] | None) -> str:
+    """One entry object on one line, from an entry as a reply holds it (``flat`` is
+    ``[field, value, ...]``, or ``None`` for a pending entry deleted from the stream)."""
+    if flat is None:
+        fields = None
+    else:
+        fields = [[jsonable(flat[i]), jsonable(flat[i + 1])] for i in range(0, len(flat), 2)]
+    import json  # noqa: PLC0415 (loaded on the first JSON output: start-up)
+
+    return json.dumps({"id": jsonable(entry_id), "fields": fields}, ensure_ascii=False)
+
+
 def dumps(value: Any) -> str:
     """One line of JSON for ``value`` (see :func:`jsonable`)."""
+    import json  # noqa: PLC0415 (loaded on the first JSON output: start-up)
+
     return json.dumps(jsonable(value), ensure_ascii=False)
 
 

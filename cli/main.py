@@ -2,56 +2,71 @@
 
 Adding commands: write a module with click commands (or a click group, e.g. ``group`` with
 ``create``/``destroy``/``setid``) that take a :class:`~rstore_cli.context.StoreOpener` through
-:data:`~rstore_cli.context.pass_opener`, list them in the module's ``COMMANDS``, and add the
-module to :data:`COMMAND_MODULES` below.  Errors need no handling in the command: rstore's
+:data:`~rstore_cli.context.pass_opener`, list them in the module's ``COMMANDS``, and add their
+names to :data:`COMMAND_INDEX` below.  Errors need no handling in the command: rstore's
 exceptions are mapped once, in :meth:`RStoreGroup.invoke`.  Document the command in
 ``docs/cli.md`` (a test fails otherwise).
+
+Start-up: a command's module is imported only when that command runs (``rstore --help``
+imports them all), and ``rstore`` itself loads its modules on first use, so ``rstore len``
+loads click, this module, the ``streams`` module and the store -- nothing else.
 """
 
 from __future__ import annotations
 
+import importlib
 import io
 import os
 import sys
-from types import ModuleType
 from typing import Any, NoReturn
 
 import click
 
 import rstore
 
-from . import (
-    check,
-    consume,
-    execute,
-    groups,
-    inspecting,
-    keyspace,
-    pending,
-    snapshots,
-    streams,
-    tail,
-)
-from .context import ERROR_PREFIX, StoreOpener
+from .context import ERROR_PREFIX, StoreOpener, global_options, late_options
+from .entry import EXIT_INTERRUPTED
 
-__all__ = ["COMMAND_MODULES", "CommandFailed", "RStoreGroup", "cli", "main"]
+__all__ = [
+    "COMMAND_INDEX",
+    "COMMAND_MODULES",
+    "EXIT_INTERRUPTED",
+    "CommandFailed",
+    "RStoreGroup",
+    "cli",
+    "main",
+]
 
-#: Modules whose ``COMMANDS`` make up the CLI, in the order ``rstore --help`` lists them.
-COMMAND_MODULES: tuple[ModuleType, ...] = (
-    streams,
-    tail,
-    groups,
-    consume,
-    pending,
-    keyspace,
-    snapshots,
-    inspecting,
-    check,
-    execute,
-)
+#: Every command and the module of ``rstore_cli`` that defines it, in the order
+#: ``rstore --help`` lists them.
+COMMAND_INDEX: dict[str, str] = {
+    "add": "streams",
+    "range": "reading",
+    "len": "streams",
+    "info": "streams",
+    "trim": "streams",
+    "del-entries": "entries",
+    "setid": "entries",
+    "tail": "tail",
+    "group": "groups",
+    "read-group": "consume",
+    "ack": "consume",
+    "pending": "pending",
+    "claim": "pending",
+    "autoclaim": "pending",
+    "keys": "keyspace",
+    "del": "keyspace",
+    "save": "snapshots",
+    "restore": "snapshots",
+    "dump": "snapshots",
+    "restore-key": "snapshots",
+    "inspect": "inspecting",
+    "check": "check",
+    "exec": "execute",
+}
 
-#: Exit status after Ctrl-C (128 + SIGINT), as shells report it.
-EXIT_INTERRUPTED = 130
+#: The command modules, in the order of :data:`COMMAND_INDEX`.
+COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMAND_INDEX.values()))
 
 DEBUG_ENV = "RSTORE_DEBUG"
 
@@ -70,11 +85,34 @@ class CommandFailed(click.ClickException):
         click.echo(f"{self.prefix}{self.format_message()}", file=file, err=file is None)
 
 
+def _with_late_options(command: click.Command) -> click.Command:
+    """Let ``command`` (and, for a group, its subcommands) take the global options after its
+    name too (see :func:`rstore_cli.context.late_options`)."""
+    names = {param.name for param in command.params}
+    command.params.extend(o for o in late_options() if o.name not in names)
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _with_late_options(sub)
+    return command
+
+
 class RStoreGroup(click.Group):
-    """A group that lists commands in registration order and maps errors once for all."""
+    """A group that lists commands in :data:`COMMAND_INDEX` order, imports a command's module
+    when the command is used, and maps errors once for all."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return list(self.commands)
+        return [*COMMAND_INDEX, *(name for name in self.commands if name not in COMMAND_INDEX)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMAND_INDEX:
+            module = importlib.import_module(f"rstore_cli.{COMMAND_INDEX[cmd_name]}")
+            for command in module.COMMANDS:
+                if command.name not in self.commands:
+                    self.add_command(command)
+        return self.commands.get(cmd_name)
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        super().add_command(_with_late_options(cmd), name)
 
     def make_context(
         self,
@@ -116,39 +154,32 @@ class RStoreGroup(click.Group):
     cls=RStoreGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-@click.option(
-    "--store",
-    "store_path",
-    metavar="PATH",
-    type=click.Path(file_okay=True, dir_okay=True, path_type=str),
-    envvar="RSTORE_PATH",
-    show_envvar=True,
-    default=os.path.join(".", rstore.DEFAULT_PATH),
-    show_default=True,
-    help="The store directory.  Commands that only read or delete never create it; `add`, "
-    "and `exec` with XADD, XGROUP or CONFIG, create it when it is missing.",
-)
+@global_options
 @click.version_option(rstore.__version__, "-V", "--version", prog_name="rstore")
 @click.pass_context
-def cli(ctx: click.Context, store_path: str) -> None:
+def cli(ctx: click.Context, /, **settings: Any) -> None:
     """rstore: a durable embedded log store with Redis Streams semantics.
 
-    Every command works on the store directory given by --store (or $RSTORE_PATH).  Use
-    `rstore COMMAND --help` for a command's options and examples, and docs/cli.md for the
-    output formats, the JSON mapping and the exit codes.
+    Every command works on the store directory given by --store (or $RSTORE_PATH).  Global
+    options go before or after the command.  Use `rstore COMMAND --help` for a command's
+    options and examples, and docs/cli.md for the output formats, the JSON mapping and the
+    exit codes.
 
     \b
     Examples:
       rstore add events user=42 action=login
       rstore range events --count 10
-      rstore --store /var/lib/queue exec XINFO STREAM events
+      rstore range events --since 1h --store /var/lib/queue
     """
-    ctx.obj = StoreOpener(store_path)
+    ctx.obj = StoreOpener(**settings)
 
 
-for _module in COMMAND_MODULES:
-    for _command in _module.COMMANDS:
-        cli.add_command(_command)
+def all_commands() -> dict[str, click.Command]:
+    """Every command of :data:`cli`, importing every command module (for help and tests)."""
+    ctx = click.Context(cli)
+    for name in COMMAND_INDEX:
+        cli.get_command(ctx, name)
+    return dict(cli.commands)
 
 
 def _tolerant_stdio() -> None:
@@ -159,7 +190,7 @@ def _tolerant_stdio() -> None:
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
-    """Console-script entry point (``rstore``)."""
+    """Run the CLI (the ``rstore`` console script goes through :func:`rstore_cli.entry.main`)."""
     _tolerant_stdio()
     cli.main(args=argv, prog_name="rstore")
     sys.exit(0)  # cli.main() exits itself in standalone mode; this is for the type checker

@@ -9,7 +9,7 @@ import click
 
 import rstore
 
-from .args import to_bytes
+from .args import range_bound, to_bytes
 from .consume import echo_entries, echo_ids
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .format import info_lines, table_lines
@@ -22,6 +22,7 @@ __all__ = ["COMMANDS", "PENDING_COLUMNS", "PENDING_PAGE", "iter_pending"]
 PENDING_PAGE = 1000
 #: The columns of ``pending``'s detail table (and the keys of its JSON objects).
 PENDING_COLUMNS = ("id", "consumer", "idle", "delivery-count")
+_MAX_ID = b"18446744073709551615-18446744073709551615"
 
 _min_idle_option = click.option(
     "--min-idle",
@@ -55,7 +56,7 @@ def iter_pending(
         page = PENDING_PAGE if remaining is None else min(PENDING_PAGE, remaining)
         rows = store.execute(*head, low, end, page, *tail)
         yield from (dict(zip(PENDING_COLUMNS, row)) for row in rows)
-        if len(rows) < page:
+        if len(rows) < page or rows[-1][0] == _MAX_ID:
             return
         low = b"(" + rows[-1][0]
         if remaining is not None:
@@ -65,8 +66,13 @@ def iter_pending(
 @click.command("pending", short_help="Show a group's pending entries.")
 @click.argument("stream")
 @click.argument("group")
-@click.option("--start", metavar="ID", help="List pending entries from ID on (default -).")
-@click.option("--end", metavar="ID", help="List pending entries up to ID (default +).")
+@click.option(
+    "--start",
+    metavar="ID|TIME",
+    help="List pending entries from ID on (default -; (ID excludes ID; a time such as 1h "
+    "stands for its ID).",
+)
+@click.option("--end", metavar="ID|TIME", help="List pending entries up to ID (default +).")
 @click.option("--count", type=click.IntRange(min=0), metavar="N", help="List at most N entries.")
 @click.option("--consumer", metavar="NAME", help="List only the entries pending for NAME.")
 @click.option(
@@ -133,8 +139,8 @@ def pending_command(
             iter_pending(
                 store,
                 head,
-                to_bytes(start or "-"),
-                to_bytes(end or "+"),
+                range_bound(start or "-", is_end=False, param="--start"),
+                range_bound(end or "+", is_end=True, param="--end"),
                 count,
                 None if consumer is None else to_bytes(consumer, unescape, "--consumer"),
             )
@@ -253,7 +259,7 @@ def autoclaim_command(
         to_bytes(group, unescape, "GROUP"),
         to_bytes(consumer, unescape, "CONSUMER"),
         str(min_idle).encode(),
-        to_bytes(start),
+        range_bound(start, is_end=False, param="--start"),
     ]
     if count is not None:
         argv += [b"COUNT", str(count).encode()]

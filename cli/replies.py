@@ -7,8 +7,7 @@ entry may hold the same field twice).  Here every entry keeps its fields as orde
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "Entry",
@@ -20,8 +19,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """One stream entry: its ID and its ``(field, value)`` pairs in stored order.
 
     ``deleted`` marks an entry that is still pending in a consumer group but no longer in the
@@ -31,6 +29,10 @@ class Entry:
     id: bytes
     fields: tuple[tuple[bytes, bytes], ...]
     deleted: bool = False
+
+    def flat(self) -> list[bytes] | None:
+        """The fields as a reply holds them, ``[field, value, ...]``; ``None`` if deleted."""
+        return None if self.deleted else [item for pair in self.fields for item in pair]
 
 
 def entry_from_reply(item: list[Any]) -> Entry:

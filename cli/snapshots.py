@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -17,6 +17,7 @@ import click
 
 from .args import to_bytes
 from .context import StoreOpener, json_option, pass_opener, unescape_option
+from .format import show_path, token
 from .jsonout import echo_json
 
 __all__ = ["COMMANDS", "Progress", "progress_option", "progress_reporter"]
@@ -73,6 +74,39 @@ def _count(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
 
 
+def _json_report(
+    path: str,
+    db: int,
+    rdb_version: int,
+    counts: tuple[int, int, int],
+    seconds: float,
+    *,
+    replaced: Sequence[bytes] = (),
+    expired: Sequence[bytes] = (),
+    ttl_dropped: Sequence[bytes] = (),
+    skipped: Mapping[str, int] | None = None,
+    other_dbs: Mapping[int, int] | None = None,
+) -> dict[str, Any]:
+    """What ``save --json`` and ``restore --json`` print: one shape for both (a save writes
+    database 0 and replaces, expires, drops and skips nothing).  ``counts``: streams, entries,
+    bytes of the file."""
+    streams, entries, size = counts
+    return {
+        "path": path,
+        "db": db,
+        "rdb-version": rdb_version,
+        "streams": streams,
+        "entries": entries,
+        "bytes": size,
+        "seconds": round(seconds, 6),
+        "replaced": list(replaced),
+        "expired": list(expired),
+        "ttl-dropped": list(ttl_dropped),
+        "skipped": dict(skipped or {}),
+        "other-databases": {str(k): v for k, v in (other_dbs or {}).items()},
+    }
+
+
 def _readable(path: str) -> None:
     """Fail with one line (``Error: [Errno 2] No such file or directory: ...``) before any
     store is opened or created."""
@@ -117,26 +151,18 @@ def save_command(
       rstore save old-redis.rdb --rdb-version 10
     """
     if os.path.exists(file) and not force:
-        raise click.ClickException(f"{file} exists; give --force to replace it")
+        raise click.ClickException(f"{show_path(file)} exists; give --force to replace it")
     with opener.open(create=False) as store, progress_reporter("saving", progress) as report:
         result = store.save(
             file, rdb_version=int(rdb_version), compress=not no_compress, progress=report
         )
     if as_json:
-        echo_json(
-            {
-                "path": result.path,
-                "rdb_version": result.rdb_version,
-                "streams": result.streams,
-                "entries": result.entries,
-                "bytes": result.bytes,
-                "seconds": round(result.seconds, 6),
-            }
-        )
+        counts = (result.streams, result.entries, result.bytes)
+        echo_json(_json_report(result.path, 0, result.rdb_version, counts, result.seconds))
     else:
         click.echo(
             f"saved {_count(result.streams, 'stream')} "
-            f"({_count(result.entries, 'entry', 'entries')}) to {result.path}: "
+            f"({_count(result.entries, 'entry', 'entries')}) to {show_path(result.path)}: "
             f"RDB {result.rdb_version}, {_mib(result.bytes)}, {result.seconds:.2f} s"
         )
 
@@ -176,31 +202,31 @@ def restore_command(
         held = ", ".join(str(d) for d in sorted(result.other_dbs))
         word = "database" if len(result.other_dbs) == 1 else "databases"
         raise click.ClickException(
-            f"database {db} of {file} holds no keys; nothing was restored (the file has keys "
-            f"in {word} {held}: choose one with --db)"
+            f"database {db} of {show_path(file)} holds no keys; nothing was restored (the file "
+            f"has keys in {word} {held}: choose one with --db)"
         )
     if as_json:
+        counts = (len(result.streams), result.entries, result.bytes)
         echo_json(
-            {
-                "path": result.path,
-                "db": result.db,
-                "rdb_version": result.rdb_version,
-                "streams": result.streams,
-                "entries": result.entries,
-                "bytes": result.bytes,
-                "replaced": result.replaced,
-                "skipped": result.skipped,
-                "ttl_dropped": result.ttl_dropped,
-                "expired": result.expired,
-                "other_databases": {str(k): v for k, v in result.other_dbs.items()},
-                "seconds": round(result.seconds, 6),
-            }
+            _json_report(
+                result.path,
+                result.db,
+                result.rdb_version,
+                counts,
+                result.seconds,
+                replaced=result.replaced,
+                expired=result.expired,
+                ttl_dropped=result.ttl_dropped,
+                skipped=result.skipped,
+                other_dbs=result.other_dbs,
+            )
         )
         return
     click.echo(
         f"restored {_count(len(result.streams), 'stream')} "
-        f"({_count(result.entries, 'entry', 'entries')}) from database {db} of {result.path}: "
-        f"RDB {result.rdb_version}, {_mib(result.bytes)}, {result.seconds:.2f} s"
+        f"({_count(result.entries, 'entry', 'entries')}) from database {db} of "
+        f"{show_path(result.path)}: RDB {result.rdb_version}, {_mib(result.bytes)}, "
+        f"{result.seconds:.2f} s"
     )
     if result.replaced:
         click.echo(f"replaced: {_count(len(result.replaced), 'existing stream')}")
@@ -242,7 +268,7 @@ def dump_command(
     with opener.open(create=False) as store:
         payload = store.dump(key, rdb_version=int(rdb_version))
     if payload is None:
-        raise click.ClickException(f"no stream {stream!r}")
+        raise click.ClickException(f"no stream {token(key)}")
     if output == "-":
         if sys.stdout.isatty():
             raise click.ClickException("the payload is binary: give --output FILE or a pipe")

@@ -1,25 +1,17 @@
-"""Stream commands: ``add``, ``range``, ``len``, ``info``, ``trim``."""
+"""Stream commands: ``add``, ``len``, ``info``, ``trim`` (``range`` is in :mod:`.reading`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import click
 
-import rstore
-
-from .args import parse_fields, to_bytes
+from .args import parse_fields, range_bound, to_bytes
 from .context import StoreOpener, json_option, pass_opener, unescape_option
-from .format import entry_line, info_lines, token
-from .inspecting import dump_entries
-from .jsonout import array_lines, dumps, echo_json, echo_utf8
-from .replies import Entry, entries_from_reply, info_tree
+from .format import info_items, token
+from .jsonout import echo_json
+from .output import EntryWriter
+from .replies import info_tree
 
-__all__ = ["COMMANDS", "RANGE_PAGE", "iter_range"]
-
-#: ``range`` reads this many entries per call, so a long stream prints as it is read.
-RANGE_PAGE = 1000
-_MAX_ID = b"18446744073709551615-18446744073709551615"
+__all__ = ["COMMANDS"]
 
 
 def _check_trim_options(
@@ -42,7 +34,10 @@ def _trim_args(
     out = [b"MAXLEN" if maxlen is not None else b"MINID"]
     if approx:
         out.append(b"~")
-    out.append(str(maxlen).encode() if maxlen is not None else to_bytes(minid or ""))
+    if maxlen is not None:
+        out.append(str(maxlen).encode())
+    else:
+        out.append(range_bound(minid or "", is_end=False, param="--minid"))
     if limit is not None:
         out += [b"LIMIT", str(limit).encode()]
     return out
@@ -59,7 +54,9 @@ _maxlen_option = click.option(
     "--maxlen", type=click.IntRange(min=0), metavar="N", help="Keep at most N entries."
 )
 _minid_option = click.option(
-    "--minid", metavar="ID", help="Remove the entries with IDs lower than ID."
+    "--minid",
+    metavar="ID|TIME",
+    help="Remove the entries with IDs lower than ID (or older than TIME: 7d, 2026-11-01).",
 )
 _approx_option = click.option(
     "--approx",
@@ -137,122 +134,6 @@ def add_command(
         click.echo(new_id.decode("ascii"))
 
 
-def iter_range(
-    store: rstore.Store, stream: bytes, start: bytes, end: bytes, count: int | None, rev: bool
-) -> Iterator[Entry]:
-    """Entries from ``start`` to ``end`` (both inclusive unless written ``(ID``), ascending, or
-    descending with ``rev``; at most ``count``.  Read :data:`RANGE_PAGE` entries per call."""
-    remaining = count
-    low, high = start, end
-    while remaining is None or remaining > 0:
-        page = RANGE_PAGE if remaining is None else min(RANGE_PAGE, remaining)
-        if rev:
-            reply = store.execute(b"XREVRANGE", stream, high, low, b"COUNT", page)
-        else:
-            reply = store.execute(b"XRANGE", stream, low, high, b"COUNT", page)
-        entries = entries_from_reply(reply)
-        yield from entries
-        if len(entries) < page:
-            return
-        last = entries[-1].id
-        if last == _MAX_ID and not rev:
-            return
-        if rev:
-            high = b"(" + last
-        else:
-            low = b"(" + last
-        if remaining is not None:
-            remaining -= len(entries)
-
-
-@click.command("range", short_help="Print a stream's entries.")
-@click.argument("stream")
-@click.argument("start", default="-")
-@click.argument("end", default="+")
-@click.option("--count", type=click.IntRange(min=0), metavar="N", help="Print at most N entries.")
-@click.option(
-    "--rev", is_flag=True, help="Newest first: from END down to START (same range, reversed)."
-)
-@json_option
-@click.option(
-    "--nl", "as_nl", is_flag=True, help="Print newline-delimited JSON: one entry object a line."
-)
-@click.option(
-    "--from-dump",
-    "dump_file",
-    type=click.Path(dir_okay=False),
-    help="Read the entries from this RDB file instead of the store (no restore needed).",
-)
-@click.option(
-    "--db",
-    type=click.IntRange(min=0),
-    help="With --from-dump: the file's database (default 0).",
-)
-@unescape_option
-@pass_opener
-def range_command(
-    opener: StoreOpener,
-    stream: str,
-    start: str,
-    end: str,
-    count: int | None,
-    rev: bool,
-    as_json: bool,
-    as_nl: bool,
-    dump_file: str | None,
-    db: int | None,
-    unescape: bool,
-) -> None:
-    """Print the entries of STREAM from START to END (XRANGE / XREVRANGE).
-
-    START and END are IDs (MS or MS-SEQ); they default to - and + (the whole stream) and
-    are inclusive unless written (ID.  They always name the low and the high end: --rev only
-    reverses the order.  A stream that does not exist has no entries.
-
-    Text output is one entry per line: ID, two spaces, then field=value pairs.  A name or
-    value that is empty or holds spaces, quotes, backslashes, control characters or bytes
-    that are not UTF-8 is double-quoted with escapes (\\n, \\", \\xHH).  --json prints one
-    JSON array (one entry per line); --nl prints one JSON object per line.
-
-    \b
-    Examples:
-      rstore range events
-      rstore range events 1700000000000 1700000060000
-      rstore range events --rev --count 5
-      rstore range events '(1700000000000-3' + --nl | jq .fields
-      rstore range events --from-dump dump.rdb --count 10
-
-    --from-dump reads STREAM from database --db of an RDB file (rstore's, Redis's or
-    Valkey's) without a store; the file is checked to its end before anything is printed.
-    """
-    key = to_bytes(stream, unescape, "STREAM")
-    if db is not None and dump_file is None:
-        raise click.UsageError("--db needs --from-dump")
-    if dump_file is not None:
-        _print_entries(
-            iter(dump_entries(dump_file, key, to_bytes(start), to_bytes(end), count, rev, db or 0)),
-            as_json,
-            as_nl,
-        )
-        return
-    with opener.open(create=False) as store:
-        _print_entries(
-            iter_range(store, key, to_bytes(start), to_bytes(end), count, rev), as_json, as_nl
-        )
-
-
-def _print_entries(entries: Iterator[Entry], as_json: bool, as_nl: bool) -> None:
-    if as_nl:
-        for entry in entries:
-            echo_utf8(dumps(entry))
-    elif as_json:
-        for line in array_lines(entries):
-            echo_utf8(line)
-    else:
-        for entry in entries:
-            click.echo(entry_line(entry))
-
-
 @click.command("len", short_help="Print the number of entries in a stream.")
 @click.argument("stream")
 @json_option
@@ -309,9 +190,15 @@ def info_command(
         tree = info_tree(store.execute(*argv))
     if as_json:
         echo_json(tree)
-    else:
-        for line in info_lines(tree):
-            click.echo(line)
+        return
+    writer = EntryWriter()
+    for line in info_items(tree):
+        if isinstance(line, str):
+            writer.text(line)
+        else:
+            prefix, entry = line
+            writer.entry(entry.id, entry.flat(), prefix)
+    writer.flush()
 
 
 @click.command("trim", short_help="Remove old entries from a stream.")
@@ -348,7 +235,7 @@ def trim_command(
             to_bytes(stream, unescape, "STREAM"),
             maxlen=maxlen,
             approximate=approx,
-            minid=None if minid is None else to_bytes(minid),
+            minid=None if minid is None else range_bound(minid, is_end=False, param="--minid"),
             limit=limit,
         )
     _echo_int(removed, as_json)
@@ -356,7 +243,6 @@ def trim_command(
 
 COMMANDS: list[click.Command] = [
     add_command,
-    range_command,
     len_command,
     info_command,
     trim_command,

@@ -26,10 +26,10 @@ import click
 
 import rstore
 
-from .args import to_bytes
+from .args import range_bound, to_bytes
 from .context import StoreOpener, json_option, pass_opener, unescape_option
-from .format import entry_line
 from .jsonout import dumps, echo_utf8
+from .output import EntryWriter
 from .replies import Entry, read_entries
 
 __all__ = ["BLOCK_SLICE_MS", "COMMANDS", "Stopper"]
@@ -180,6 +180,14 @@ class _Follower:
                 self.idle()
 
 
+def _before(start: bytes) -> bytes:
+    """The ID an XREAD must read after to get the entries from ``start`` (``ms-seq``) on."""
+    ms, seq = (int(part) for part in start.split(b"-"))
+    if seq:
+        return b"%d-%d" % (ms, seq - 1)
+    return b"%d-%d" % (ms - 1, 18446744073709551615) if ms else b"0-0"  # 0-0 is never an ID
+
+
 def _last_id(store: rstore.Store, key: bytes) -> bytes:
     """What ``$`` means now: the stream's last entry ID (``0-0`` when it is empty or missing).
     Entries added later all have higher IDs, so reading after it misses none of them."""
@@ -192,10 +200,12 @@ def _last_id(store: rstore.Store, key: bytes) -> bytes:
 @click.option(
     "--from",
     "from_id",
-    metavar="ID|$",
-    help="Print the entries after ID, then follow.  Default $: only entries added from now on "
-    "(0 prints the whole stream first).  Not with --group.",
+    metavar="ID|TIME|$",
+    help="Print the entries from ID on (inclusive, as `range` reads START: - or 0 is the "
+    "whole stream, (ID starts after ID, a time such as 1h or 2026-11-01T10:00 stands for its "
+    "ID), then follow.  Default $: only entries added from now on.  Not with --group.",
 )
+@click.option("--since", metavar="TIME|ID", help="The same as --from: e.g. --since 1h.")
 @click.option(
     "--count",
     type=click.IntRange(min=1),
@@ -222,6 +232,7 @@ def tail_command(
     opener: StoreOpener,
     stream: str,
     from_id: str | None,
+    since: str | None,
     count: int,
     group: str | None,
     consumer: str | None,
@@ -248,6 +259,7 @@ def tail_command(
     Examples:
       rstore tail events
       rstore tail events --from 0 --json | jq -c .fields
+      rstore tail events --since 10m
       rstore tail orders --group billing --consumer worker-1
       rstore tail orders --group billing --consumer audit --no-ack --max 10
     """
@@ -255,23 +267,28 @@ def tail_command(
         raise click.UsageError("--consumer and --no-ack need --group")
     if group is not None and consumer is None:
         raise click.UsageError("--group needs --consumer NAME")
+    if from_id is not None and since is not None:
+        raise click.UsageError("give --from or --since, not both")
+    from_id = from_id if since is None else since
     if group is not None and from_id is not None:
         raise click.UsageError("--from is for plain mode; --group reads what the group has not")
     key = to_bytes(stream, unescape, "STREAM")
+    start = None if from_id in (None, "$") else range_bound(from_id, is_end=False, param="--from")
+
+    writer = EntryWriter(flush_each=True)
 
     def print_entry(entry: Entry) -> None:
         if as_json:
             echo_utf8(dumps(entry))  # click.echo() flushes
         else:
-            click.echo(entry_line(entry))
+            writer.entry(entry.id, entry.flat())  # flushed
 
     stopper = Stopper()
     try:
         with stopper, opener.open(create=False) as store:
             follower = _Follower(store, key, stopper, print_entry, count, max_entries)
             if group is None:
-                start = from_id or "$"
-                follower.follow(_last_id(store, key) if start == "$" else to_bytes(start))
+                follower.follow(_last_id(store, key) if start is None else _before(start))
             else:
                 group_b = to_bytes(group, unescape, "--group")
                 follower.ack_group = None if no_ack else group_b

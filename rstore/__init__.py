@@ -4,31 +4,91 @@
 >>> store = rstore.Store("rstore-data")          # doctest: +SKIP
 >>> store.xadd("events", {"user": "42"})         # doctest: +SKIP
 b'1732191234567-0'
+
+The public names are imported on first use (PEP 562): ``import rstore`` itself costs almost
+nothing, ``rstore.Store`` loads the store and its commands, ``rstore.Consumer`` the worker, and
+so on.  ``from rstore import Store`` and ``rstore.Store`` behave as if everything had been
+imported up front.
 """
 
-from rstore.commands.reply import NIL_ARRAY
-from rstore.errors import (
-    CorruptDataError,
-    CorruptRDBError,
-    CorruptStoreError,
-    DataError,
-    DiskFullError,
-    NotAStoreError,
-    ReadOnlyStoreError,
-    ResponseError,
-    RStoreError,
-    StorageError,
-    StoreClosedError,
-    StoreNotFoundError,
-    UnsupportedFormatError,
-    UnsupportedRDBError,
-)
-from rstore.ids import StreamID
-from rstore.inspect import RDBSummary, StreamSummary, inspect_rdb, read_rdb_range
-from rstore.pipeline import Pipeline
-from rstore.store import DEFAULT_PATH, Store, check_store, upgrade_store
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from rstore.version import __version__
-from rstore.worker import Consumer, Message
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
+    from rstore.commands.reply import NIL_ARRAY
+    from rstore.errors import (
+        CorruptDataError,
+        CorruptRDBError,
+        CorruptStoreError,
+        DataError,
+        DiskFullError,
+        NotAStoreError,
+        ReadOnlyStoreError,
+        ResponseError,
+        RStoreError,
+        StorageError,
+        StoreClosedError,
+        StoreNotFoundError,
+        UnsupportedFormatError,
+        UnsupportedRDBError,
+    )
+    from rstore.ids import StreamID, parse_range_bound, parse_time_ms
+    from rstore.inspect import (
+        RDBSummary,
+        StreamSummary,
+        inspect_rdb,
+        read_rdb_entries,
+        read_rdb_range,
+    )
+    from rstore.pipeline import Pipeline
+    from rstore.ranges import iter_range, iter_range_pages
+    from rstore.store import DEFAULT_PATH, Store, check_store, upgrade_store
+    from rstore.worker import Consumer, Message
+
+#: Each public name and the module that defines it.
+_LAZY: dict[str, str] = {
+    "NIL_ARRAY": "rstore.commands.reply",
+    **dict.fromkeys(
+        (
+            "CorruptDataError",
+            "CorruptRDBError",
+            "CorruptStoreError",
+            "DataError",
+            "DiskFullError",
+            "NotAStoreError",
+            "ReadOnlyStoreError",
+            "RStoreError",
+            "ResponseError",
+            "StorageError",
+            "StoreClosedError",
+            "StoreNotFoundError",
+            "UnsupportedFormatError",
+            "UnsupportedRDBError",
+        ),
+        "rstore.errors",
+    ),
+    "StreamID": "rstore.ids",
+    "parse_range_bound": "rstore.ids",
+    "parse_time_ms": "rstore.ids",
+    "RDBSummary": "rstore.inspect",
+    "StreamSummary": "rstore.inspect",
+    "inspect_rdb": "rstore.inspect",
+    "read_rdb_entries": "rstore.inspect",
+    "read_rdb_range": "rstore.inspect",
+    "Pipeline": "rstore.pipeline",
+    "iter_range": "rstore.ranges",
+    "iter_range_pages": "rstore.ranges",
+    "DEFAULT_PATH": "rstore.store",
+    "Store": "rstore.store",
+    "check_store": "rstore.store",
+    "upgrade_store": "rstore.store",
+    "Consumer": "rstore.worker",
+    "Message": "rstore.worker",
+}
 
 __all__ = [
     "DEFAULT_PATH",
@@ -57,6 +117,25 @@ __all__ = [
     "__version__",
     "check_store",
     "inspect_rdb",
+    "iter_range",
+    "iter_range_pages",
+    "parse_range_bound",
+    "parse_time_ms",
+    "read_rdb_entries",
     "read_rdb_range",
     "upgrade_store",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the module behind a public name on first use, and keep the name here."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rstore' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -13,11 +13,17 @@ Redis parses IDs with one routine in three flavours (see ``redis-commands.md`` Â
 The argument is split at its first ``-``; each half goes through ``string2ull``.  Like the C
 code, the text ends at the first NUL byte.  Every failure is
 ``ERR Invalid stream ID specified as stream command argument``.
+
+For people, :func:`parse_range_bound` reads a range bound as XRANGE does and also accepts a
+time, which stands for its Unix time in ms written as an ID (:func:`parse_time_ms`: an
+ISO-8601 date and time such as ``2026-11-01T10:00``, or a duration ago such as ``1h``).
 """
 
 from __future__ import annotations
 
 import re
+import time
+from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
 from rstore import messages
@@ -34,6 +40,8 @@ __all__ = [
     "increment",
     "parse_id",
     "parse_interval_id",
+    "parse_range_bound",
+    "parse_time_ms",
 ]
 
 ID = tuple[int, int]
@@ -167,3 +175,74 @@ def parse_interval_id(arg: bytes, *, missing_seq: int, is_end: bool) -> ID:
             )
         return moved
     return parse_id(arg, strict=False, missing_seq=missing_seq)
+
+
+# ----------------------------------------------------------------------------- times
+
+_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000}
+_DURATION = re.compile(r"(?:[0-9]+(?:ms|s|m|h|d|w))+\Z")
+_DURATION_PART = re.compile(r"([0-9]+)(ms|s|m|h|d|w)")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def parse_time_ms(text: str | bytes, *, now_ms: int | None = None) -> int | None:
+    """The Unix time in ms that ``text`` names, or ``None`` when it is not a time.
+
+    Two forms:
+
+    * a duration ago: numbers with units ``ms``, ``s``, ``m``, ``h``, ``d``, ``w``, written
+      together (``90s``, ``1h``, ``1h30m``, ``7d``): that long before ``now_ms`` (default: now);
+    * a date, or a date and time, in ISO 8601 (``2026-11-01``, ``2026-11-01T10:00``,
+      ``2026-11-01 10:00:05.250``, ``2026-11-01T10:00Z``, ``2026-11-01T10:00+01:00``): local
+      time unless it ends with ``Z`` or an offset.
+
+    Raises :class:`ValueError` for a date that is not a real one (``2026-13-01``) or a time
+    before 1970 (stream IDs start there).
+    """
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("ascii")
+        except UnicodeDecodeError:
+            return None
+    if _DURATION.match(text):
+        ago = sum(int(n) * _UNIT_MS[unit] for n, unit in _DURATION_PART.findall(text))
+        now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        if ago > now:
+            raise ValueError(f"{text} ago is before 1970")
+        return now - ago
+    if not _DATE.match(text):
+        return None
+    iso = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
+    try:
+        moment = datetime.fromisoformat(iso)
+    except ValueError:
+        raise ValueError(f"{text} is not a valid date and time (ISO 8601)") from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # local time
+    ms = (moment - _EPOCH) // timedelta(milliseconds=1)
+    if ms < 0:
+        raise ValueError(f"{text} is before 1970")
+    return ms
+
+
+def parse_range_bound(arg: bytes | str, *, is_end: bool, now_ms: int | None = None) -> StreamID:
+    """A range bound as XRANGE reads it (``-``, ``+``, ``MS``, ``MS-SEQ``, ``(`` for an
+    exclusive bound), or a time (:func:`parse_time_ms`, also after ``(``), which stands for
+    its ms written as an ID: ``1h`` is the ID ``<now - 1 hour>`` (``-0`` as a start, ``-<max>``
+    as an end).  Returns the bound as an inclusive :class:`StreamID`.
+
+    Raises :class:`ResponseError` with XRANGE's error texts when ``arg`` is neither, and
+    :class:`ValueError` for a malformed date (see :func:`parse_time_ms`).
+    """
+    raw = arg.encode("utf-8", "surrogateescape") if isinstance(arg, str) else arg
+    missing_seq = UINT64_MAX if is_end else 0
+    try:
+        return StreamID(*parse_interval_id(raw, missing_seq=missing_seq, is_end=is_end))
+    except ResponseError:
+        exclusive = raw[:1] == b"(" and len(raw) > 1
+        ms = parse_time_ms(raw[1:] if exclusive else raw, now_ms=now_ms)
+        if ms is None:
+            raise
+    as_id = b"(%d" % ms if exclusive else b"%d" % ms
+    return StreamID(*parse_interval_id(as_id, missing_seq=missing_seq, is_end=is_end))

@@ -3,7 +3,8 @@
 :func:`inspect_rdb` reads a whole file in constant memory and summarises it: per database and
 type, key counts and bytes; per stream its length, nodes, edge IDs, counters, and groups with
 their pending counts, lag and consumers.  :func:`read_rdb_range` returns a stream's entries
-straight from a file, as ``XRANGE`` would.  :func:`inspect_store` gives the same summary of a
+straight from a file in the shape of ``Store.xrange``, and :func:`read_rdb_entries` in the
+shape of an XRANGE reply (every field pair kept).  :func:`inspect_store` gives the same summary of a
 live store.
 """
 
@@ -15,11 +16,8 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from rstore.codec import stream_node as sn
-from rstore.codec.node_validate import validate_node
-from rstore.errors import CorruptDataError, CorruptRDBError
-from rstore.ids import ID, MAX_ID, MIN_ID, parse_interval_id
+from rstore.ids import ID, MAX_ID, MIN_ID, format_id, parse_range_bound
 from rstore.model import ConsumerState, GroupState, PendingEntry, StreamNode, StreamState
-from rstore.numbers import UINT64_MAX
 from rstore.rdb.reader import (
     Aux,
     End,
@@ -44,6 +42,7 @@ __all__ = [
     "TypeSummary",
     "inspect_rdb",
     "inspect_store",
+    "read_rdb_entries",
     "read_rdb_range",
 ]
 
@@ -164,7 +163,11 @@ def inspect_rdb(
     key: bytes | None = None,
     progress: Progress | None = None,
 ) -> RDBSummary:
-    """Summarise an RDB file; with ``key``, only that stream is summarised in ``streams``."""
+    """Summarise an RDB file; with ``key``, only that stream is summarised in ``streams``.
+
+    Every stream summarised is checked in depth as a restore would check it; damage raises
+    :class:`CorruptRDBError` at the offset of the damaged byte (the offset a restore of the
+    same file reports)."""
     summary = RDBSummary(path)
     with open(path, "rb") as f:
         _inspect(f, summary, key, progress)
@@ -174,7 +177,7 @@ def inspect_rdb(
 def _inspect(
     f: BinaryIO, summary: RDBSummary, key: bytes | None, progress: Progress | None
 ) -> None:
-    reader = RDBReader(f, deep=False)
+    reader = RDBReader(f, deep=True if key is None else lambda db, name: name == key)
     summary.size = reader.size
     db = 0
     expiring = False
@@ -198,7 +201,7 @@ def _inspect(
             t = types.setdefault(event.type_name, TypeSummary())
             t.keys += 1
             t.bytes += event.size
-            t.elements += max(event.count, 0)
+            t.elements += max(event.elements, 0)
             t.expiring += expiring
             if builder is not None:
                 builder.s.bytes = event.size
@@ -212,57 +215,56 @@ def _inspect(
             if progress is not None:  # the whole file, trailer included
                 progress(reader.offset, reader.size)
         elif builder is not None:
-            try:
-                if isinstance(event, StreamNode):  # read shallowly above: check it through
-                    validate_node(event.listpack, event.master_id, deep=True)
-                builder.add(event)
-            except CorruptDataError as exc:
-                raise CorruptRDBError(
-                    f"Stream listpack integrity check failed ({exc})", reader.offset, builder.s.key
-                ) from exc
+            builder.add(event)  # nodes arrive checked in depth
     summary.rdb_version = reader.version
 
 
-def read_rdb_range(
+#: One entry as XRANGE replies it: ``(id, [field, value, ...])``.
+RawEntry = tuple[bytes, list[bytes]]
+Bound = ID | bytes | str
+
+
+def read_rdb_entries(
     path: str,
     key: bytes | str,
-    start: ID | bytes | str = MIN_ID,
-    end: ID | bytes | str = MAX_ID,
-    count: int = 0,
+    start: Bound = MIN_ID,
+    end: Bound = MAX_ID,
+    count: int | None = 0,
     *,
     db: int = 0,
     reverse: bool = False,
     verify: bool = True,
     progress: Progress | None = None,
-) -> list[tuple[ID, list[bytes]]] | None:
-    """A stream's live entries with ``start <= id <= end`` read from an RDB file (ascending,
-    or descending with ``reverse``; at most ``count``, 0 = all); ``None`` if the file has no
-    such stream in database ``db``.
+) -> list[RawEntry] | None:
+    """A stream's live entries with ``start <= id <= end`` read from an RDB file, shaped as
+    ``Store.execute("XRANGE", ...)`` replies them: ``[(b"ms-seq", [field, value, ...]), ...]``
+    (fields in stored order, repeats kept); ascending, or descending with ``reverse``; at most
+    ``count`` (0 or ``None``: all).  ``None`` if the file has no such stream in database ``db``.
 
-    ``start`` and ``end`` are ``(ms, seq)`` tuples, or XRANGE arguments (``-``, ``+``, ``ms``,
-    ``ms-seq``, ``(ms-seq`` for an exclusive bound), refused with XRANGE's error texts.
+    ``start`` and ``end`` are ``(ms, seq)`` tuples, or range bounds as
+    :func:`rstore.parse_range_bound` reads them (``-``, ``+``, ``ms``, ``ms-seq``, ``(ms-seq``
+    for an exclusive bound, a time), refused with XRANGE's error texts.
     ``progress(bytes_read, file_size)`` is called after each key.
 
-    The stream's nodes are validated in depth before they are read.  With ``verify`` (the
-    default) the rest of the file is read too, so that its checksum is checked: a damaged file
-    raises :class:`CorruptRDBError` instead of answering.  ``verify=False`` stops at the key,
-    which is faster on a big file but trusts whatever lies outside the nodes read."""
+    The stream's nodes are checked in depth, as a restore checks them, before they are read;
+    damage raises :class:`CorruptRDBError` at the offset of the damaged byte.  With ``verify``
+    (the default) the rest of the file is read too, so that its checksum is checked.
+    ``verify=False`` stops at the key, which is faster on a big file but trusts whatever lies
+    outside the nodes read."""
     if isinstance(key, str):
         key = key.encode()
-    if not isinstance(start, tuple):
-        raw = start.encode() if isinstance(start, str) else start
-        start = parse_interval_id(raw, missing_seq=0, is_end=False)
-    if not isinstance(end, tuple):
-        raw = end.encode() if isinstance(end, str) else end
-        end = parse_interval_id(raw, missing_seq=UINT64_MAX, is_end=True)
+    low = start if isinstance(start, tuple) else parse_range_bound(start, is_end=False)
+    high = end if isinstance(end, tuple) else parse_range_bound(end, is_end=True)
+    limit = count or 0
     found = False
     kept: collections.deque[tuple[ID, list[bytes]]] = collections.deque(
-        maxlen=count if reverse and count > 0 else None
+        maxlen=limit if reverse and limit > 0 else None
     )
     current = 0
     in_key = done = False
+    wanted = key
     with open(path, "rb") as f:
-        reader = RDBReader(f, deep=False)
+        reader = RDBReader(f, deep=lambda db_, name: db_ == db and name == wanted)
         for event in reader.events():
             if isinstance(event, SelectDB):
                 current = event.db
@@ -277,25 +279,43 @@ def read_rdb_range(
                     if not verify:
                         break
             elif in_key and not done and isinstance(event, StreamNode):
-                try:
-                    validate_node(event.listpack, event.master_id, deep=True)
-                except CorruptDataError as exc:
-                    raise CorruptRDBError(
-                        f"Stream listpack integrity check failed ({exc})", reader.offset, key
-                    ) from exc
                 entries: list[tuple[ID, list[bytes]]] = []
-                sn.scan_forward(event.listpack, event.master_id, start, end, 0, entries)
+                sn.scan_forward(event.listpack, event.master_id, low, high, 0, entries)
                 kept.extend(entries)
-                if not reverse and count > 0 and len(kept) >= count:
+                if not reverse and limit > 0 and len(kept) >= limit:
                     done = True
                     if not verify:
                         break
     if not found:
         return None
-    result = list(kept)
+    result = [(format_id(entry_id), fields) for entry_id, fields in kept]
     if reverse:
         result.reverse()
-    return result[:count] if count > 0 else result
+    return result[:limit] if limit > 0 else result
+
+
+def read_rdb_range(
+    path: str,
+    key: bytes | str,
+    start: Bound = MIN_ID,
+    end: Bound = MAX_ID,
+    count: int | None = 0,
+    *,
+    db: int = 0,
+    reverse: bool = False,
+    verify: bool = True,
+    progress: Progress | None = None,
+) -> list[tuple[bytes, dict[bytes, bytes]]] | None:
+    """:func:`read_rdb_entries` in the shape of :meth:`rstore.Store.xrange` (redis-py's):
+    ``[(b"ms-seq", {field: value}), ...]``; ``None`` if the file has no such stream.  A field
+    an entry holds twice keeps its last value, as in ``Store.xrange``; use
+    :func:`read_rdb_entries` to see every pair."""
+    entries = read_rdb_entries(
+        path, key, start, end, count, db=db, reverse=reverse, verify=verify, progress=progress
+    )
+    if entries is None:
+        return None
+    return [(entry_id, dict(zip(flat[0::2], flat[1::2]))) for entry_id, flat in entries]
 
 
 def inspect_store(

@@ -10,7 +10,8 @@ File layout::
     EOF (0xFF), then the CRC64 of everything before it (8 bytes, little-endian; 0 = disabled)
 
 Streams come out as :mod:`rstore.model` records between :class:`KeyStart` and
-:class:`KeyEnd`; every other value type is parsed past and summarised in its ``KeyEnd``.
+:class:`KeyEnd` (the events are named tuples: cheap to define, which ``import rstore`` users
+pay for at start-up); every other value type is parsed past and summarised in its ``KeyEnd``.
 Anything this reader does not know -- a newer version, another format, a module value, a newer
 type -- raises :class:`~rstore.errors.UnsupportedRDBError`; damage raises
 :class:`~rstore.errors.CorruptRDBError`.  Both name the byte offset.
@@ -18,9 +19,8 @@ type -- raises :class:`~rstore.errors.UnsupportedRDBError`; damage raises
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import BinaryIO
+from collections.abc import Callable, Iterator
+from typing import BinaryIO, NamedTuple
 
 from rstore.errors import CorruptRDBError, UnsupportedRDBError
 from rstore.model import StreamState
@@ -51,36 +51,30 @@ OP_EXPIRETIME_MS, OP_EXPIRETIME, OP_SELECTDB, OP_EOF = 0xFC, 0xFD, 0xFE, 0xFF
 _MODULE_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 
-@dataclass(frozen=True)
-class Aux:
+class Aux(NamedTuple):
     key: bytes
     value: bytes
 
 
-@dataclass(frozen=True)
-class SelectDB:
+class SelectDB(NamedTuple):
     db: int
 
 
-@dataclass(frozen=True)
-class ResizeDB:
+class ResizeDB(NamedTuple):
     keys: int
     expires: int
 
 
-@dataclass(frozen=True)
-class Function:
+class Function(NamedTuple):
     code: bytes
 
 
-@dataclass(frozen=True)
-class ModuleAux:
+class ModuleAux(NamedTuple):
     module: str  # the module type name and encoding version, e.g. "ReJSON-RL/3"
     offset: int
 
 
-@dataclass(frozen=True)
-class KeyStart:
+class KeyStart(NamedTuple):
     db: int
     key: bytes
     rdb_type: int
@@ -91,18 +85,16 @@ class KeyStart:
     offset: int
 
 
-@dataclass(frozen=True)
-class KeyEnd:
+class KeyEnd(NamedTuple):
     db: int
     key: bytes
     rdb_type: int
     type_name: str
-    count: int  # elements (stream: length), -1 when unknown
+    elements: int  # elements (stream: length), -1 when unknown
     size: int  # bytes the key and value occupy in the file
 
 
-@dataclass(frozen=True)
-class End:
+class End(NamedTuple):
     checksum: int  # the stored CRC64; 0 = written without one
     verified: bool
 
@@ -116,9 +108,21 @@ def _module_name(module_id: int) -> str:
 
 
 class RDBReader:
-    """Events of one RDB file; iterate :meth:`events` once."""
+    """Events of one RDB file; iterate :meth:`events` once.
 
-    def __init__(self, f: BinaryIO, *, deep: bool = True, check_crc: bool = True) -> None:
+    ``deep`` says which streams get the whole node check a restore makes (every node, in
+    depth) besides the header checks every node gets: all (``True``), none (``False``), or
+    those for which ``deep(db, key)`` is true.  Damage found is reported at the offset of the
+    damaged byte in the file (:func:`~rstore.rdb.values.node_error`), whichever reader found it.
+    """
+
+    def __init__(
+        self,
+        f: BinaryIO,
+        *,
+        deep: bool | Callable[[int, bytes], bool] = True,
+        check_crc: bool = True,
+    ) -> None:
         self.source = Source(f)
         self.deep = deep
         self.check_crc = check_crc
@@ -246,7 +250,8 @@ class RDBReader:
         yield KeyStart(db, key, rdb_type, name, expire_ms, idle, freq, at)
         if rdb_type in STREAM_TYPES:
             count = -1
-            for record in read_stream(src, rdb_type, deep=self.deep):
+            deep = self.deep if isinstance(self.deep, bool) else self.deep(db, key)
+            for record in read_stream(src, rdb_type, deep=deep):
                 if isinstance(record, StreamState):
                     count = record.length
                 yield record

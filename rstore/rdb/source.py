@@ -42,6 +42,11 @@ class Source:
         self._crc = 0
         self._crc_upto = 0  # bytes of _buf already folded into _crc
         self.key: bytes | None = None  # the key being read, for error messages
+        # Where the last string read by string() lies in the input: its first byte (the length
+        # prefix), and the first byte of its contents when they are stored as they are (None
+        # for an integer or LZF encoding, whose bytes are not the string's).
+        self.string_at = 0
+        self.string_data_at: int | None = None
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Source:
@@ -150,12 +155,14 @@ class Source:
         return n
 
     def string(self) -> bytes:
-        """A string in any of its encodings (raw, integer, LZF)."""
-        at = self.offset
+        """A string in any of its encodings (raw, integer, LZF); see :attr:`string_at`."""
+        at = self.string_at = self.offset
+        self.string_data_at = None
         n, special = self.length_or_encoding()
         if not special:
             if n > MAX_STRING:
                 raise self.corrupt(f"string of {n} bytes is larger than any RDB string", at)
+            self.string_data_at = self.offset
             return self.read(n)
         if n == 0:
             return b"%d" % int.from_bytes(self.read(1), "little", signed=True)

@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rstore.codec import listpack as lp
-from rstore.codec.node_validate import validate_node
-from rstore.errors import CorruptDataError, UnsupportedRDBError
+from rstore.codec.node_validate import node_facts
+from rstore.errors import CorruptDataError, CorruptRDBError, UnsupportedRDBError
 from rstore.model import (
     ConsumerPending,
     ConsumerState,
@@ -37,6 +37,7 @@ __all__ = [
     "STREAM_TYPES",
     "TYPE_NAMES",
     "StreamRecord",
+    "node_error",
     "read_stream",
     "skip_value",
 ]
@@ -61,8 +62,32 @@ def _signed(v: int) -> int:
     return v - (1 << 64) if v > INT64_MAX else v
 
 
+def node_error(src: Source, exc: CorruptDataError) -> CorruptRDBError:
+    """A stream node that failed its checks, reported at the damaged byte's offset in the file:
+    where the node's listpack starts in the file plus the offset inside the listpack the check
+    names.  A node stored LZF-compressed has no file byte for each of its bytes: it is reported
+    at the start of its string, with the offset inside the uncompressed node in the message.
+    Call it right after the node's listpack string was read (it reads :attr:`Source.string_at`)."""
+    text = str(exc)
+    suffix = f" (at byte {exc.offset})"
+    if exc.offset is not None and text.endswith(suffix):
+        text = text[: -len(suffix)]
+    offset = src.string_at
+    if exc.offset is not None:
+        if src.string_data_at is not None:
+            offset = src.string_data_at + exc.offset
+        else:
+            text += f" (byte {exc.offset} of the uncompressed node)"
+    return src.corrupt(f"Stream listpack integrity check failed ({text})", offset)
+
+
 def read_stream(src: Source, rdb_type: int, *, deep: bool = True) -> Iterator[StreamRecord]:
-    """The records of one stream value, checked as they are read."""
+    """The records of one stream value, checked as they are read.
+
+    Every node gets the listpack header checks; with ``deep`` also the whole check a restore
+    makes (:func:`~rstore.codec.node_validate.node_facts`: the listpack walk, the stream-node
+    layout, entry IDs rising, live counts agreeing).  Damage is reported by :func:`node_error`.
+    """
     nodes = src.length()
     previous = None
     for _ in range(nodes):
@@ -78,15 +103,12 @@ def read_stream(src: Source, rdb_type: int, *, deep: bool = True) -> Iterator[St
         listpack = src.string()
         try:
             lp.validate(listpack, deep=False)
+            if deep:
+                node_facts(listpack, master_id)
         except CorruptDataError as exc:
-            raise src.corrupt(f"Stream listpack integrity check failed ({exc})", at) from exc
+            raise node_error(src, exc) from exc
         if listpack[lp.HEADER_SIZE] == lp.EOF:
             raise src.corrupt("Empty listpack inside stream", at)
-        if deep:
-            try:
-                validate_node(listpack, master_id, deep=True)
-            except CorruptDataError as exc:
-                raise src.corrupt(f"Stream listpack integrity check failed ({exc})", at) from exc
         yield StreamNode(master_id, listpack)
     at = src.offset
     length = src.length()

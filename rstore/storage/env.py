@@ -169,7 +169,7 @@ class Env:
     def _begin(self, write: bool) -> Any:
         """LMDB's transaction (a write one waits for LMDB's writer lock; bench/writers.py
         times that wait by wrapping this method)."""
-        return self._env.begin(write=write)
+        return self._env.begin(write=write, buffers=True)  # views: Txn copies what it keeps
 
     def _txn(self, raw: Any, write: bool) -> Txn:
         return Txn(raw, self._dbs, write=write, sealed=self.sealed, path=self._data_path)

@@ -101,15 +101,16 @@ def seal(key: bytes, payload: bytes | bytearray) -> bytes:
     return bytes(payload) + _CHECKSUM.pack(zlib.crc32(payload, zlib.crc32(key)))
 
 
-def unseal(key: bytes, value: bytes) -> bytes | None:
-    """The payload of a stored value, or ``None`` when its checksum does not match."""
+def unseal(key: bytes | memoryview, value: bytes | memoryview) -> bytes | None:
+    """The payload of a stored value (a copy: ``value`` may be a view into LMDB's map), or
+    ``None`` when its checksum does not match."""
     end = len(value) - CHECKSUM_SIZE
     if end < 0:
         return None
     view = memoryview(value)
     if zlib.crc32(view[:end], zlib.crc32(key)) != _CHECKSUM.unpack_from(view, end)[0]:
         return None
-    return value[:end]
+    return bytes(view[:end])
 
 
 def pack_format(version: int = FORMAT_VERSION) -> bytes:

@@ -8,6 +8,9 @@ Everything rstore stores goes through this class; the LMDB transaction itself st
   :class:`~rstore.errors.CorruptStoreError` naming the sub-database and the stream.  A format 1
   store (no checksums, read-only) is decoded defensively instead: malformed bytes raise the same
   error, never a bare ``struct.error``.
+* **One copy per read.**  The LMDB transaction hands out views into its map (``buffers=True``,
+  set by the Env); a value is verified in place and copied once, as the payload.  No view
+  leaves this class: views are valid only while the transaction lives.
 * **Write caching.**  Write transactions cache what they change and write it back once, at
   :meth:`Txn.flush` (called by :meth:`rstore.storage.env.Env.write` just before commit): stream
   metadata is read once per transaction and written back if marked dirty; nodes obtained with
@@ -141,9 +144,9 @@ class Txn:
         except _DECODE_ERRORS as exc:
             raise self.corrupt(db, key, f"malformed record ({exc})") from exc
 
-    def _open(self, db: bytes, key: bytes, value: bytes) -> bytes:
+    def _open(self, db: bytes, key: bytes, value: bytes | memoryview) -> bytes:
         if not self.sealed:
-            return value
+            return bytes(value)
         payload = layout.unseal(key, value)
         if payload is None:
             raise self.corrupt(db, key, "checksum mismatch: the record is damaged")
@@ -166,8 +169,10 @@ class Txn:
 
     def pop(self, db: bytes, key: bytes) -> bytes | None:
         """Remove and return the record at ``key`` (checksum verified), or ``None``."""
-        value = self._raw.pop(key, db=self._dbs[db])
-        return None if value is None else self._open(db, key, value)
+        payload = self.get(db, key)  # copied before the delete frees its page
+        if payload is not None:
+            self._raw.delete(key, db=self._dbs[db])
+        return payload
 
     def count(self, db: bytes) -> int:
         """How many records ``db`` holds."""
@@ -185,7 +190,8 @@ class Txn:
         if not cur.set_range(start if start is not None else prefix):
             return
         n = len(prefix)
-        for key, value in cur.iternext():
+        for view, value in cur.iternext():
+            key = bytes(view)
             if key[:n] != prefix or (end is not None and key > end):
                 return
             yield key, self._open(db, key, value)
@@ -207,8 +213,8 @@ class Txn:
         cur = self._raw.cursor(db=self._dbs[db])
         if not cur.first():
             return
-        for key, value in cur.iternext():
-            key = bytes(key)
+        for view, value in cur.iternext():
+            key = bytes(view)
             yield key, (layout.unseal(key, value) if self.sealed else bytes(value))
 
     def walk_structure(self) -> pagecheck.Report:
@@ -335,7 +341,7 @@ class Txn:
 
     # ------------------------------------------------------------------ nodes
 
-    def _node_payload(self, key: bytes, value: bytes) -> bytes:
+    def _node_payload(self, key: bytes, value: bytes | memoryview) -> bytes:
         """A stored node's listpack, verified (format 2) or deep-checked (format 1)."""
         node = self._open(layout.DB_NODES, key, value)
         if not self.sealed:
@@ -343,7 +349,7 @@ class Txn:
                 validate_node(node, layout.node_key_id(key), deep=True)
             except CorruptDataError as exc:
                 raise self.corrupt(layout.DB_NODES, key, f"malformed node ({exc})") from exc
-        return bytes(node)
+        return node
 
     def node_get(self, handle: int, master_id: ID) -> bytes | bytearray | None:
         """A node's listpack (read only), or ``None``."""
@@ -416,7 +422,7 @@ class Txn:
                 return
         step = cur.prev if reverse else cur.next
         while True:
-            key = cur.key()
+            key = bytes(cur.key())
             if key[:8] != prefix:
                 return
             yield layout.node_key_id(key), self._node_payload(key, cur.value())

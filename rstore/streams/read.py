@@ -34,9 +34,9 @@ def copy_range(
     *,
     reverse: bool = False,
 ) -> Nodes:
-    """The raw nodes :func:`read_range` would decode, copied out of the
-    transaction without decoding them, so that the read transaction ends before the (slow)
-    decoding and reply building.  With ``count``, copying stops once the nodes known to lie
+    """The raw nodes :func:`read_range` would decode, copied out of the transaction without
+    decoding them, so that the read transaction ends before the (slow) decoding and reply
+    building (``executor.Deferred``).  With ``count``, copying stops once the nodes known to lie
     wholly inside the range hold ``count`` live entries (from each node's master entry)."""
     nodes: Nodes = []
     if start > end or stream.meta.length == 0:
@@ -46,6 +46,8 @@ def copy_range(
         for master_id, node in txn.iter_nodes(stream.handle, start):
             if master_id > end:
                 break
+            if master_id < start and sn.last_entry_id(node, master_id) < start:
+                continue  # the node before the range holds nothing of it: do not keep it
             nodes.append((master_id, node))
             if count > 0 and master_id >= start:
                 sure += sn.node_counts(node)[0]

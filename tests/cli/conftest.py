@@ -35,15 +35,18 @@ def store_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def run(store_path: Path) -> Run:
-    """``run(*args)``: ``rstore --store <store_path> *args`` in-process; returns click's Result.
+    """``run(*args)``: ``rstore --store <store_path> *args`` in-process (``input=`` feeds
+    stdin); returns click's Result.
 
     Exceptions other than SystemExit are not swallowed, so a traceback fails the test loudly.
     """
     runner = make_runner()
 
-    def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
+    def invoke(
+        *args: str, env: dict[str, str] | None = None, input: str | bytes | None = None
+    ) -> Result:
         return runner.invoke(
-            cli, ["--store", str(store_path), *args], env=env, catch_exceptions=False
+            cli, ["--store", str(store_path), *args], env=env, input=input, catch_exceptions=False
         )
 
     return invoke

@@ -10,7 +10,7 @@ from typing import Any
 import click
 import pytest
 from click.testing import CliRunner, Result
-from rstore_cli.main import cli
+from rstore_cli.main import all_commands, cli
 
 import rstore
 
@@ -21,7 +21,8 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
 def walk(group: click.Group, prefix: tuple[str, ...] = ("rstore",)) -> Iterator[Any]:
     """``(("rstore", "add"), command)`` for every command, nested groups included."""
-    for name, command in group.commands.items():
+    commands = all_commands() if group is cli else group.commands
+    for name, command in commands.items():
         path = (*prefix, name)
         yield path, command
         if isinstance(command, click.Group):
@@ -77,10 +78,13 @@ def test_every_command_and_option_is_documented() -> None:
             continue
         section = _section(text, heading)
         for param in command.params:
+            if getattr(param, "hidden", False):  # a global option given after the command
+                continue
             for opt in getattr(param, "opts", []):
                 if opt.startswith("--") and f"`{opt}" not in section:
                     missing.append(f"{' '.join(path)} {opt}")
     global_section = _section(text, "## Global options")
+    assert "after the command" in global_section
     for param in cli.params:
         for opt in getattr(param, "opts", []):
             if opt.startswith("--") and f"`{opt}" not in global_section:
@@ -98,6 +102,8 @@ def test_help_and_version(runner: CliRunner) -> None:
         "len",
         "info",
         "trim",
+        "del-entries",
+        "setid",
         "tail",
         "group",
         "read-group",
@@ -117,7 +123,15 @@ def test_help_and_version(runner: CliRunner) -> None:
     ]
     result = runner.invoke(cli, ["group", "--help"])
     listed = re.findall(r"^  (\w[\w-]*)\s", result.stdout.split("Commands:")[1], re.MULTILINE)
-    assert listed == ["create", "destroy", "setid", "list", "consumers"]
+    assert listed == [
+        "create",
+        "destroy",
+        "setid",
+        "list",
+        "consumers",
+        "create-consumer",
+        "del-consumer",
+    ]
     assert runner.invoke(cli, ["-V"]).stdout == f"rstore, version {rstore.__version__}\n"
     assert runner.invoke(cli, ["range", "-h"]).exit_code == 0
 
@@ -193,3 +207,47 @@ def test_storage_errors_are_one_line_with_status_1(
     assert (result.exit_code, result.stdout, result.stderr) == expected
     result = run("exec", "XLEN", "s")  # "(error) " is only for Redis's own refusals
     assert (result.exit_code, result.stdout, result.stderr) == expected
+
+
+def test_command_index_matches_the_modules() -> None:
+    """COMMAND_INDEX (what lets a command's module load only when it runs) names every
+    command of every module, in the module that defines it."""
+    import importlib
+
+    from rstore_cli.main import COMMAND_INDEX, COMMAND_MODULES
+
+    found = {}
+    for module in COMMAND_MODULES:
+        for command in importlib.import_module(f"rstore_cli.{module}").COMMANDS:
+            found[command.name] = module
+    assert found == COMMAND_INDEX
+
+
+def test_global_options_may_follow_the_command(
+    runner: CliRunner, tmp_path: Path, store: rstore.Store, store_path: Path
+) -> None:
+    """``rstore len s --store PATH`` (once "No such option '--store'"); given both before and
+    after the command, the one after wins, as a repeated option does."""
+    store.xadd("s", {"a": "1"})
+    elsewhere = str(tmp_path / "elsewhere")
+    here = str(store_path)
+
+    def rstore_cli(*args: str) -> Result:
+        return runner.invoke(cli, list(args), env={"RSTORE_PATH": elsewhere})
+
+    assert rstore_cli("len", "s", "--store", here).stdout == "1\n"
+    assert rstore_cli("len", "--store", here, "s").stdout == "1\n"
+    assert rstore_cli("--store", elsewhere, "len", "s", "--store", here).stdout == "1\n"
+    missing = rstore_cli("--store", here, "len", "s", "--store", elsewhere)
+    assert (missing.exit_code, missing.stderr) == (1, f"Error: no store at {elsewhere}\n")
+    assert rstore_cli("group", "create", "s", "g", "--store", here).stdout == "OK\n"
+    assert rstore_cli("group", "list", "s", "--json", "--store", here).exit_code == 0
+    assert rstore_cli("exec", "--store", here, "--raw", "XLEN", "s").stdout == "1\n"
+    # After exec's CMD every word is an argument of the command, --store included.
+    echoed = runner.invoke(cli, ["--store", here, "exec", "--raw", "ECHO", "--store"])
+    assert echoed.stdout == "--store\n"
+    assert "--store" not in rstore_cli("len", "--help").stdout  # hidden: see rstore --help
+
+
+def test_default_store_path_is_the_library_default(runner: CliRunner) -> None:
+    assert f"./{rstore.DEFAULT_PATH}" in runner.invoke(cli, ["--help"]).stdout

@@ -14,23 +14,29 @@ import rstore
 Run = Callable[..., Result]
 
 
+def tty(run: Run, *args: str) -> Result:
+    """``rstore exec --no-raw ...``: the terminal format, which the runner's pipe would not get
+    by default (a pipe gets the raw format, as with redis-cli; see test_cli_exec_raw.py)."""
+    return run("exec", "--no-raw", *args)
+
+
 def test_scalar_replies(run: Run, store: rstore.Store) -> None:
-    assert run("exec", "XADD", "s", "1-0", "a", "1").stdout == '"1-0"\n'
-    assert run("exec", "XLEN", "s").stdout == "(integer) 1\n"
-    assert run("exec", "PING").stdout == "PONG\n"
-    assert run("exec", "ECHO", "").stdout == '""\n'
-    assert run("exec", "XREAD", "STREAMS", "s", "$").stdout == "(nil)\n"  # nil array
-    assert run("exec", "XRANGE", "nope", "-", "+").stdout == "(empty array)\n"
+    assert tty(run, "XADD", "s", "1-0", "a", "1").stdout == '"1-0"\n'
+    assert tty(run, "XLEN", "s").stdout == "(integer) 1\n"
+    assert tty(run, "PING").stdout == "PONG\n"
+    assert tty(run, "ECHO", "").stdout == '""\n'
+    assert tty(run, "XREAD", "STREAMS", "s", "$").stdout == "(nil)\n"  # nil array
+    assert tty(run, "XRANGE", "nope", "-", "+").stdout == "(empty array)\n"
 
 
 def test_nested_arrays_align_like_redis_cli(run: Run, store: rstore.Store) -> None:
     for i in range(1, 11):
         store.execute("XADD", "s", f"{i}-0", "f", str(i))
     store.execute("XADD", "t", "1-0", *[x for i in range(5) for x in (f"k{i}", f"v{i}")])
-    out = run("exec", "XRANGE", "s", "-", "+").stdout.splitlines()
+    out = tty(run, "XRANGE", "s", "-", "+").stdout.splitlines()
     assert out[:3] == [' 1) 1) "1-0"', '    2) 1) "f"', '       2) "1"']
     assert out[-3:] == ['10) 1) "10-0"', '    2) 1) "f"', '       2) "10"']
-    out = run("exec", "XREAD", "STREAMS", "t", "0").stdout.splitlines()
+    out = tty(run, "XREAD", "STREAMS", "t", "0").stdout.splitlines()
     assert out[:4] == [
         '1) 1) "t"',
         '   2) 1) 1) "1-0"',
@@ -42,11 +48,11 @@ def test_nested_arrays_align_like_redis_cli(run: Run, store: rstore.Store) -> No
 
 def test_bulk_strings_are_escaped_like_redis_cli(run: Run, store: rstore.Store) -> None:
     store.execute("XADD", "s", "1-0", "v", bytes(range(256)))
-    line = run("exec", "XRANGE", "s", "-", "+").stdout.splitlines()[-1]
+    line = tty(run, "XRANGE", "s", "-", "+").stdout.splitlines()[-1]
     assert line.startswith('      2) "\\x00\\x01\\x02\\x03\\x04\\x05\\x06\\a\\b\\t\\n\\x0b\\x0c\\r')
     assert ' !\\"#$%&' in line and "[\\\\]^_`" in line and "~\\x7f\\x80" in line
     assert line.endswith('\\xfe\\xff"')
-    assert run("exec", "ECHO", "café").stdout == '"caf\\xc3\\xa9"\n'
+    assert tty(run, "ECHO", "café").stdout == '"caf\\xc3\\xa9"\n'
 
 
 def test_json_mapping(run: Run, store: rstore.Store) -> None:
@@ -80,30 +86,30 @@ def test_refused_command_prints_redis_error_on_stderr(run: Run, store: rstore.St
 
 
 def test_arguments_after_cmd_are_passed_verbatim(run: Run, store: rstore.Store) -> None:
-    assert run("exec", "ECHO", "--json").stdout == '"--json"\n'
-    assert run("exec", "ECHO", "-h").stdout == '"-h"\n'
-    assert run("exec", "ECHO", "-").stdout == '"-"\n'
-    assert run("exec", "ECHO", os.fsdecode(b"\xff\xfe")).stdout == '"\\xff\\xfe"\n'
-    assert run("exec", "--", "ECHO", "x").stdout == '"x"\n'
+    assert tty(run, "ECHO", "--json").stdout == '"--json"\n'
+    assert tty(run, "ECHO", "-h").stdout == '"-h"\n'
+    assert tty(run, "ECHO", "-").stdout == '"-"\n'
+    assert tty(run, "ECHO", os.fsdecode(b"\xff\xfe")).stdout == '"\\xff\\xfe"\n'
+    assert tty(run, "--", "ECHO", "x").stdout == '"x"\n'
 
 
 def test_unescape(run: Run, store: rstore.Store) -> None:
-    assert run("exec", "-e", "ECHO", r"a\x00b\n\"\\\q\xZZ").stdout == '"a\\x00b\\n\\"\\\\qxZZ"\n'
-    assert run("exec", "ECHO", r"a\x00b").stdout == '"a\\\\x00b"\n'  # not unescaped by default
-    result = run("exec", "-e", "ECHO", "a\\")
+    assert tty(run, "-e", "ECHO", r"a\x00b\n\"\\\q\xZZ").stdout == '"a\\x00b\\n\\"\\\\qxZZ"\n'
+    assert tty(run, "ECHO", r"a\x00b").stdout == '"a\\\\x00b"\n'  # not unescaped by default
+    result = tty(run, "-e", "ECHO", "a\\")
     assert result.exit_code == 2
     assert "trailing backslash" in result.stderr
 
 
-def test_missing_cmd_is_a_usage_error(run: Run) -> None:
-    result = run("exec")
-    assert result.exit_code == 2
-    assert "Missing argument 'CMD'" in result.stderr
+def test_without_cmd_commands_are_read_from_stdin(run: Run, store: rstore.Store) -> None:
+    result = run("exec", input="XADD s 1-0 a 1\nXLEN s\n")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "1-0\n1\n", "")
+    assert run("exec").stdout == ""  # no input: nothing to do
 
 
 def test_store_created_only_for_commands_that_add_data(run: Run, store_path: Path) -> None:
-    assert run("exec", "PING").exit_code == 1
+    assert tty(run, "PING").exit_code == 1
     assert not store_path.exists()
-    assert run("exec", "xadd", "s", "1-0", "a", "1").stdout == '"1-0"\n'
+    assert tty(run, "xadd", "s", "1-0", "a", "1").stdout == '"1-0"\n'
     assert store_path.is_dir()
-    assert run("exec", "XLEN", "s").stdout == "(integer) 1\n"
+    assert tty(run, "XLEN", "s").stdout == "(integer) 1\n"

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import rstore_cli.streams
+import rstore_cli.reading
 from click.testing import Result
 
 import rstore
@@ -96,6 +96,16 @@ def test_add_usage_errors_exit_2(run: Run, store_path: Path, args: list[str]) ->
     assert not store_path.exists()  # rejected before the store was opened
 
 
+def test_a_pair_without_equals_is_named_as_it_prints(run: Run) -> None:
+    """No Python repr ('a b', '\\udcff'): the argument as names print everywhere."""
+    assert run("add", "s", "a b").stderr.endswith(
+        'Error: Invalid value for FIELD=VALUE: "a b" is not FIELD=VALUE (to store an empty '
+        'value write "a b=")\n'
+    )
+    raw = run("add", "s", os.fsdecode(b"x\xff")).stderr
+    assert '"x\\xff" is not FIELD=VALUE' in raw
+
+
 def test_add_binary_values(run: Run, store: rstore.Store) -> None:
     assert run("add", "-e", "s", "--id", "1-0", r"bin=\x00\xff\n", r"k\x3dey=v").exit_code == 0
     # A byte that is not UTF-8 in argv reaches Python as a surrogate escape.
@@ -161,7 +171,7 @@ def test_range_of_missing_or_empty_stream(run: Run, events: rstore.Store) -> Non
 def test_range_reads_in_pages(
     run: Run, store: rstore.Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(rstore_cli.streams, "RANGE_PAGE", 2)
+    monkeypatch.setattr(rstore_cli.reading, "RANGE_PAGE", 2)
     for i in range(1, 8):
         store.execute("XADD", "s", f"{i}-0", "n", str(i))
 

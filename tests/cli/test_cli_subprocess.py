@@ -59,7 +59,8 @@ def test_end_to_end(tmp_path: Path) -> None:
     assert rstore_cli(store, "len", "orders").stdout == b"2\n"
     assert b"last-entry: 2-0  item=pen" in rstore_cli(store, "info", "orders").stdout
     assert rstore_cli(store, "keys").stdout == b"orders\n"
-    assert rstore_cli(store, "exec", "XLEN", "orders").stdout == b"(integer) 2\n"
+    assert rstore_cli(store, "exec", "XLEN", "orders").stdout == b"2\n"  # a pipe: raw
+    assert rstore_cli(store, "exec", "--no-raw", "XLEN", "orders").stdout == b"(integer) 2\n"
     assert rstore_cli(store, "trim", "orders", "--maxlen", "1").stdout == b"1\n"
     assert rstore_cli(store, "del", "orders").stdout == b"1\n"
 

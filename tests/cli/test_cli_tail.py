@@ -34,11 +34,36 @@ def test_tail_from_zero_prints_like_range(run: Run, events: rstore.Store, bounde
     result = run("tail", "events", "--from", "0", "--max", "2")
     assert (result.exit_code, result.stderr) == (0, "")
     assert result.stdout == '1-0  user=42 action=login\n2-0  user=7 msg="hello world"\n'
-    result = run("tail", "events", "--from", "1-0", "--max", "2", "--json")
+    result = run("tail", "events", "--from", "(1-0", "--max", "2", "--json")
     assert [json.loads(line) for line in result.stdout.splitlines()] == [
         {"id": "2-0", "fields": [["user", "7"], ["msg", "hello world"]]},
         {"id": "3-0", "fields": [["blob", {"base64": "AP8="}], ["empty", ""]]},
     ]
+
+
+def test_tail_from_reads_start_as_range_does(run: Run, events: rstore.Store, bounded: None) -> None:
+    """--from takes range's START grammar: inclusive, (ID exclusive, -, MS alone, times."""
+
+    def first_ids(*args: str, n: int = 2) -> list[str]:
+        result = run("tail", "events", *args, "--max", str(n))
+        assert (result.exit_code, result.stderr) == (0, ""), args
+        return [line.split()[0] for line in result.stdout.splitlines()]
+
+    for start in ("-", "0", "0-0", "1", "1-0", "1970-01-01T00:00:00.001Z"):
+        assert first_ids("--from", start) == ["1-0", "2-0"], start
+    assert first_ids("--from", "2-0") == ["2-0", "3-0"]  # inclusive, as range
+    assert first_ids("--from", "(1-0") == ["2-0", "3-0"]  # exclusive, as range
+    assert first_ids("--from", "(1") == ["2-0", "3-0"]  # (1 is after 1-0
+    assert first_ids("--since", "2") == ["2-0", "3-0"]
+    for start in ("-", "2-0", "(1-0", "2"):
+        expected = run("range", "events", start, "--count", "2").stdout
+        assert run("tail", "events", "--from", start, "--max", "2").stdout == expected
+    new = events.execute("XADD", "events", "*", "fresh", "1")
+    assert first_ids("--since", "1h", n=1) == [new.decode()]
+    assert run("tail", "events", "--from", "x", "--max", "1").stderr == (
+        "Error: ERR Invalid stream ID specified as stream command argument\n"
+    )
+    assert run("tail", "events", "--from", "1", "--since", "1").exit_code == 2
 
 
 def test_tail_reads_in_batches_of_count(

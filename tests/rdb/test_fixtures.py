@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import rstore
-from rstore import inspect_rdb, read_rdb_range
+from rstore import inspect_rdb, read_rdb_entries, read_rdb_range
 from rstore.rdb.reader import End, KeyEnd, KeyStart, RDBReader
 
 from .common import FIXTURES, arg_bytes, as_json, fixture_names, load_fixture, normalise
@@ -126,14 +126,18 @@ def test_entries_read_straight_from_the_file(name: str) -> None:
         for key in _streams(keys):
             raw = arg_bytes(key["key"])
             replies = {c["args"][0]: c["reply"] for c in key["commands"][:3]}
-            forward = read_rdb_range(path, raw, db=int(db))
+            forward = read_rdb_entries(path, raw, db=int(db))
             assert forward is not None
-            assert as_json([[b"%d-%d" % i, fv] for i, fv in forward]) == replies["XRANGE"]
-            backward = read_rdb_range(path, raw, db=int(db), count=5, reverse=True)
+            assert as_json([[i, fv] for i, fv in forward]) == replies["XRANGE"]
+            backward = read_rdb_entries(path, raw, db=int(db), count=5, reverse=True)
             assert backward is not None
-            assert as_json([[b"%d-%d" % i, fv] for i, fv in backward]) == replies["XREVRANGE"]
-    assert read_rdb_range(path, b"no-such-key") is None
-    assert read_rdb_range(path, b"greeting") is None  # a string, not a stream
+            assert as_json([[i, fv] for i, fv in backward]) == replies["XREVRANGE"]
+            # read_rdb_range has Store.xrange's (redis-py's) shape: (id, {field: value})
+            shaped = read_rdb_range(path, raw, db=int(db))
+            assert shaped == [(i, dict(zip(fv[0::2], fv[1::2]))) for i, fv in forward]
+    for reader in (read_rdb_entries, read_rdb_range):
+        assert reader(path, b"no-such-key") is None
+        assert reader(path, b"greeting") is None  # a string, not a stream
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -158,7 +162,7 @@ def test_reader_reports_every_key_with_type_and_expiry(name: str) -> None:
             if isinstance(event, KeyStart):
                 seen[(event.db, event.key)] = (event.type_name, event.expire_ms)
             elif isinstance(event, KeyEnd) and event.type_name == "stream":
-                ended[(event.db, event.key)] = event.count
+                ended[(event.db, event.key)] = event.elements
             elif isinstance(event, End):
                 assert event.verified
     assert seen == expected
