@@ -60,6 +60,7 @@ class StoreOpener(NamedTuple):
     :attr:`store_path` is ``./rstore-data``."""
 
     path: str | None = None
+    readonly: bool | None = None
 
     @property
     def store_path(self) -> str:
@@ -69,9 +70,21 @@ class StoreOpener(NamedTuple):
         """Open the store.  With ``create=False`` a missing store raises
         :class:`rstore.StoreNotFoundError` (``no store at PATH``) instead of being created.
 
+        With ``--read-only`` the store is opened read-only (never created).  Without it, a store
+        this user cannot write (another user's, read-only media) is opened read-only all the
+        same unless the command creates stores: read commands work, and a write is refused
+        with :class:`rstore.ReadOnlyStoreError` saying why.
+
         Always ``sync=True``: a CLI call is one process and one write, so ``sync=False`` would
         save one fsync (about 0.5 ms) out of the process start-up (docs/cli.md)."""
-        return rstore.Store(self.store_path, create=create)
+        if self.readonly:
+            return rstore.Store(self.store_path, readonly=True, create=False)
+        try:
+            return rstore.Store(self.store_path, create=create)
+        except rstore.ReadOnlyStoreError:
+            if create:
+                raise
+            return rstore.Store(self.store_path, readonly=True, create=False)
 
 
 class GlobalOption(NamedTuple):
@@ -96,6 +109,16 @@ GLOBAL_OPTIONS: tuple[GlobalOption, ...] = (
             "help": "The store directory (default: ./rstore-data).  Commands that only read or "
             "delete never create it; `add`, and `exec` with XADD, XGROUP or CONFIG, create it "
             "when it is missing.  May also follow the command.",
+        },
+    ),
+    GlobalOption(
+        ("--read-only",),
+        "readonly",
+        {
+            "is_flag": True,
+            "help": "Open the store read-only: every write is refused.  A store this user "
+            "cannot write (another user's, on read-only media) is opened read-only anyway for "
+            "commands that only read.  May also follow the command.",
         },
     ),
 )

@@ -62,6 +62,7 @@ COMMAND_INDEX: dict[str, str] = {
     "restore-key": "snapshots",
     "inspect": "inspecting",
     "check": "check",
+    "upgrade": "check",
     "exec": "execute",
 }
 
@@ -77,8 +78,10 @@ class CommandFailed(click.ClickException):
     exit_code = 1
 
     def __init__(self, message: str, prefix: str = "Error: ") -> None:
-        # Keep it to one line whatever the message holds.
-        super().__init__(" ".join(message.split("\n")))
+        # One line whatever the message holds; bytes of a name that is not UTF-8 (kept as
+        # surrogates by the library) shown as \xHH.
+        raw = message.encode("utf-8", "surrogateescape")
+        super().__init__(" ".join(raw.decode("utf-8", "backslashreplace").split("\n")))
         self.prefix = prefix
 
     def show(self, file: Any = None) -> None:

@@ -9,61 +9,22 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import click
+
+import rstore
 
 from .args import to_bytes
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .format import show_path, token
 from .jsonout import echo_json
+from .progress import progress_option, progress_reporter
 
-__all__ = ["COMMANDS", "Progress", "progress_option", "progress_reporter"]
+__all__ = ["COMMANDS"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-Progress = Callable[[int, int | None], None]
-
-
-def progress_option(f: F) -> F:
-    """``--progress/--no-progress``: a progress bar on stderr; by default only on a terminal."""
-    return click.option(
-        "--progress/--no-progress",
-        "progress",
-        default=None,
-        help="Show a progress bar on stderr (default: when stderr is a terminal).",
-    )(f)
-
-
-@contextmanager
-def progress_reporter(label: str, wanted: bool | None) -> Iterator[Progress | None]:
-    """A callback ``(done, total)`` that drives a progress bar on stderr, or ``None``."""
-    if wanted is None:
-        wanted = sys.stderr.isatty()
-    if not wanted:
-        yield None
-        return
-    bar: Any = None
-    shown = 0
-
-    def report(done: int, total: int | None) -> None:
-        nonlocal bar, shown
-        if not total:  # unknown size (a pipe) or nothing to do: no bar to draw
-            return
-        if bar is None:
-            bar = click.progressbar(length=total or 0, label=label, file=sys.stderr)
-            bar.__enter__()
-        if bar.length != total:
-            bar.length = total
-        bar.update(done - shown)
-        shown = done
-
-    try:
-        yield report
-    finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
 
 
 def _mib(n: int) -> str:
@@ -197,7 +158,14 @@ def restore_command(
     """
     _readable(file)  # before the store is created
     with opener.open(create=True) as store, progress_reporter("restoring", progress) as report:
-        result = store.restore_file(file, db=db, replace=replace, progress=report)
+        try:
+            result = store.restore_file(file, db=db, replace=replace, progress=report)
+        except rstore.KeyExistsError as exc:
+            name = exc.key.decode("utf-8", "backslashreplace")
+            raise click.ClickException(
+                f"stream {name!r} already exists in the store; nothing was restored "
+                "(add --replace to overwrite it)"
+            ) from exc
     if not (result.streams or result.skipped or result.expired) and result.other_dbs:
         held = ", ".join(str(d) for d in sorted(result.other_dbs))
         word = "database" if len(result.other_dbs) == 1 else "databases"

@@ -58,6 +58,7 @@ __all__ = [
     "CorruptStoreError",
     "DataError",
     "DiskFullError",
+    "KeyExistsError",
     "NotAStoreError",
     "RStoreError",
     "ReadOnlyStoreError",
@@ -132,6 +133,11 @@ def _hybrid(cls: type, redis_name: str) -> type:
             found = type(cls.__name__, (cls, redis_cls), namespace)
             _hybrids[(cls, redis_name)] = found
     return found
+
+
+def show_key(key: bytes) -> str:
+    """A key name as messages show it: quoted text, bytes that are not UTF-8 as ``\\xHH``."""
+    return repr(key.decode("utf-8", "backslashreplace"))
 
 
 def redis_py_message(line: str) -> str:
@@ -244,6 +250,20 @@ class StoreClosedError(StorageError):
     """The store was used after :meth:`rstore.Store.close`."""
 
 
+class KeyExistsError(RStoreError):
+    """Restoring would overwrite a key that exists (``Store.restore_file`` without ``replace``);
+    nothing was restored.  ``key`` is the key's name."""
+
+    def __init__(self, key: bytes, hint: str | None = "restore with replace=True to overwrite it"):
+        message = f"key {show_key(key)} already exists in the store; nothing was restored"
+        super().__init__(f"{message}; {hint}" if hint else message)
+        self.key = key
+        self.hint = hint
+
+    def _init_args(self) -> tuple[Any, ...]:
+        return (self.key, self.hint)
+
+
 class CorruptDataError(RStoreError):
     """Bytes that should hold a listpack, a stream node or a record are malformed.
 
@@ -284,7 +304,7 @@ class CorruptStoreError(CorruptDataError):
         if page is not None:
             where.append(f"page {page}")
         if key is not None:
-            where.append(f"key {key.decode('utf-8', 'backslashreplace')!r}")
+            where.append(f"key {show_key(key)}")
         text = f"{', '.join(where)}: {message}" if where else message
         super().__init__(f"{text}; {hint}" if hint else text)
         self.path = path
@@ -301,7 +321,7 @@ class CorruptRDBError(CorruptDataError):
 
     def __init__(self, message: str, offset: int | None = None, key: bytes | None = None):
         if key is not None:
-            message = f"{message} (key {key!r})"
+            message = f"{message} (key {show_key(key)})"
         super().__init__(message, offset)
         self.key = key
 
@@ -313,7 +333,7 @@ class UnsupportedRDBError(RStoreError):
     def __init__(self, message: str, offset: int | None = None, key: bytes | None = None):
         where = f" (at byte {offset})" if offset is not None else ""
         if key is not None:
-            where += f" (key {key!r})"
+            where += f" (key {show_key(key)})"
         super().__init__(message + where)
         self.offset = offset
         self.key = key

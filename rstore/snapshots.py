@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from rstore.errors import RStoreError
+from rstore.errors import KeyExistsError
 from rstore.model import StreamState
 from rstore.rdb.reader import Event, KeyEnd, KeyStart, RDBReader, SelectDB
 from rstore.rdb.writer import RDBWriter
@@ -235,10 +235,7 @@ def _import(
         return
     existing = keyspace.lookup_stream(txn, key)
     if existing is not None and not replace:
-        raise RStoreError(
-            f"key {key!r} already exists in the store; nothing was restored "
-            "(restore with replace to overwrite it)"
-        )
+        raise KeyExistsError(key)
     stream = import_stream(txn, key, _counting(records, report))
     if existing is not None:
         keyspace.delete_keys(txn, [key])

@@ -10,7 +10,7 @@
  *   kind       0 a sub-database, 1 LMDB's main tree (collects sub-database records),
  *              2 the free list (collects free pages)
  * -> (branch, leaf, overflow, entries, pages_walked, problems, subdbs, free_pages)
- *   problems   [(tree, page, what, low, high)]; subdbs [(name, record bytes)];
+ *   problems   [(tree, page, what, low, high, key)]; subdbs [(name, record bytes)];
  *   free_pages [(page, listed_in)]
  */
 #define PY_SSIZE_T_CLEAN
@@ -58,17 +58,24 @@ static PyObject *key_obj(Key k) {
     return PyBytes_FromStringAndSize((const char *)k.p, k.n);
 }
 
-/* Record a problem (what: a new reference, stolen).  0 on success, -1 on error. */
-static int problem(Walk *w, uint64_t page, int has_page, PyObject *what, Key low, Key high) {
+/* Record a problem (what: a new reference, stolen) about a page, or about the record ``rec``
+ * on it.  0 on success, -1 on error. */
+static int record_problem(Walk *w, uint64_t page, int has_page, PyObject *what, Key low,
+                          Key high, Key rec) {
     if (what == NULL) return -1;
     PyObject *pg = has_page ? PyLong_FromUnsignedLongLong(page) : (Py_INCREF(Py_None), Py_None);
-    PyObject *lo = key_obj(low), *hi = key_obj(high);
-    PyObject *t = (pg && lo && hi) ? PyTuple_Pack(5, w->tree, pg, what, lo, hi) : NULL;
-    Py_XDECREF(pg); Py_XDECREF(lo); Py_XDECREF(hi); Py_DECREF(what);
+    PyObject *lo = key_obj(low), *hi = key_obj(high), *k = key_obj(rec);
+    PyObject *t = (pg && lo && hi && k) ? PyTuple_Pack(6, w->tree, pg, what, lo, hi, k) : NULL;
+    Py_XDECREF(pg); Py_XDECREF(lo); Py_XDECREF(hi); Py_XDECREF(k); Py_DECREF(what);
     if (t == NULL) return -1;
     int rc = PyList_Append(w->problems, t);
     Py_DECREF(t);
     return rc;
+}
+
+static int problem(Walk *w, uint64_t page, int has_page, PyObject *what, Key low, Key high) {
+    Key none = {NULL, -1};
+    return record_problem(w, page, has_page, what, low, high, none);
 }
 
 /* Why pages page..page+count-1 cannot be read, or NULL with no error set. */
@@ -108,12 +115,13 @@ static int leaf_data(Walk *w, Frame *f, unsigned i, uint64_t node, uint64_t size
     const uint8_t *data;
     PyObject *why = NULL;
     if ((nflags & F_DUPDATA) || ((nflags & F_SUBDATA) && w->kind != 1))
-        return problem(w, f->page, 1, PyUnicode_FromFormat("node %u has flags 0x%x", i, nflags),
-                       f->low, f->high) ? -1 : 0;
+        return record_problem(w, f->page, 1, PyUnicode_FromFormat("node %u has flags 0x%x", i,
+                              nflags), f->low, f->high, key) ? -1 : 0;
     if (nflags & F_BIGDATA) {
         if (node + NODESZ + ksize + 8 > w->psize)
-            return problem(w, f->page, 1, PyUnicode_FromFormat(
-                "node %u's overflow reference runs past the page", i), f->low, f->high) ? -1 : 0;
+            return record_problem(w, f->page, 1, PyUnicode_FromFormat(
+                "node %u's overflow reference runs past the page", i), f->low, f->high,
+                key) ? -1 : 0;
         uint64_t first = u64(w->buf + off);
         uint64_t pages = (HDR - 1 + size) / w->psize + 1;
         why = in_file(w, first, pages);
@@ -140,12 +148,12 @@ static int leaf_data(Walk *w, Frame *f, unsigned i, uint64_t node, uint64_t size
                 }
             }
         }
-        if (why != NULL) return problem(w, f->page, 1, why, f->low, f->high) ? -1 : 0;
+        if (why != NULL) return record_problem(w, f->page, 1, why, f->low, f->high, key) ? -1 : 0;
         data = w->buf + first * w->psize + HDR;
     } else {
         if (node + NODESZ + ksize + size > w->psize)
-            return problem(w, f->page, 1, PyUnicode_FromFormat(
-                "node %u's data runs past the page", i), f->low, f->high) ? -1 : 0;
+            return record_problem(w, f->page, 1, PyUnicode_FromFormat(
+                "node %u's data runs past the page", i), f->low, f->high, key) ? -1 : 0;
         data = w->buf + off;
     }
     Key none = {NULL, -1};

@@ -106,7 +106,8 @@ def structure_problems(report: pagecheck.Report, names: Names | None) -> list[st
         page = f"page {p.page}" if p.page is not None else "the file"
         held = ""
         if names is not None:
-            owners = {names.owner(p.tree, k) for k in (p.low, p.high)} - {""}
+            keys = (p.key,) if p.key is not None else (p.low, p.high)
+            owners = {names.owner(p.tree, k) for k in keys} - {""}
             if owners:
                 held = f", holding records of {' to '.join(sorted(owners))}"
         lines.append(f"{DATA_FILE} {page} (sub-database {p.tree}{held}): {p.what}")
@@ -118,7 +119,7 @@ def diagnose_file(path: str) -> list[str]:
     the file, then (in the trees found intact) the records' checksums.  Empty when sound."""
     data = os.path.join(path, DATA_FILE)
     try:
-        env = lmdb.open(path, readonly=True, lock=False, create=False, max_dbs=16)
+        env = lmdb.open(os.fsencode(path), readonly=True, lock=False, create=False, max_dbs=16)
     except lmdb.Error as exc:
         return [f"{path}: LMDB cannot open it ({exc})"]
     try:

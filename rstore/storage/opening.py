@@ -103,18 +103,19 @@ def open_lmdb(
         # process's memory held there (secrets included) would reach the file.
         "sync": sync, "meminit": True,
     }  # fmt: skip
+    target = os.fsencode(path)  # a name that is not UTF-8 must reach LMDB byte for byte
     if not readonly:
         _allocate_lock_file(path)
         try:
-            return lmdb.open(path, create=create, **options), True
+            return lmdb.open(target, create=create, **options), True
         except lmdb.Error as exc:
             raise translate(exc, path) from exc
     try:
-        return lmdb.open(path, readonly=True, create=False, **options), True
+        return lmdb.open(target, readonly=True, create=False, **options), True
     except lmdb.Error as exc:
         first = exc
     try:  # the lock file is not ours to use: another user's store, or read-only media
-        return lmdb.open(path, readonly=True, create=False, lock=False, **options), False
+        return lmdb.open(target, readonly=True, create=False, lock=False, **options), False
     except lmdb.Error as exc:
         raise translate(first, path) from exc
 

@@ -115,13 +115,15 @@ class DbRecord:
 @dataclass(frozen=True)
 class Problem:
     """One thing wrong in the file: where (tree, page) and what; ``low``/``high`` are the keys
-    that bound the damaged page (from its parent), when known."""
+    that bound the damaged page (from its parent), when known; ``key`` the key of the record
+    whose data is damaged, when the problem is one record's."""
 
     tree: str
     page: int | None
     what: str
     low: bytes | None = None
     high: bytes | None = None
+    key: bytes | None = None
 
 
 @dataclass
@@ -175,8 +177,8 @@ class _Walker:
         self.free_pages: list[tuple[int, int]] = []  # (page, listed in page)
 
     def problem(self, tree: str, page: int | None, what: str, low: bytes | None = None,
-                high: bytes | None = None) -> None:  # fmt: skip
-        self.report.problems.append(Problem(tree, page, what, low, high))
+                high: bytes | None = None, key: bytes | None = None) -> None:  # fmt: skip
+        self.report.problems.append(Problem(tree, page, what, low, high, key))
 
     def in_file(self, page: int, count: int = 1) -> str | None:
         """Why pages ``page .. page+count-1`` cannot be read, or ``None``."""
@@ -319,12 +321,12 @@ class _Walker:
         page (the problem is recorded)."""
         buf, psize, off = self.buf, self.psize, page * self.psize + node + NODE_SIZE + ksize
         if nflags & F_DUPDATA or (nflags & F_SUBDATA and tree != "main"):
-            self.problem(tree, page, f"node {i} has flags {nflags:#x}", low, high)
+            self.problem(tree, page, f"node {i} has flags {nflags:#x}", low, high, key)
             return False
         if nflags & F_BIGDATA:
             if node + NODE_SIZE + ksize + 8 > psize:
                 self.problem(tree, page, f"node {i}'s overflow reference runs past the page",
-                             low, high)  # fmt: skip
+                             low, high, key)  # fmt: skip
                 return False
             first = _U64.unpack_from(buf, off)[0]
             pages = (HEADER_SIZE - 1 + size) // psize + 1
@@ -343,11 +345,11 @@ class _Walker:
                     self.report.pages_walked += count
                     data_off = first * psize + HEADER_SIZE
             if why is not None:
-                self.problem(tree, page, why, low, high)
+                self.problem(tree, page, why, low, high, key)
                 return False
         else:
             if node + NODE_SIZE + ksize + size > psize:
-                self.problem(tree, page, f"node {i}'s data runs past the page", low, high)
+                self.problem(tree, page, f"node {i}'s data runs past the page", low, high, key)
                 return False
             data_off = off
         if tree == "main" and nflags & F_SUBDATA:

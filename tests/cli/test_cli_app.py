@@ -48,6 +48,7 @@ def test_the_cli_has_the_commands_of_the_brief() -> None:
         "claim",
         "autoclaim",
         "check",
+        "upgrade",
     } <= names
 
 
@@ -119,6 +120,7 @@ def test_help_and_version(runner: CliRunner) -> None:
         "restore-key",
         "inspect",
         "check",
+        "upgrade",
         "exec",
     ]
     result = runner.invoke(cli, ["group", "--help"])
@@ -251,3 +253,53 @@ def test_global_options_may_follow_the_command(
 
 def test_default_store_path_is_the_library_default(runner: CliRunner) -> None:
     assert f"./{rstore.DEFAULT_PATH}" in runner.invoke(cli, ["--help"]).stdout
+
+
+def test_check_names_the_damage_of_a_store_too_damaged_to_open(tmp_path: Path) -> None:
+    """``rstore check`` answers where opening the store is refused: the damaged page, its
+    sub-database and the stream it held."""
+    store = tmp_path / "store"
+    with rstore.Store(store) as s:
+        for i in range(2000):
+            s.xadd("orders", {"n": str(i), "pad": "x" * 40})
+    data = (store / "data.mdb").read_bytes()
+    page = 4096
+    runner = CliRunner()
+    for number in range(2, len(data) // page):  # zero pages until one of the nodes tree
+        damaged = data[: number * page] + bytes(page) + data[(number + 1) * page :]
+        (store / "data.mdb").write_bytes(damaged)
+        result = runner.invoke(cli, ["--store", str(store), "check"])
+        if "sub-database nodes" in result.output:
+            break
+    else:
+        raise AssertionError("no page of the nodes tree found")
+    assert result.exit_code == 1
+    assert re.search(r"data.mdb page \d+ \(sub-database nodes, holding records of stream "
+                     r"'orders'", result.output), result.output  # fmt: skip
+    refused = runner.invoke(cli, ["--store", str(store), "len", "orders"])
+    assert refused.exit_code == 1 and "rstore check" in refused.output
+
+
+def test_upgrade_and_read_only(tmp_path: Path) -> None:
+    from tests.storage.helpers import downgrade_to_format_1
+
+    store = tmp_path / "store"
+    with rstore.Store(store) as s:
+        s.xadd("orders", {"a": "1"}, id="1-0")
+    downgrade_to_format_1(str(store))
+    runner = CliRunner()
+    refused = runner.invoke(cli, ["--store", str(store), "add", "orders", "b=2"])
+    assert refused.exit_code == 1 and "rstore upgrade" in refused.output
+    assert runner.invoke(cli, ["--store", str(store), "len", "orders"]).output == "1\n"
+    upgraded = runner.invoke(cli, ["--store", str(store), "upgrade", "--json"])
+    assert upgraded.exit_code == 0 and '"upgraded": true' in upgraded.output
+    again = runner.invoke(cli, ["upgrade", "--store", str(store)])
+    assert again.output == "already current: nothing to do\n"
+    read_only = runner.invoke(cli, ["--store", str(store), "--read-only", "add", "orders", "c=3"])
+    assert read_only.exit_code == 1 and "read-only" in read_only.output
+    late = runner.invoke(cli, ["add", "orders", "c=3", "--store", str(store), "--read-only"])
+    assert late.exit_code == 1 and "read-only" in late.output
+    assert runner.invoke(cli, ["--store", str(store), "--read-only", "len", "orders"]).output == (
+        "1\n"
+    )
+    assert runner.invoke(cli, ["--store", str(store), "add", "orders", "c=3"]).exit_code == 0

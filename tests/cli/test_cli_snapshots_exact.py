@@ -163,7 +163,7 @@ def test_bad_input_is_one_line_and_leaves_the_store_alone(
         (["restore", str(text)], "Error: not an RDB file (no REDIS header) (at byte 0)"),
         (["restore", str(tmp_path / "nope.rdb")], "Error: [Errno 2] No such file or directory"),
         (["restore", str(good), "--db", "5"], "Error: database 5 of "),
-        (["restore", str(good)], "Error: key b'events' already exists in the store; nothing"),
+        (["restore", str(good)], "Error: stream 'events' already exists in the store; nothing"),
         (["inspect", str(_corrupt_copy(good, tmp_path))], "Error: "),
         (["inspect", str(tmp_path / "nope.rdb")], "Error: [Errno 2] No such file or directory"),
         (["inspect", str(text)], "Error: not an RDB file"),

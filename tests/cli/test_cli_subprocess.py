@@ -125,3 +125,18 @@ def test_closed_stdout_is_quiet(tmp_path: Path) -> None:
         err = proc.stderr.read()
         proc.wait(timeout=60)
     assert err == b""
+
+
+def test_a_store_whose_path_is_not_utf8(tmp_path: Path) -> None:
+    """A store directory named with bytes that are not UTF-8 is created, read and checked; a
+    missing one is named with \\xHH in the error (it once failed with UnicodeEncodeError)."""
+    root = os.fsencode(str(tmp_path))
+    store = Path(os.fsdecode(root + b"/st\xff\xfeore"))
+    missing = Path(os.fsdecode(root + b"/no\xffne"))
+    added = rstore_cli(store, "add", "s", "a=1")
+    assert added.returncode == 0, added.stderr
+    assert rstore_cli(store, "len", "s").stdout.strip() == b"1"
+    assert rstore_cli(store, "check").stdout.strip() == b"OK"
+    gone = rstore_cli(missing, "len", "s")
+    assert gone.returncode == 1
+    assert gone.stderr.strip().endswith(b"no\\xffne"), gone.stderr
