@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from types import TracebackType
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from rstore.client import Callback, RedisCommands
 from rstore.client_shapes import Decoder, finish, make_decoder
@@ -13,16 +13,14 @@ from rstore.commands.executor import execute, now_ms
 from rstore.commands.registry import lookup
 from rstore.commands.reply import to_public
 from rstore.errors import CorruptStoreError, StoreClosedError
-from rstore.inspect import StreamSummary, inspect_store
 from rstore.pipeline import Pipeline
-from rstore.rdb.dump import DUMP_VERSION, encode_payload
-from rstore.snapshots import Progress, RestoreReport, SaveReport, restore_file, save_file
 from rstore.storage import env as envmod
-from rstore.storage.diagnose import diagnose_file
 from rstore.storage.layout import StoreConfig
-from rstore.streams.check import check_store as check_streams
-from rstore.streams.export import snapshot_stream
-from rstore.streams.keyspace import lookup_stream
+
+# Snapshots, inspection and checks load when first used (start-up of one-command processes).
+if TYPE_CHECKING:
+    from rstore.inspect import StreamSummary
+    from rstore.snapshots import Progress, RestoreReport, SaveReport
 
 __all__ = ["DEFAULT_PATH", "Store", "check_store", "upgrade_store"]
 
@@ -144,6 +142,8 @@ class Store(RedisCommands):
         lag and consumers), the same records :func:`rstore.inspect_rdb` gives for a file.
         ``progress(keys_done, keys_total)`` is called as the keys are read."""
         name = None if key is None else encode_arg(key)
+        from rstore.inspect import inspect_store  # noqa: PLC0415 - loaded on first use
+
         return inspect_store(self._live_env(), key=name, progress=progress)
 
     def check(self) -> list[str]:
@@ -152,6 +152,8 @@ class Store(RedisCommands):
         pending and consumer counts, both PEL indexes).  Returns the problems found, each naming
         the place (sub-database, page, stream); an empty list means consistent.  See also
         :func:`rstore.check_store` for a store too damaged to open."""
+        from rstore.streams.check import check_store as check_streams  # noqa: PLC0415
+
         return self._live_env().read(check_streams)
 
     def upgrade(self, progress: Progress | None = None) -> int:
@@ -176,6 +178,8 @@ class Store(RedisCommands):
         point in time while writers go on; the file appears atomically (written to a
         temporary name, fsynced, renamed).
         """
+        from rstore.snapshots import save_file  # noqa: PLC0415 - loaded on first use
+
         return save_file(
             self._live_env(), os.fspath(path), rdb_version=rdb_version,
             compress=compress, progress=progress,
@@ -187,6 +191,10 @@ class Store(RedisCommands):
         ``rdb_version`` (an rstore extension) makes payloads older servers accept: 10 for
         Redis 7.0, 9 for Redis 5.0-6.2.  The default, 11, is what DUMP itself returns.
         """
+        from rstore.rdb.dump import DUMP_VERSION, encode_payload  # noqa: PLC0415
+        from rstore.streams.export import snapshot_stream  # noqa: PLC0415
+        from rstore.streams.keyspace import lookup_stream  # noqa: PLC0415
+
         if rdb_version == DUMP_VERSION:
             result: bytes | None = super().dump(name)
             return result
@@ -248,6 +256,8 @@ class Store(RedisCommands):
         ``replace``), leaves the store unchanged.  Other value types are counted in the report
         and skipped.  Raises CorruptRDBError / UnsupportedRDBError naming the byte offset.
         """
+        from rstore.snapshots import restore_file  # noqa: PLC0415 - loaded on first use
+
         return restore_file(
             self._live_env(), os.fspath(path), db=db, replace=replace,
             now_ms=now_ms(), progress=progress,
@@ -319,9 +329,12 @@ def check_store(path: str | os.PathLike[str] = DEFAULT_PATH) -> list[str]:
     """Every problem of the store at ``path`` (empty when sound), even when the store is too
     damaged to open: then the damaged pages are found by reading the file, without letting
     LMDB walk them, and named by sub-database and stream.  Never writes."""
+    opened = envmod.open_mode(os.fspath(path))  # share this process's handle, in its mode
     try:
-        store = Store(path, readonly=True, create=False)
+        store = Store(path, readonly=True if opened is None else opened, create=False)
     except CorruptStoreError:
+        from rstore.storage.diagnose import diagnose_file  # noqa: PLC0415
+
         return diagnose_file(os.path.realpath(os.fspath(path)))
     with store:
         return store.check()

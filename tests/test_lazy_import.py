@@ -46,3 +46,53 @@ def test_all_lists_exactly_the_public_names() -> None:
     assert rstore.Store.__module__ == "rstore.store"
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         rstore.Nope  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_the_command_index_names_the_module_of_every_command() -> None:
+    """registry.COMMAND_MODULES, which lookup uses to import one command's module on its first
+    call, must name exactly the module that defines each command."""
+    from rstore.commands import registry
+
+    commands = registry.load_all()
+    found = {name: spec_module(spec) for name, spec in commands.items()}
+    assert found == {name: f"rstore.commands.{m}" for name, m in registry.COMMAND_MODULES.items()}
+
+
+def spec_module(spec: object) -> str:
+    handler = getattr(spec, "handler", None)
+    if handler is None:  # a container: the module of its subcommands
+        subs = getattr(spec, "subcommands")  # noqa: B009
+        handler = next(iter(subs.values())).handler
+    return str(handler.__module__)
+
+
+def test_running_one_command_loads_only_its_module() -> None:
+    code = (
+        "import sys, rstore, tempfile; d = tempfile.mkdtemp();"
+        "s = rstore.Store(d); s.execute('XLEN', 'k');"
+        "print(sorted(m for m in sys.modules if m.startswith('rstore.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(eval(out.stdout))
+    assert {"rstore.commands.stream_read", "rstore.store", "rstore.storage.env"} <= loaded
+    unneeded = {
+        "rstore.commands.xclaim",
+        "rstore.commands.dump_restore",
+        "rstore.commands.xinfo",
+        "rstore.snapshots",
+        "rstore.inspect",
+        "rstore.rdb.reader",
+        "rstore.rdb.writer",
+    }
+    assert not loaded & unneeded, loaded & unneeded
+
+
+def test_every_error_class_is_public() -> None:
+    """Each class of rstore's exception tree can be caught as ``rstore.<Name>``."""
+    from rstore import errors
+
+    classes = [n for n in errors.__all__ if isinstance(getattr(errors, n), type)]
+    assert classes
+    for name in classes:
+        assert getattr(rstore, name) is getattr(errors, name), name
+        assert name in rstore.__all__, name

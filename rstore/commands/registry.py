@@ -1,6 +1,9 @@
 """The command table: names, arities and flags as data, and argv dispatch.
 
-Each command module registers its handlers with :func:`command` / :func:`subcommand`.  A handler
+Each command module registers its handlers with :func:`command` / :func:`subcommand` when it is
+imported.  :data:`COMMAND_MODULES` says which module defines each command: :func:`lookup` imports
+it on first use (start-up: a CLI call or a process that runs one command loads one family of
+commands, not all), and :func:`load_all` imports them all (for listings and tests).  A handler
 takes a :class:`Context` (the transaction and the command's time snapshot) and the full argv as
 ``bytes``, and returns the internal reply (:mod:`rstore.commands.reply`) or raises a
 :class:`~rstore.errors.ResponseError`.
@@ -11,6 +14,7 @@ a container command, and arity (positive = exact, negative = at least).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +24,16 @@ from rstore.commands.args import cstr
 from rstore.errors import ResponseError
 from rstore.storage.txn import Txn
 
-__all__ = ["COMMANDS", "CommandSpec", "Context", "command", "lookup", "subcommand"]
+__all__ = [
+    "COMMANDS",
+    "COMMAND_MODULES",
+    "CommandSpec",
+    "Context",
+    "command",
+    "load_all",
+    "lookup",
+    "subcommand",
+]
 
 
 class Context:
@@ -64,6 +77,45 @@ class CommandSpec:
 
 
 COMMANDS: dict[bytes, CommandSpec] = {}
+
+#: The module of :mod:`rstore.commands` that defines each command (a test checks it is exact).
+COMMAND_MODULES: dict[bytes, str] = {
+    **dict.fromkeys((b"dump", b"restore"), "dump_restore"),
+    **dict.fromkeys(
+        (
+            b"del",
+            b"unlink",
+            b"exists",
+            b"type",
+            b"keys",
+            b"scan",
+            b"dbsize",
+            b"flushall",
+            b"ping",
+            b"echo",
+            b"config",
+        ),
+        "keyspace",
+    ),
+    **dict.fromkeys((b"xlen", b"xrange", b"xrevrange", b"xread"), "stream_read"),
+    **dict.fromkeys((b"xadd", b"xtrim", b"xdel", b"xsetid"), "stream_write"),
+    **dict.fromkeys((b"xclaim", b"xautoclaim"), "xclaim"),
+    b"xgroup": "xgroup",
+    b"xinfo": "xinfo",
+    **dict.fromkeys((b"xack", b"xpending"), "xpending"),
+    b"xreadgroup": "xreadgroup",
+}
+
+
+def _load(module: str) -> None:
+    importlib.import_module(f"rstore.commands.{module}")
+
+
+def load_all() -> dict[bytes, CommandSpec]:
+    """Import every command module; the complete :data:`COMMANDS`."""
+    for module in dict.fromkeys(COMMAND_MODULES.values()):
+        _load(module)
+    return COMMANDS
 
 
 def command(
@@ -124,7 +176,11 @@ def _check_arity(spec: CommandSpec, argc: int) -> None:
 
 def lookup(argv: list[bytes]) -> CommandSpec:
     """The spec that will run ``argv``; raises Redis's errors for unknown names and arity."""
-    spec = COMMANDS.get(argv[0].lower()) if argv else None
+    name = argv[0].lower() if argv else b""
+    spec = COMMANDS.get(name)
+    if spec is None and name in COMMAND_MODULES:
+        _load(COMMAND_MODULES[name])
+        spec = COMMANDS.get(name)
     if spec is None:
         if not argv:
             raise ResponseError("ERR empty command")

@@ -451,6 +451,14 @@ class Env:
                 self._notifier.close()
 
 
+def open_mode(path: str) -> bool | None:
+    """How this process has ``path`` open: ``True`` read-only, ``False`` writable, ``None``
+    not open."""
+    with _REGISTRY.lock:
+        env = _REGISTRY.envs.get(os.path.realpath(path))
+        return None if env is None else env.readonly
+
+
 def acquire(
     path: str, *, sync: bool, map_size: int | None, create: bool, readonly: bool = False
 ) -> Env:

@@ -39,7 +39,6 @@ import socket
 import stat
 import struct
 import sys
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Protocol
@@ -145,6 +144,8 @@ class Notifier:
         name = f"rstore-{self._store_id:016x}-{pid}-{token}"
         if _ABSTRACT_SOCKETS:
             return b"\0" + name.encode()  # abstract namespace: no file, gone with the process
+        import tempfile  # noqa: PLC0415 - only where abstract sockets are missing
+
         return os.path.join(tempfile.gettempdir(), name)
 
     # ------------------------------------------------------------------ slots

@@ -112,7 +112,7 @@ def test_refused_with_a_clear_error_and_nothing_changed(
 def test_the_key_is_named_when_known(tmp_path: Path) -> None:
     path = tmp_path / "bad.rdb"
     path.write_bytes(patched(JOBS_AT + 6, b"\xbf"))
-    with pytest.raises(CorruptRDBError, match=r"key b'jobs'"):
+    with pytest.raises(CorruptRDBError, match=r"key 'jobs'"):
         inspect_rdb(str(path))
 
 

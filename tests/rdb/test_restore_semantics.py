@@ -158,7 +158,7 @@ def test_deleted_flags_that_disagree_with_the_count_are_refused(
     path = tmp_path / "flags.rdb"
     path.write_bytes(_flag_an_entry_deleted())
     before = snapshot(store)
-    with pytest.raises(CorruptRDBError, match=r"live entries.*key b'small-nodes'"):
+    with pytest.raises(CorruptRDBError, match=r"live entries.*key 'small-nodes'"):
         store.restore_file(path)
     assert snapshot(store) == before
     assert store.check() == []
