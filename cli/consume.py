@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 import click
 
-from .args import after_id, to_bytes
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .jsonout import echo_json
 from .output import EntryWriter
+from .params import after_id, to_bytes
 from .replies import Entry, read_entries
 
 __all__ = ["COMMANDS", "echo_entries", "echo_ids"]

@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 
-from .args import to_bytes
 from .context import (
     ERROR_PREFIX,
     StoreOpener,
@@ -19,6 +18,7 @@ from .context import (
 )
 from .format import raw_reply, redis_cli_reply
 from .jsonout import dumps
+from .params import to_bytes
 
 __all__ = ["COMMANDS", "CREATING_COMMANDS", "exec_command", "reply_printer"]
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
-from .args import after_id, to_bytes
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .format import table_lines
 from .jsonout import echo_json
+from .params import after_id, to_bytes
 from .replies import record
 
 __all__ = ["COMMANDS", "CONSUMER_COLUMNS", "GROUP_COLUMNS"]

@@ -12,10 +12,10 @@ import click
 
 import rstore
 
-from .args import to_bytes
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .format import show_path, table_lines, token
 from .jsonout import echo_json
+from .params import to_bytes
 from .progress import progress_option, progress_reporter
 from .timefmt import human_time, now_ms
 

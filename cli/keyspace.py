@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from .args import to_bytes
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .format import token
 from .jsonout import echo_json
+from .params import to_bytes
 
 __all__ = ["COMMANDS"]
 

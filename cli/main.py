@@ -61,8 +61,8 @@ COMMAND_INDEX: dict[str, str] = {
     "dump": "snapshots",
     "restore-key": "snapshots",
     "inspect": "inspecting",
-    "check": "check",
-    "upgrade": "check",
+    "check": "maintenance",
+    "upgrade": "maintenance",
     "exec": "execute",
 }
 

@@ -9,11 +9,11 @@ import click
 
 import rstore
 
-from .args import range_bound, to_bytes
 from .consume import echo_entries, echo_ids
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .format import info_lines, table_lines
 from .jsonout import echo_json
+from .params import range_bound, to_bytes
 from .replies import entries_from_reply
 
 __all__ = ["COMMANDS", "PENDING_COLUMNS", "PENDING_PAGE", "iter_pending"]

@@ -13,11 +13,11 @@ import click
 
 import rstore
 
-from .args import range_bound, to_bytes
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .format import show_path, token
 from .jsonout import entry_json
 from .output import EntryWriter, RawEntry
+from .params import range_bound, to_bytes
 
 __all__ = ["COMMANDS", "RANGE_PAGE", "dump_entries"]
 

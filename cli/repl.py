@@ -3,7 +3,7 @@
 On a terminal: the prompt is the store path (``./rstore-data> ``), lines are edited and
 recalled with readline, and kept in a history file (:func:`history_path`) across sessions;
 ``quit``, ``exit`` or Ctrl-D leave, ``help`` lists what can be typed.  Lines are split as
-redis-cli splits them (:func:`rstore_cli.args.split_line`).  Replies and errors print as
+redis-cli splits them (:func:`rstore_cli.params.split_line`).  Replies and errors print as
 redis-cli prints them, on stdout: ``(error) ERR ...`` on a terminal, ``ERR ...`` and an empty
 line in raw mode.  When stdin is not a terminal the same loop runs without a prompt or
 history, one command a line, as ``valkey-cli < commands.txt`` does.
@@ -19,8 +19,8 @@ from typing import IO, Any
 
 import rstore
 
-from .args import split_line
 from .context import StoreOpener
+from .params import split_line
 
 __all__ = ["COMMAND_NAMES", "HISTORY_ENV", "history_path", "run"]
 

@@ -16,10 +16,10 @@ import click
 
 import rstore
 
-from .args import to_bytes
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .format import show_path, token
 from .jsonout import echo_json
+from .params import to_bytes
 from .progress import progress_option, progress_reporter
 
 __all__ = ["COMMANDS"]

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import click
 
-from .args import parse_fields, range_bound, to_bytes
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .format import info_items, token
 from .jsonout import echo_json
 from .output import EntryWriter
+from .params import parse_fields, range_bound, to_bytes
 from .replies import info_tree
 
 __all__ = ["COMMANDS"]

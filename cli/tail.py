@@ -26,10 +26,10 @@ import click
 
 import rstore
 
-from .args import range_bound, to_bytes
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .jsonout import dumps, echo_utf8
 from .output import EntryWriter
+from .params import range_bound, to_bytes
 from .replies import Entry, read_entries
 
 __all__ = ["BLOCK_SLICE_MS", "COMMANDS", "Stopper"]

@@ -38,17 +38,17 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         UnsupportedRDBError,
     )
     from rstore.ids import StreamID, parse_range_bound, parse_time_ms
-    from rstore.inspect import (
+    from rstore.pipeline import Pipeline
+    from rstore.queue.consumer import Consumer, Message
+    from rstore.ranges import iter_range, iter_range_pages
+    from rstore.snapshot.inspection import (
         RDBSummary,
         StreamSummary,
         inspect_rdb,
         read_rdb_entries,
         read_rdb_range,
     )
-    from rstore.pipeline import Pipeline
-    from rstore.ranges import iter_range, iter_range_pages
     from rstore.store import DEFAULT_PATH, Store, check_store, upgrade_store
-    from rstore.worker import Consumer, Message
 
 #: Each public name and the module that defines it.
 _LAZY: dict[str, str] = {
@@ -76,11 +76,11 @@ _LAZY: dict[str, str] = {
     "StreamID": "rstore.ids",
     "parse_range_bound": "rstore.ids",
     "parse_time_ms": "rstore.ids",
-    "RDBSummary": "rstore.inspect",
-    "StreamSummary": "rstore.inspect",
-    "inspect_rdb": "rstore.inspect",
-    "read_rdb_entries": "rstore.inspect",
-    "read_rdb_range": "rstore.inspect",
+    "RDBSummary": "rstore.snapshot.inspection",
+    "StreamSummary": "rstore.snapshot.inspection",
+    "inspect_rdb": "rstore.snapshot.inspection",
+    "read_rdb_entries": "rstore.snapshot.inspection",
+    "read_rdb_range": "rstore.snapshot.inspection",
     "Pipeline": "rstore.pipeline",
     "iter_range": "rstore.ranges",
     "iter_range_pages": "rstore.ranges",
@@ -88,8 +88,8 @@ _LAZY: dict[str, str] = {
     "Store": "rstore.store",
     "check_store": "rstore.store",
     "upgrade_store": "rstore.store",
-    "Consumer": "rstore.worker",
-    "Message": "rstore.worker",
+    "Consumer": "rstore.queue.consumer",
+    "Message": "rstore.queue.consumer",
 }
 
 __all__ = [

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from rstore.client import Callback, RedisCommands
 from rstore.client_shapes import finish
-from rstore.commands.args import encode_argv
+from rstore.commands.argv import encode_argv
 from rstore.commands.executor import run_batch
 from rstore.commands.registry import lookup
 from rstore.commands.reply import to_public

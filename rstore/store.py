@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from rstore.client import Callback, RedisCommands
 from rstore.client_shapes import Decoder, finish, make_decoder
-from rstore.commands.args import encode_arg, encode_argv
+from rstore.commands.argv import encode_arg, encode_argv
 from rstore.commands.executor import execute, now_ms
 from rstore.commands.registry import lookup
 from rstore.commands.reply import to_public
@@ -19,7 +19,7 @@ from rstore.storage.layout import StoreConfig
 
 # Snapshots, inspection and checks load when first used (start-up of one-command processes).
 if TYPE_CHECKING:
-    from rstore.inspect import StreamSummary
+    from rstore.snapshot.inspection import StreamSummary
     from rstore.snapshots import Progress, RestoreReport, SaveReport
 
 __all__ = ["DEFAULT_PATH", "Store", "check_store", "upgrade_store"]
@@ -142,7 +142,7 @@ class Store(RedisCommands):
         lag and consumers), the same records :func:`rstore.inspect_rdb` gives for a file.
         ``progress(keys_done, keys_total)`` is called as the keys are read."""
         name = None if key is None else encode_arg(key)
-        from rstore.inspect import inspect_store  # noqa: PLC0415 - loaded on first use
+        from rstore.snapshot.inspection import inspect_store  # noqa: PLC0415 - loaded on first use
 
         return inspect_store(self._live_env(), key=name, progress=progress)
 
@@ -191,7 +191,7 @@ class Store(RedisCommands):
         ``rdb_version`` (an rstore extension) makes payloads older servers accept: 10 for
         Redis 7.0, 9 for Redis 5.0-6.2.  The default, 11, is what DUMP itself returns.
         """
-        from rstore.rdb.dump import DUMP_VERSION, encode_payload  # noqa: PLC0415
+        from rstore.rdb.payload import DUMP_VERSION, encode_payload  # noqa: PLC0415
         from rstore.streams.export import snapshot_stream  # noqa: PLC0415
         from rstore.streams.keyspace import lookup_stream  # noqa: PLC0415
 

@@ -467,8 +467,8 @@ def worker(
     A message with ``poison`` always fails.  With ``hang_on=k`` the handler hangs on its
     k-th message (after setting ``hanging``) -- the parent SIGKILLs us there.
     """
-    logging.getLogger("rstore.worker").addHandler(logging.NullHandler())
-    logging.getLogger("rstore.worker").propagate = False
+    logging.getLogger("rstore.queue.consumer").addHandler(logging.NullHandler())
+    logging.getLogger("rstore.queue.consumer").propagate = False
 
     def body() -> None:
         store = rstore.Store(path)

@@ -28,7 +28,7 @@ def test_a_name_loads_only_what_it_needs() -> None:
     loaded = _modules_after("import rstore\nrstore.ResponseError\nrstore.parse_time_ms")
     assert {"rstore.errors", "rstore.ids"} <= loaded
     assert "rstore.store" not in loaded and "lmdb" not in loaded
-    assert "rstore.worker" not in _modules_after("import rstore\nrstore.Store")
+    assert "rstore.queue.consumer" not in _modules_after("import rstore\nrstore.Store")
 
 
 @pytest.mark.parametrize("name", rstore.__all__)
@@ -74,13 +74,13 @@ def test_running_one_command_loads_only_its_module() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = set(eval(out.stdout))
-    assert {"rstore.commands.stream_read", "rstore.store", "rstore.storage.env"} <= loaded
+    assert {"rstore.commands.read", "rstore.store", "rstore.storage.env"} <= loaded
     unneeded = {
-        "rstore.commands.xclaim",
-        "rstore.commands.dump_restore",
-        "rstore.commands.xinfo",
+        "rstore.commands.claim",
+        "rstore.commands.dump",
+        "rstore.commands.info",
         "rstore.snapshots",
-        "rstore.inspect",
+        "rstore.snapshot.inspection",
         "rstore.rdb.reader",
         "rstore.rdb.writer",
     }

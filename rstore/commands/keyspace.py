@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from rstore import glob, messages
-from rstore.commands.args import keyword, parse_int
+from rstore.commands.argv import keyword, parse_int
 from rstore.commands.registry import Context, command, container, subcommand
 from rstore.numbers import INT64_MAX, string2ll, string2ull
 from rstore.storage.layout import TYPE_NAMES

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rstore import messages
-from rstore.commands.args import cstr
+from rstore.commands.argv import cstr
 from rstore.errors import ResponseError
 from rstore.storage.txn import Txn
 
@@ -80,7 +80,7 @@ COMMANDS: dict[bytes, CommandSpec] = {}
 
 #: The module of :mod:`rstore.commands` that defines each command (a test checks it is exact).
 COMMAND_MODULES: dict[bytes, str] = {
-    **dict.fromkeys((b"dump", b"restore"), "dump_restore"),
+    **dict.fromkeys((b"dump", b"restore"), "dump"),
     **dict.fromkeys(
         (
             b"del",
@@ -97,13 +97,13 @@ COMMAND_MODULES: dict[bytes, str] = {
         ),
         "keyspace",
     ),
-    **dict.fromkeys((b"xlen", b"xrange", b"xrevrange", b"xread"), "stream_read"),
+    **dict.fromkeys((b"xlen", b"xrange", b"xrevrange", b"xread"), "read"),
     **dict.fromkeys((b"xadd", b"xtrim", b"xdel", b"xsetid"), "stream_write"),
-    **dict.fromkeys((b"xclaim", b"xautoclaim"), "xclaim"),
-    b"xgroup": "xgroup",
-    b"xinfo": "xinfo",
-    **dict.fromkeys((b"xack", b"xpending"), "xpending"),
-    b"xreadgroup": "xreadgroup",
+    **dict.fromkeys((b"xclaim", b"xautoclaim"), "claim"),
+    b"xgroup": "groups",
+    b"xinfo": "info",
+    **dict.fromkeys((b"xack", b"xpending"), "pending"),
+    b"xreadgroup": "readgroup",
 }
 
 

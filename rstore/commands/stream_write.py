@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rstore import ids, messages
-from rstore.commands.args import cstr, is_kw, keyword, parse_int
+from rstore.commands.argv import cstr, is_kw, keyword, parse_int
 from rstore.commands.registry import Context, command
 from rstore.streams import append, delete, setid
 from rstore.streams.keyspace import lookup_stream

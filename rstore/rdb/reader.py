@@ -24,7 +24,7 @@ from typing import BinaryIO, NamedTuple
 
 from rstore.errors import CorruptRDBError, UnsupportedRDBError
 from rstore.model import StreamState
-from rstore.rdb.source import Source
+from rstore.rdb.decoding import Source
 from rstore.rdb.values import STREAM_TYPES, TYPE_NAMES, StreamRecord, read_stream, skip_value
 
 __all__ = [

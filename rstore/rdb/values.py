@@ -31,7 +31,7 @@ from rstore.model import (
     StreamState,
 )
 from rstore.numbers import INT64_MAX
-from rstore.rdb.source import Source
+from rstore.rdb.decoding import Source
 
 __all__ = [
     "STREAM_TYPES",

@@ -14,15 +14,15 @@ from collections.abc import Iterable, Iterator
 from typing import BinaryIO, TypeVar
 
 from rstore.codec.crc64 import crc64
-from rstore.codec.rdb_encoding import (
+from rstore.errors import RStoreError
+from rstore.model import StreamSnapshot
+from rstore.rdb.encoding import (
     encode_id,
     encode_length,
     encode_ms,
     encode_raw_id,
     encode_string,
 )
-from rstore.errors import RStoreError
-from rstore.model import StreamSnapshot
 from rstore.version import __version__
 
 __all__ = ["STREAM_TYPE_FOR_VERSION", "RDBWriter", "encode_stream"]

@@ -14,7 +14,7 @@ from rstore.codec import stream_node as sn
 from rstore.codec.node_validate import validate_node
 from rstore.errors import CorruptDataError, CorruptStoreError
 from rstore.ids import format_id
-from rstore.storage import groups as store
+from rstore.storage import group_records
 from rstore.storage.diagnose import Names, record_problems, structure_problems
 from rstore.storage.layout import TYPE_STREAM
 from rstore.storage.txn import Txn
@@ -98,20 +98,22 @@ def check_stream(txn: Txn, stream: StreamRef) -> list[str]:
 
 def _check_groups(txn: Txn, stream: StreamRef) -> list[str]:
     problems: list[str] = []
-    groups = store.groups_of(txn, stream.handle)
+    groups = group_records.groups_of(txn, stream.handle)
     if len(groups) != stream.meta.group_count:
         problems.append(f"group count {stream.meta.group_count} but {len(groups)} groups")
     for group in groups:
         where = f"group {group.name!r}"
         owners: dict[bytes, int] = {}
-        pel = list(store.pel_entries(txn, group))
+        pel = list(group_records.pel_entries(txn, group))
         for entry_id, (_, _, owner) in pel:
             owners[owner] = owners.get(owner, 0) + 1
-            if entry_id not in set(store.consumer_pel_ids(txn, group, owner, entry_id, entry_id)):
+            if entry_id not in set(
+                group_records.consumer_pel_ids(txn, group, owner, entry_id, entry_id)
+            ):
                 problems.append(f"{where}: {entry_id} missing from {owner!r}'s list")
         if len(pel) != group.pel_count:
             problems.append(f"{where}: pel count {group.pel_count} but {len(pel)} entries")
-        consumers = store.consumers_of(txn, group)
+        consumers = group_records.consumers_of(txn, group)
         if len(consumers) != group.consumer_count:
             problems.append(f"{where}: consumer count {group.consumer_count} but {len(consumers)}")
         names = {c.name for c in consumers}
@@ -119,7 +121,7 @@ def _check_groups(txn: Txn, stream: StreamRef) -> list[str]:
             if owner not in names:
                 problems.append(f"{where}: pending entries owned by missing consumer {owner!r}")
         for c in consumers:
-            own = list(store.consumer_pel_ids(txn, group, c.name))
+            own = list(group_records.consumer_pel_ids(txn, group, c.name))
             if len(own) != c.pel_count or owners.get(c.name, 0) != c.pel_count:
                 problems.append(
                     f"{where}: consumer {c.name!r} counts {c.pel_count}, lists {len(own)}, "

@@ -16,7 +16,7 @@ from itertools import islice
 
 from rstore.ids import ID
 from rstore.numbers import UINT64_MAX as U64
-from rstore.storage import groups as store
+from rstore.storage import group_records
 from rstore.storage.layout import ConsumerMeta, GroupMeta
 from rstore.storage.txn import Txn
 from rstore.streams.groups import ensure_consumer
@@ -71,12 +71,12 @@ class _Counts:
 
     def save(self, txn: Txn, stream: StreamRef) -> None:
         for name, delta in self.others.items():
-            other = store.consumer_get(txn, self.group, name)
+            other = group_records.consumer_get(txn, self.group, name)
             if other is not None and delta:
                 other.pel_count -= delta
-                store.consumer_put(txn, self.group, other)
-        store.consumer_put(txn, self.group, self.consumer)
-        store.group_put(txn, stream.handle, self.group)
+                group_records.consumer_put(txn, self.group, other)
+        group_records.consumer_put(txn, self.group, self.consumer)
+        group_records.group_put(txn, stream.handle, self.group)
 
 
 def claim(
@@ -99,11 +99,11 @@ def claim(
     lookup = EntryLookup(txn, stream)
     out: list[Claimed] = []
     for entry_id in ids:
-        nack = store.nack_get(txn, group, entry_id)
+        nack = group_records.nack_get(txn, group, entry_id)
         fields = lookup.get(entry_id)
         if fields is None:
             if nack is not None:
-                store.nack_delete(txn, group, entry_id, nack[2])
+                group_records.nack_delete(txn, group, entry_id, nack[2])
                 counts.drop(nack[2])
             continue
         owner: bytes | None
@@ -119,7 +119,9 @@ def claim(
             delivery_count = opts.retry_count
         elif not opts.justid:
             delivery_count = (delivery_count + 1) & U64  # uint64 in Redis
-        store.nack_put(txn, group, entry_id, (delivery_time, delivery_count, consumer.name), owner)
+        group_records.nack_put(
+            txn, group, entry_id, (delivery_time, delivery_count, consumer.name), owner
+        )
         counts.take_from(owner)
         consumer.active_time = now_ms
         out.append((entry_id, None if opts.justid else fields, delivery_count))
@@ -144,7 +146,7 @@ def autoclaim(
     consumer = ensure_consumer(txn, stream, group, consumer_name, now_ms)
     counts = _Counts(group, consumer)
     attempts = count * AUTOCLAIM_ATTEMPTS_FACTOR
-    window = list(islice(store.pel_entries(txn, group, start), attempts + 1))
+    window = list(islice(group_records.pel_entries(txn, group, start), attempts + 1))
     lookup = EntryLookup(txn, stream)
     claimed: list[Claimed] = []
     deleted: list[ID] = []
@@ -156,7 +158,7 @@ def autoclaim(
         examined += 1
         fields = lookup.get(entry_id)
         if fields is None:
-            store.nack_delete(txn, group, entry_id, owner)
+            group_records.nack_delete(txn, group, entry_id, owner)
             counts.drop(owner)
             deleted.append(entry_id)
             remaining -= 1
@@ -164,7 +166,7 @@ def autoclaim(
         if min_idle_ms and now_ms - delivery_time < min_idle_ms:
             continue
         new_count = delivery_count if justid else (delivery_count + 1) & U64
-        store.nack_put(txn, group, entry_id, (now_ms, new_count, consumer.name), owner)
+        group_records.nack_put(txn, group, entry_id, (now_ms, new_count, consumer.name), owner)
         counts.take_from(owner)
         consumer.active_time = now_ms
         claimed.append((entry_id, None if justid else fields, new_count))

@@ -21,7 +21,7 @@ from rstore.model import (
     StreamSnapshot,
     StreamState,
 )
-from rstore.storage import groups as store
+from rstore.storage import group_records
 from rstore.storage.layout import TYPE_STREAM, ConsumerMeta, GroupMeta
 from rstore.storage.txn import Txn
 from rstore.streams.keyspace import StreamRef
@@ -49,18 +49,18 @@ def snapshot_stream(txn: Txn, stream: StreamRef) -> StreamSnapshot:
             meta.entries_added,
             meta.group_count,
         ),
-        groups=(_group(txn, g) for g in store.groups_of(txn, stream.handle)),
+        groups=(_group(txn, g) for g in group_records.groups_of(txn, stream.handle)),
     )
 
 
 def _group(txn: Txn, g: GroupMeta) -> GroupSnapshot:
     return GroupSnapshot(
         state=GroupState(g.name, g.last_id, g.entries_read, g.pel_count, g.consumer_count),
-        pending=(PendingEntry(eid, t, n) for eid, (t, n, _) in store.pel_entries(txn, g)),
-        consumers=(_consumer(txn, g, c) for c in store.consumers_of(txn, g)),
+        pending=(PendingEntry(eid, t, n) for eid, (t, n, _) in group_records.pel_entries(txn, g)),
+        consumers=(_consumer(txn, g, c) for c in group_records.consumers_of(txn, g)),
     )
 
 
 def _consumer(txn: Txn, g: GroupMeta, c: ConsumerMeta) -> ConsumerSnapshot:
-    ids: Iterator[ID] = store.consumer_pel_ids(txn, g, c.name)
+    ids: Iterator[ID] = group_records.consumer_pel_ids(txn, g, c.name)
     return ConsumerSnapshot(ConsumerState(c.name, c.seen_time, c.active_time, c.pel_count), ids)

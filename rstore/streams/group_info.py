@@ -8,7 +8,7 @@ from itertools import islice
 from typing import TypeVar
 
 from rstore.ids import ID
-from rstore.storage import groups as store
+from rstore.storage import group_records
 from rstore.storage.layout import INVALID_ENTRIES_READ, GroupMeta
 from rstore.storage.txn import Txn
 from rstore.streams.keyspace import StreamRef
@@ -45,7 +45,7 @@ def groups_info(txn: Txn, stream: StreamRef) -> list[GroupInfo]:
             _entries_read(g),
             group_lag(stream.meta, g),
         )
-        for g in store.groups_of(txn, stream.handle)
+        for g in group_records.groups_of(txn, stream.handle)
     ]
 
 
@@ -60,7 +60,7 @@ class ConsumerInfo:
 def consumers_info(txn: Txn, group: GroupMeta) -> list[ConsumerInfo]:
     return [
         ConsumerInfo(c.name, c.pel_count, c.seen_time, c.active_time)
-        for c in store.consumers_of(txn, group)
+        for c in group_records.consumers_of(txn, group)
     ]
 
 
@@ -92,15 +92,15 @@ def _take(items: Iterable[T], count: int) -> list[T]:
 def full_groups(txn: Txn, stream: StreamRef, count: int) -> list[FullGroup]:
     """Every group with up to ``count`` (0 = all) PEL entries per group and per consumer."""
     out: list[FullGroup] = []
-    for g in store.groups_of(txn, stream.handle):
-        pel = store.pel_entries(txn, g)
+    for g in group_records.groups_of(txn, stream.handle):
+        pel = group_records.pel_entries(txn, g)
         pending = [(eid, owner, t, n) for eid, (t, n, owner) in _take(pel, count)]
         consumers = []
-        for c in store.consumers_of(txn, g):
-            ids = _take(store.consumer_pel_ids(txn, g, c.name), count)
+        for c in group_records.consumers_of(txn, g):
+            ids = _take(group_records.consumer_pel_ids(txn, g, c.name), count)
             own = []
             for eid in ids:
-                nack = store.nack_get(txn, g, eid)
+                nack = group_records.nack_get(txn, g, eid)
                 assert nack is not None
                 own.append((eid, nack[0], nack[1]))
             consumers.append(FullConsumer(c.name, c.seen_time, c.active_time, c.pel_count, own))

@@ -8,7 +8,7 @@ entries); every function here that changes the PEL or the consumer set keeps the
 from __future__ import annotations
 
 from rstore.ids import ID
-from rstore.storage import groups as store
+from rstore.storage import group_records
 from rstore.storage.layout import ConsumerMeta, GroupMeta
 from rstore.storage.txn import Txn
 from rstore.streams.keyspace import StreamRef
@@ -26,19 +26,19 @@ __all__ = [
 
 
 def find_group(txn: Txn, stream: StreamRef, name: bytes) -> GroupMeta | None:
-    return store.group_get(txn, stream.handle, name)
+    return group_records.group_get(txn, stream.handle, name)
 
 
 def find_consumer(txn: Txn, group: GroupMeta, name: bytes) -> ConsumerMeta | None:
-    return store.consumer_get(txn, group, name)
+    return group_records.consumer_get(txn, group, name)
 
 
 def create_group(txn: Txn, stream: StreamRef, name: bytes, last_id: ID, entries_read: int) -> bool:
     """XGROUP CREATE on an existing stream; ``False`` when the group already exists."""
-    if store.group_get(txn, stream.handle, name) is not None:
+    if group_records.group_get(txn, stream.handle, name) is not None:
         return False
     group = GroupMeta(name, txn.new_handle(), last_id, entries_read)
-    store.group_put(txn, stream.handle, group)
+    group_records.group_put(txn, stream.handle, group)
     stream.meta.group_count += 1
     txn.stream_put(stream.handle, stream.meta)
     return True
@@ -50,11 +50,11 @@ def set_group_id(
     """XGROUP SETID: move the group; its PEL is untouched."""
     group.last_id = last_id
     group.entries_read = entries_read
-    store.group_put(txn, stream.handle, group)
+    group_records.group_put(txn, stream.handle, group)
 
 
 def destroy_group(txn: Txn, stream: StreamRef, group: GroupMeta) -> None:
-    store.group_delete(txn, stream.handle, group)
+    group_records.group_delete(txn, stream.handle, group)
     stream.meta.group_count -= 1
     txn.stream_put(stream.handle, stream.meta)
 
@@ -63,12 +63,12 @@ def create_consumer(
     txn: Txn, stream: StreamRef, group: GroupMeta, name: bytes, now_ms: int
 ) -> ConsumerMeta | None:
     """A new consumer (seen now, never active); ``None`` when it already exists."""
-    if store.consumer_get(txn, group, name) is not None:
+    if group_records.consumer_get(txn, group, name) is not None:
         return None
     consumer = ConsumerMeta(name, now_ms)
-    store.consumer_put(txn, group, consumer)
+    group_records.consumer_put(txn, group, consumer)
     group.consumer_count += 1
-    store.group_put(txn, stream.handle, group)
+    group_records.group_put(txn, stream.handle, group)
     return consumer
 
 
@@ -79,26 +79,26 @@ def ensure_consumer(
 
     The caller writes the consumer back once it is done with it.
     """
-    consumer = store.consumer_get(txn, group, name)
+    consumer = group_records.consumer_get(txn, group, name)
     if consumer is None:
         consumer = ConsumerMeta(name, now_ms)
         group.consumer_count += 1
-        store.group_put(txn, stream.handle, group)
+        group_records.group_put(txn, stream.handle, group)
     consumer.seen_time = now_ms
-    store.consumer_put(txn, group, consumer)
+    group_records.consumer_put(txn, group, consumer)
     return consumer
 
 
 def delete_consumer(txn: Txn, stream: StreamRef, group: GroupMeta, name: bytes) -> int:
     """XGROUP DELCONSUMER: remove the consumer and its NACKs; how many were pending."""
-    consumer = store.consumer_get(txn, group, name)
+    consumer = group_records.consumer_get(txn, group, name)
     if consumer is None:
         return 0
-    owned = list(store.consumer_pel_ids(txn, group, name))
+    owned = list(group_records.consumer_pel_ids(txn, group, name))
     for entry_id in owned:
-        store.nack_delete(txn, group, entry_id, name)
-    store.consumer_delete(txn, group, name)
+        group_records.nack_delete(txn, group, entry_id, name)
+    group_records.consumer_delete(txn, group, name)
     group.pel_count -= len(owned)
     group.consumer_count -= 1
-    store.group_put(txn, stream.handle, group)
+    group_records.group_put(txn, stream.handle, group)
     return len(owned)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rstore import glob, messages
-from rstore.storage import groups as storage_groups
+from rstore.storage import group_records as storage_groups
 from rstore.storage.layout import TYPE_NAMES, TYPE_STREAM, KeyRecord, StreamMeta
 from rstore.storage.txn import Txn
 

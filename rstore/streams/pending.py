@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rstore.ids import ID
-from rstore.storage import groups as store
+from rstore.storage import group_records
 from rstore.storage.layout import GroupMeta
 from rstore.storage.txn import Txn
 from rstore.streams.keyspace import StreamRef
@@ -15,16 +15,16 @@ __all__ = ["PendingEntry", "PendingSummary", "ack", "pending_range", "pending_su
 
 def ack(txn: Txn, stream: StreamRef, group: GroupMeta, ids: list[ID]) -> int:
     """Remove ``ids`` from the group PEL (and their owners' lists); how many were pending."""
-    per_owner = store.nacks_pop(txn, group, ids)
+    per_owner = group_records.nacks_pop(txn, group, ids)
     acked = sum(per_owner.values())
     if acked:
         for owner, n in per_owner.items():
-            consumer = store.consumer_get(txn, group, owner)
+            consumer = group_records.consumer_get(txn, group, owner)
             if consumer is not None:
                 consumer.pel_count -= n
-                store.consumer_put(txn, group, consumer)
+                group_records.consumer_put(txn, group, consumer)
         group.pel_count -= acked
-        store.group_put(txn, stream.handle, group)
+        group_records.group_put(txn, stream.handle, group)
     return acked
 
 
@@ -41,9 +41,9 @@ class PendingSummary:
 def pending_summary(txn: Txn, group: GroupMeta) -> PendingSummary:
     if group.pel_count == 0:
         return PendingSummary(0, None, None, [])
-    first = next(store.pel_entries(txn, group))[0]
-    last = store.last_pel_id(txn, group)
-    owners = [(c.name, c.pel_count) for c in store.consumers_of(txn, group) if c.pel_count]
+    first = next(group_records.pel_entries(txn, group))[0]
+    last = group_records.last_pel_id(txn, group)
+    owners = [(c.name, c.pel_count) for c in group_records.consumers_of(txn, group) if c.pel_count]
     return PendingSummary(group.pel_count, first, last, owners)
 
 
@@ -73,10 +73,10 @@ def pending_range(
     if count <= 0:
         return out
     if consumer is None:
-        nacks = ((eid, nack) for eid, nack in store.pel_entries(txn, group, start, end))
+        nacks = ((eid, nack) for eid, nack in group_records.pel_entries(txn, group, start, end))
     else:
-        ids = store.consumer_pel_ids(txn, group, consumer, start, end)
-        nacks = ((eid, _must(store.nack_get(txn, group, eid))) for eid in ids)
+        ids = group_records.consumer_pel_ids(txn, group, consumer, start, end)
+        nacks = ((eid, _must(group_records.nack_get(txn, group, eid))) for eid in ids)
     for entry_id, (delivery_time, delivery_count, owner) in nacks:
         idle = now_ms - delivery_time
         if min_idle_ms and idle < min_idle_ms:
@@ -87,6 +87,6 @@ def pending_range(
     return out
 
 
-def _must(nack: store.Nack | None) -> store.Nack:
+def _must(nack: group_records.Nack | None) -> group_records.Nack:
     assert nack is not None, "consumer index names an entry missing from the group PEL"
     return nack

@@ -17,7 +17,7 @@ from itertools import islice
 
 from rstore.ids import ID, MAX_ID, increment
 from rstore.numbers import UINT64_MAX
-from rstore.storage import groups as store
+from rstore.storage import group_records
 from rstore.storage.layout import INVALID_ENTRIES_READ, ConsumerMeta, GroupMeta
 from rstore.storage.txn import Txn
 from rstore.streams.keyspace import StreamRef
@@ -61,27 +61,27 @@ def read_new(
     if not noack:
         # A NACK at or after the first delivered ID exists only if the group was moved back
         # (XGROUP SETID) or XCLAIM FORCE created one ahead; usually one look settles it.
-        last_pending = store.last_pel_id(txn, group) if group.pel_count else None
+        last_pending = group_records.last_pel_id(txn, group) if group.pel_count else None
         may_exist = last_pending is not None and last_pending >= entries[0][0]
-        new, others = store.nacks_deliver(
+        new, others = group_records.nacks_deliver(
             txn, group, [e[0] for e in entries], consumer.name, now_ms, may_exist=may_exist
         )
         group.pel_count += new
         consumer.pel_count += new + sum(others.values())
         consumer.active_time = now_ms
     _release(txn, group, others)
-    store.consumer_put(txn, group, consumer)
-    store.group_put(txn, stream.handle, group)
+    group_records.consumer_put(txn, group, consumer)
+    group_records.group_put(txn, stream.handle, group)
     return entries
 
 
 def _release(txn: Txn, group: GroupMeta, taken: dict[bytes, int]) -> None:
     """Lower the pending counts of consumers whose NACKs moved elsewhere."""
     for name, n in taken.items():
-        other = store.consumer_get(txn, group, name)
+        other = group_records.consumer_get(txn, group, name)
         if other is not None:
             other.pel_count -= n
-            store.consumer_put(txn, group, other)
+            group_records.consumer_put(txn, group, other)
 
 
 def read_history(
@@ -98,17 +98,17 @@ def read_history(
     start = increment(after)
     if start is None:
         return []
-    ids = store.consumer_pel_ids(txn, group, consumer.name, start)
+    ids = group_records.consumer_pel_ids(txn, group, consumer.name, start)
     wanted = list(islice(ids, count) if count else ids)
     lookup = EntryLookup(txn, stream)
     out: list[HistoryEntry] = []
     for entry_id in wanted:
         fields = lookup.get(entry_id)
-        nack = store.nack_get(txn, group, entry_id)
+        nack = group_records.nack_get(txn, group, entry_id)
         assert nack is not None, "consumer index names an entry missing from the group PEL"
         deliveries = nack[1]
         if fields is not None:
             deliveries = (deliveries + 1) & UINT64_MAX  # a uint64 counter in Redis
-            store.nack_put(txn, group, entry_id, (now_ms, deliveries, nack[2]), nack[2])
+            group_records.nack_put(txn, group, entry_id, (now_ms, deliveries, nack[2]), nack[2])
         out.append((entry_id, fields, deliveries))
     return out

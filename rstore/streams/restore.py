@@ -24,7 +24,7 @@ from rstore.model import (
     StreamNode,
     StreamState,
 )
-from rstore.storage import groups as store
+from rstore.storage import group_records
 from rstore.storage.layout import ConsumerMeta, GroupMeta, StreamMeta
 from rstore.storage.txn import Txn
 from rstore.streams.keyspace import StreamRef, discard_stream, new_unbound_stream
@@ -108,7 +108,9 @@ class _Importer:
     def pending(self, rec: PendingEntry) -> None:
         self._group()
         # The owner is named later, by a consumer's list: stage the entry until then.
-        store.stage_nack(self.txn, self.staging, rec.id, rec.delivery_time_ms, rec.delivery_count)
+        group_records.stage_nack(
+            self.txn, self.staging, rec.id, rec.delivery_time_ms, rec.delivery_count
+        )
 
     def consumer_start(self, rec: ConsumerState) -> None:
         group = self._group()
@@ -121,10 +123,10 @@ class _Importer:
         group, consumer = self._group(), self.consumer
         if consumer is None:
             raise self.fail("a consumer PEL entry outside any consumer")
-        staged = store.take_staged_nack(self.txn, self.staging, rec.id)
+        staged = group_records.take_staged_nack(self.txn, self.staging, rec.id)
         if staged is None:  # not in the group PEL, or already named by another consumer
             raise self.fail(f"Consumer entry not found in group global PEL: {rec.id}")
-        store.nack_put(self.txn, group, rec.id, (staged[0], staged[1], consumer.name), None)
+        group_records.nack_put(self.txn, group, rec.id, (staged[0], staged[1], consumer.name), None)
         consumer.pel_count += 1
         group.pel_count += 1
 
@@ -137,7 +139,7 @@ class _Importer:
 
     def finish_consumer(self) -> None:
         if self.consumer is not None and self.group is not None:
-            store.consumer_put(self.txn, self.group, self.consumer)
+            group_records.consumer_put(self.txn, self.group, self.consumer)
         self.consumer = None
 
     def finish_group(self) -> None:
@@ -145,9 +147,9 @@ class _Importer:
         group = self.group
         if group is None:
             return
-        if store.staged_left(self.txn, self.staging):
+        if group_records.staged_left(self.txn, self.staging):
             raise self.fail(f"Stream CG PEL entry without consumer in group {group.name!r}")
-        store.group_put(self.txn, self.stream.handle, group)
+        group_records.group_put(self.txn, self.stream.handle, group)
         self.group = None
 
 
@@ -182,7 +184,7 @@ def import_stream(txn: Txn, name: bytes, records: Iterable[object]) -> StreamRef
         imp.finish_group()
     except BaseException:
         if imp.staging:
-            store.staged_left(txn, imp.staging)
+            group_records.staged_left(txn, imp.staging)
         discard_stream(txn, imp.stream.handle)
         raise
     return imp.stream

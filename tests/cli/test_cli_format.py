@@ -7,7 +7,6 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from rstore_cli.args import unescape
 from rstore_cli.format import (
     entry_line,
     info_lines,
@@ -18,6 +17,7 @@ from rstore_cli.format import (
     token,
 )
 from rstore_cli.jsonout import array_lines, dumps, jsonable
+from rstore_cli.params import unescape
 from rstore_cli.replies import Entry, entry_from_reply, info_tree, read_entries, record
 
 import rstore

@@ -48,7 +48,7 @@ def test_len_loads_only_its_own_command_module(tmp_path: Path) -> None:
     loaded = _imported(tmp_path / "s", "len", "s")
     assert {"rstore_cli.main", "rstore_cli.streams", "rstore.store"} <= loaded
     others = {f"rstore_cli.{m}" for m in ("tail", "groups", "pending", "snapshots", "inspecting")}
-    assert loaded.isdisjoint(others | {"rstore_cli.repl", "rstore.worker", "rstore.ranges"})
+    assert loaded.isdisjoint(others | {"rstore_cli.repl", "rstore.queue.consumer", "rstore.ranges"})
 
 
 @pytest.mark.parametrize("after", ["click", "rstore_cli.context", "lmdb"])

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from rstore.codec import lzf
 from rstore.errors import CorruptDataError
-from rstore.rdb.source import Source
+from rstore.rdb.decoding import Source
 
 from .strategies import READABLE_FAILURES
 

@@ -9,15 +9,15 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rstore.codec import lzf
-from rstore.codec.rdb_encoding import (
+from rstore.errors import CorruptRDBError
+from rstore.rdb.decoding import Source
+from rstore.rdb.encoding import (
     encode_id,
     encode_length,
     encode_ms,
     encode_raw_id,
     encode_string,
 )
-from rstore.errors import CorruptRDBError
-from rstore.rdb.source import Source
 
 from .strategies import INT_BOUNDARIES, NOT_INT_TEXTS, READABLE_FAILURES
 

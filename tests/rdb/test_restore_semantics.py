@@ -17,7 +17,7 @@ import rstore
 from rstore import CorruptRDBError
 from rstore.codec import stream_node as sn
 from rstore.codec.crc64 import crc64
-from rstore.rdb.source import Source
+from rstore.rdb.decoding import Source
 
 from .common import FIXTURES
 

@@ -103,7 +103,7 @@ def test_a_flipped_bit_in_a_pending_entry_is_an_error(store_path: str) -> None:
         ms, seq = (int(x) for x in first["message_id"].split(b"-"))
 
         def key_of(txn: object) -> bytes:
-            group = rstore.storage.groups.group_get(  # type: ignore[attr-defined]
+            group = rstore.storage.group_records.group_get(  # type: ignore[attr-defined]
                 txn,
                 txn.key_get(b"big").handle,
                 b"workers",  # type: ignore[attr-defined]

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from rstore.codec.crc64 import crc64
 from rstore.errors import CorruptRDBError, RStoreError
 from rstore.model import StreamSnapshot
-from rstore.rdb.source import Source
+from rstore.rdb.decoding import Source
 from rstore.rdb.values import STREAM_TYPES, TYPE_NAMES, StreamRecord, read_stream
 from rstore.rdb.writer import STREAM_TYPE_FOR_VERSION, encode_stream
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rstore import ids, messages
-from rstore.commands.args import keyword, parse_int
+from rstore.commands.argv import keyword, parse_int
 from rstore.commands.registry import Context, command
 from rstore.commands.reply import NIL_ARRAY
 from rstore.numbers import UINT64_MAX, as_signed64

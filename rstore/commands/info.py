@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rstore import messages
-from rstore.commands.args import keyword, parse_int
+from rstore.commands.argv import keyword, parse_int
 from rstore.commands.registry import Context, container, subcommand, subcommand_syntax_error
 from rstore.commands.reply import entries_reply, entry_reply
 from rstore.ids import format_id

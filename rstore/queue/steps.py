@@ -19,13 +19,13 @@ from __future__ import annotations
 from typing import Any
 
 from rstore import messages
-from rstore.commands.args import encode_argv
+from rstore.commands.argv import encode_argv
 from rstore.commands.executor import run_in_transaction
+from rstore.commands.pending import lookup_group
+from rstore.commands.readgroup import NOGROUP as NOGROUP_XREADGROUP
 from rstore.commands.registry import Context, lookup
-from rstore.commands.xpending import lookup_group
-from rstore.commands.xreadgroup import NOGROUP as NOGROUP_XREADGROUP
 from rstore.ids import ID
-from rstore.storage import groups as pel
+from rstore.storage import group_records as pel
 from rstore.storage.env import Env
 from rstore.storage.layout import GroupMeta
 from rstore.storage.txn import Txn

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from rstore import ids, messages
-from rstore.commands.args import cstr, keyword, parse_int
+from rstore.commands.argv import cstr, keyword, parse_int
 from rstore.commands.registry import Context, container, subcommand, subcommand_syntax_error
 from rstore.storage.layout import INVALID_ENTRIES_READ
 from rstore.streams import groups

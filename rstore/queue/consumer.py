@@ -8,7 +8,7 @@ Delivery is at least once: a message is acknowledged only after the handler retu
 whose handler raised stays pending and is delivered again -- to this consumer's history read
 after a restart, or to any consumer that reclaims it once it has been idle ``claim_idle_ms``.
 Each message carries its delivery count, taken from the very transaction that delivered it
-(claim or history read; see :mod:`rstore.worker_txn`); past ``max_deliveries`` it is moved to
+(claim or history read; see :mod:`rstore.queue.steps`); past ``max_deliveries`` it is moved to
 the ``dead_letter`` stream (and acknowledged) in one atomic transaction instead of being handed
 out again.  Right before a message is handed out, the consumer checks it still owns it: one
 that another consumer acknowledged or claimed in the meantime is skipped.
@@ -25,17 +25,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rstore import worker_txn
 from rstore.errors import ResponseError
 from rstore.ids import ID, MIN_ID, format_id, parse_id
-from rstore.worker_txn import Delivered
+from rstore.queue import steps
+from rstore.queue.steps import Delivered
 
 if TYPE_CHECKING:
     from rstore.store import Store
 
 __all__ = ["Consumer", "Message"]
 
-log = logging.getLogger("rstore.worker")
+log = logging.getLogger("rstore.queue.consumer")
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ class Consumer:
         """This consumer's own pending messages after ``after`` (left by an earlier run under
         the same name), each with the delivery count this read gave it; entries since deleted
         from the stream are acknowledged away in the same transaction."""
-        last, entries = worker_txn.read_own_history(
+        last, entries = steps.read_own_history(
             self.store._live_env(), self.stream, self.group, self.name, after, self.count
         )
         return last, self._messages(entries)
@@ -132,7 +132,7 @@ class Consumer:
         if self.claim_idle_ms is None or time.monotonic() < self._next_claim:
             return []
         self._next_claim = time.monotonic() + self.claim_every_s
-        cursor, claimed = worker_txn.claim_idle(
+        cursor, claimed = steps.claim_idle(
             self.store._live_env(), self.stream, self.group, self.name, self.claim_idle_ms,
             self._claim_cursor, self.count,
         )  # fmt: skip
@@ -186,7 +186,7 @@ class Consumer:
 
     def _owns(self, msg: Message) -> bool:
         entry_id = parse_id(msg.id)
-        return worker_txn.owns(self.store._live_env(), self.stream, self.group, self.name, entry_id)
+        return steps.owns(self.store._live_env(), self.stream, self.group, self.name, entry_id)
 
     # ------------------------------------------------------------------ outcomes
 
@@ -210,7 +210,7 @@ class Consumer:
             b"rstore:deliveries": msg.deliveries,
             b"rstore:reason": reason,
         })  # fmt: skip
-        moved = worker_txn.dead_letter(
+        moved = steps.dead_letter(
             self.store._live_env(), self.stream, self.group, self.name, parse_id(msg.id),
             self.dead_letter_stream, fields,
         )  # fmt: skip

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rstore import ids, messages
-from rstore.commands.args import cstr, keyword, parse_int
+from rstore.commands.argv import cstr, keyword, parse_int
 from rstore.commands.executor import Blocked, Deferred
 from rstore.commands.registry import Context, command
 from rstore.commands.reply import NIL_ARRAY, entries_reply

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from rstore import ids, messages
-from rstore.commands.args import keyword, parse_int
+from rstore.commands.argv import keyword, parse_int
+from rstore.commands.pending import lookup_group
 from rstore.commands.registry import Context, command
-from rstore.commands.xpending import lookup_group
 from rstore.errors import ResponseError
 from rstore.numbers import string2ll
 from rstore.streams.claim import Claimed, ClaimOptions, autoclaim, claim

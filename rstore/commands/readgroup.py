@@ -6,11 +6,11 @@ import functools
 from typing import Any, TypeVar
 
 from rstore import ids, messages
-from rstore.commands.args import cstr
+from rstore.commands.argv import cstr
 from rstore.commands.executor import Blocked
+from rstore.commands.read import parse_xread
 from rstore.commands.registry import Context, command
 from rstore.commands.reply import NIL_ARRAY, entries_reply, public_stream_reply
-from rstore.commands.stream_read import parse_xread
 from rstore.storage.notify import KIND_GROUP, key_hash
 from rstore.storage.txn import Txn
 from rstore.streams import groups

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from rstore import messages
-from rstore.commands.args import keyword, parse_int
+from rstore.commands.argv import keyword, parse_int
 from rstore.commands.registry import Context, command
 from rstore.errors import CorruptDataError, UnsupportedRDBError
-from rstore.rdb.dump import PayloadError, encode_payload, read_payload
+from rstore.rdb.payload import PayloadError, encode_payload, read_payload
 from rstore.streams import keyspace
 from rstore.streams.export import snapshot_stream
 from rstore.streams.keyspace import bind_stream, lookup_stream
