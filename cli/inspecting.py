@@ -26,32 +26,33 @@ def _id(value: tuple[int, int] | None) -> str | None:
     return None if value is None else f"{value[0]}-{value[1]}"
 
 
-def _stream_record(s: rstore.StreamSummary, consumers: bool) -> dict[str, Any]:
+def _stream_record(s: rstore.StreamInfo, consumers: bool) -> dict[str, Any]:
+    state = s.state
     return {
         "db": s.db,
         "key": s.key,
-        "length": s.length,
+        "length": state.length,
         "nodes": s.nodes,
         "first-entry-id": _id(s.first_entry_id),
         "last-entry-id": _id(s.last_entry_id),
-        "last-generated-id": _id(s.last_generated_id),
-        "entries-added": s.entries_added,
-        "max-deleted-entry-id": _id(s.max_deleted_entry_id),
+        "last-generated-id": _id(state.last_id),
+        "entries-added": state.entries_added,
+        "max-deleted-entry-id": _id(state.max_deleted_entry_id),
         "expire-time": s.expire_ms,
         "bytes": s.bytes,
         "groups": [
             {
-                "name": g.name,
-                "last-delivered-id": _id(g.last_delivered_id),
+                "name": g.state.name,
+                "last-delivered-id": _id(g.state.last_id),
                 "entries-read": g.entries_read,
                 "lag": g.lag,
-                "pending": g.pending,
+                "pending": g.state.pel_count,
                 "consumers": [
                     {
-                        "name": c.name,
-                        "pending": c.pending,
-                        "seen-time": c.seen_time_ms,
-                        "active-time": c.active_time_ms,
+                        "name": c.state.name,
+                        "pending": c.state.pel_count,
+                        "seen-time": c.state.seen_time_ms,
+                        "active-time": c.state.active_time_ms,
                     }
                     for c in g.consumers
                 ]

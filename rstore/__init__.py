@@ -38,12 +38,12 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         UnsupportedRDBError,
     )
     from rstore.ids import StreamID, parse_range_bound, parse_time_ms
+    from rstore.model import ConsumerInfo, GroupInfo, StreamInfo
     from rstore.pipeline import Pipeline
     from rstore.queue.consumer import Consumer, Message
     from rstore.ranges import iter_range, iter_range_pages
     from rstore.snapshot.inspection import (
         RDBSummary,
-        StreamSummary,
         inspect_rdb,
         read_rdb_entries,
         read_rdb_range,
@@ -77,7 +77,9 @@ _LAZY: dict[str, str] = {
     "parse_range_bound": "rstore.ids",
     "parse_time_ms": "rstore.ids",
     "RDBSummary": "rstore.snapshot.inspection",
-    "StreamSummary": "rstore.snapshot.inspection",
+    "StreamInfo": "rstore.model",
+    "GroupInfo": "rstore.model",
+    "ConsumerInfo": "rstore.model",
     "inspect_rdb": "rstore.snapshot.inspection",
     "read_rdb_entries": "rstore.snapshot.inspection",
     "read_rdb_range": "rstore.snapshot.inspection",
@@ -96,11 +98,13 @@ __all__ = [
     "DEFAULT_PATH",
     "NIL_ARRAY",
     "Consumer",
+    "ConsumerInfo",
     "CorruptDataError",
     "CorruptRDBError",
     "CorruptStoreError",
     "DataError",
     "DiskFullError",
+    "GroupInfo",
     "KeyExistsError",
     "Message",
     "NotAStoreError",
@@ -114,7 +118,7 @@ __all__ = [
     "StoreClosedError",
     "StoreNotFoundError",
     "StreamID",
-    "StreamSummary",
+    "StreamInfo",
     "UnsupportedFormatError",
     "UnsupportedRDBError",
     "__version__",

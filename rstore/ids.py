@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 from rstore import messages
 from rstore.errors import ResponseError
+from rstore.model import ID
 from rstore.numbers import UINT64_MAX, string2ull
 
 __all__ = [
@@ -44,7 +45,6 @@ __all__ = [
     "parse_time_ms",
 ]
 
-ID = tuple[int, int]
 MIN_ID: ID = (0, 0)
 MAX_ID: ID = (UINT64_MAX, UINT64_MAX)
 

@@ -71,6 +71,9 @@ XSETID_ENTRIES_ADDED_SMALL = (
     "ERR The entries_added specified in XSETID is smaller than the target stream length"
 )
 
+# Consumer groups
+NOGROUP_FOR_KEY = "NOGROUP No such consumer group '{group}' for key name '{key}'"  # XGROUP, XINFO
+
 # CONFIG
 CONFIG_UNKNOWN_OPTION = "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
 CONFIG_SET_FAILED = "ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}"

@@ -10,19 +10,33 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from rstore.ids import ID
-
 __all__ = [
+    "ID",
+    "INVALID_ENTRIES_READ",
+    "ConsumerInfo",
     "ConsumerPending",
     "ConsumerSnapshot",
     "ConsumerState",
+    "Entry",
+    "GroupInfo",
     "GroupSnapshot",
     "GroupState",
     "PendingEntry",
+    "StreamInfo",
     "StreamNode",
     "StreamSnapshot",
     "StreamState",
 ]
+
+#: A stream entry ID: ``(ms, seq)``, each an unsigned 64-bit integer (the one definition;
+#: :mod:`rstore.ids` parses and formats them).
+ID = tuple[int, int]
+
+#: A group's ``entries_read`` when it is not known (Redis's ``SCG_INVALID_ENTRIES_READ``).
+INVALID_ENTRIES_READ = -1
+
+#: One entry: its ID and its fields and values, flat and in stored order (repeats kept).
+Entry = tuple[ID, list[bytes]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,11 +75,13 @@ class GroupState:
 
 @dataclass(frozen=True, slots=True)
 class PendingEntry:
-    """One entry of a group's PEL (its owner is given by the consumers' lists)."""
+    """One entry of a group's PEL.  ``consumer`` is its owner where the source says so (a
+    store); in an RDB file the owner is given by the consumers' lists, and it is ``None``."""
 
     id: ID
     delivery_time_ms: int
     delivery_count: int
+    consumer: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,3 +124,56 @@ class StreamSnapshot:
     nodes: Iterable[StreamNode]  # ascending master IDs; exactly node_count
     state: StreamState
     groups: Iterable[GroupSnapshot]  # by name; exactly state.group_count
+
+
+# ----------------------------------------------------------------------------- reports
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerInfo:
+    """A consumer as reports show it; ``pending`` holds the first entries of its own PEL when
+    asked (XINFO STREAM FULL)."""
+
+    state: ConsumerState
+    pending: tuple[PendingEntry, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupInfo:
+    """A group as reports show it: its state, its lag (``None`` when it cannot be known, see
+    :mod:`rstore.streams.lag`), and when asked its consumers and the first entries of its PEL
+    (with their owners)."""
+
+    state: GroupState
+    lag: int | None
+    consumers: tuple[ConsumerInfo, ...] = ()
+    pending: tuple[PendingEntry, ...] = ()
+
+    @property
+    def entries_read(self) -> int | None:
+        """The group's read counter, ``None`` when unknown (-1) or absent (RDB type 15)."""
+        value = self.state.entries_read
+        return None if value is None or value < 0 else value
+
+
+@dataclass(frozen=True, slots=True)
+class StreamInfo:
+    """A stream as reports show it: XINFO STREAM (from a store) and ``rstore inspect`` (from a
+    store or an RDB file).  ``nodes`` is Redis's ``radix-tree-keys``; ``last_entry_id`` the
+    last entry physically stored, deleted or not.  Some fields belong to one source only:
+    ``radix_tree_nodes``, ``first_entry``, ``last_entry`` and ``entries`` (FULL) to XINFO;
+    ``db``, ``expire_ms`` and ``bytes`` to files."""
+
+    key: bytes
+    state: StreamState
+    nodes: int
+    first_entry_id: ID | None
+    last_entry_id: ID | None
+    groups: tuple[GroupInfo, ...] = ()
+    radix_tree_nodes: int | None = None
+    first_entry: Entry | None = None
+    last_entry: Entry | None = None
+    entries: tuple[Entry, ...] | None = None
+    db: int = 0
+    expire_ms: int | None = None
+    bytes: int = 0

@@ -7,7 +7,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from rstore.client import Callback, RedisCommands
-from rstore.client_shapes import finish
+from rstore.client.shapes import finish
 from rstore.commands.argv import encode_argv
 from rstore.commands.executor import run_batch
 from rstore.commands.registry import lookup

@@ -7,7 +7,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, overload
 
 from rstore.client import Callback, RedisCommands
-from rstore.client_shapes import Decoder, finish, make_decoder
+from rstore.client.shapes import Decoder, finish, make_decoder
 from rstore.commands.argv import encode_arg, encode_argv
 from rstore.commands.executor import execute, now_ms
 from rstore.commands.registry import lookup
@@ -19,8 +19,9 @@ from rstore.storage.layout import StoreConfig
 
 # Snapshots, inspection and checks load when first used (start-up of one-command processes).
 if TYPE_CHECKING:
-    from rstore.snapshot.inspection import StreamSummary
-    from rstore.snapshots import Progress, RestoreReport, SaveReport
+    from rstore.model import StreamInfo
+    from rstore.snapshot.restore import RestoreReport
+    from rstore.snapshot.save import Progress, SaveReport
 
 __all__ = ["DEFAULT_PATH", "Store", "check_store", "upgrade_store"]
 
@@ -137,7 +138,7 @@ class Store(RedisCommands):
 
     def inspect(
         self, key: bytes | str | None = None, *, progress: Progress | None = None
-    ) -> list[StreamSummary]:
+    ) -> list[StreamInfo]:
         """Per-stream summaries (length, nodes, edge IDs, counters, groups with pending counts,
         lag and consumers), the same records :func:`rstore.inspect_rdb` gives for a file.
         ``progress(keys_done, keys_total)`` is called as the keys are read."""
@@ -178,7 +179,7 @@ class Store(RedisCommands):
         point in time while writers go on; the file appears atomically (written to a
         temporary name, fsynced, renamed).
         """
-        from rstore.snapshots import save_file  # noqa: PLC0415 - loaded on first use
+        from rstore.snapshot.save import save_file  # noqa: PLC0415 - loaded on first use
 
         return save_file(
             self._live_env(), os.fspath(path), rdb_version=rdb_version,
@@ -191,21 +192,13 @@ class Store(RedisCommands):
         ``rdb_version`` (an rstore extension) makes payloads older servers accept: 10 for
         Redis 7.0, 9 for Redis 5.0-6.2.  The default, 11, is what DUMP itself returns.
         """
-        from rstore.rdb.payload import DUMP_VERSION, encode_payload  # noqa: PLC0415
-        from rstore.streams.export import snapshot_stream  # noqa: PLC0415
-        from rstore.streams.keyspace import lookup_stream  # noqa: PLC0415
+        from rstore.commands.dump import dump_payload  # noqa: PLC0415 - loaded on first use
 
-        if rdb_version == DUMP_VERSION:
-            result: bytes | None = super().dump(name)
+        if rdb_version == 11:
+            result: bytes | None = super().dump(name)  # the DUMP command, decoding rules and all
             return result
         key = encode_arg(name)
-
-        def payload(txn: Any) -> bytes | None:
-            stream = lookup_stream(txn, key)
-            snap = None if stream is None else snapshot_stream(txn, stream)
-            return None if snap is None else encode_payload(snap, version=rdb_version)
-
-        return self._live_env().read(payload)
+        return self._live_env().read(lambda txn: dump_payload(txn, key, rdb_version))
 
     @overload
     def restore(
@@ -256,7 +249,7 @@ class Store(RedisCommands):
         ``replace``), leaves the store unchanged.  Other value types are counted in the report
         and skipped.  Raises CorruptRDBError / UnsupportedRDBError naming the byte offset.
         """
-        from rstore.snapshots import restore_file  # noqa: PLC0415 - loaded on first use
+        from rstore.snapshot.restore import restore_file  # noqa: PLC0415 - loaded on first use
 
         return restore_file(
             self._live_env(), os.fspath(path), db=db, replace=replace,

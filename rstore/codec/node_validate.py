@@ -11,8 +11,9 @@ from rstore.codec import listpack as lp
 from rstore.codec import stream_node as sn
 from rstore.codec.listpack import read_int, skip_element
 from rstore.codec.speedups import c_check_node
-from rstore.codec.stream_node import FLAG_SAMEFIELDS, ID
+from rstore.codec.stream_node import FLAG_SAMEFIELDS
 from rstore.errors import CorruptDataError
+from rstore.model import ID
 
 __all__ = ["NodeFacts", "node_facts", "validate_node"]
 

@@ -29,6 +29,7 @@ from rstore.codec import listpack as lp
 from rstore.codec.listpack import _INT_TEXT, element_text, read_element, read_int, skip_element
 from rstore.codec.speedups import c_scan_forward as _c_scan_forward
 from rstore.errors import CorruptDataError
+from rstore.model import ID, Entry
 
 __all__ = [
     "FLAG_DELETED",
@@ -58,10 +59,6 @@ _U64 = (1 << 64) - 1
 _I64_HALF = 1 << 63
 _U32 = struct.Struct("<I")
 _U16 = struct.Struct("<H")
-
-ID = tuple[int, int]
-# A decoded entry as replies need it: (id, [f1, v1, f2, v2, ...]).
-Entry = tuple[ID, list[bytes]]
 
 
 class RawEntry(NamedTuple):

@@ -8,23 +8,28 @@ from rstore import messages
 from rstore.commands.argv import keyword, parse_int
 from rstore.commands.registry import Context, command
 from rstore.errors import CorruptDataError, UnsupportedRDBError
-from rstore.rdb.payload import PayloadError, encode_payload, read_payload
-from rstore.streams import keyspace
-from rstore.streams.export import snapshot_stream
-from rstore.streams.keyspace import bind_stream, lookup_stream
-from rstore.streams.restore import import_stream
+from rstore.rdb.payload import DUMP_VERSION, PayloadError, encode_payload, read_payload
+from rstore.storage.txn import Txn
+from rstore.streams.dump import restore_stream, snapshot_stream
+from rstore.streams.keyspace import lookup_stream
 
 BUSYKEY = "BUSYKEY Target key name already exists."
 BAD_PAYLOAD = "ERR DUMP payload version or checksum are wrong"
 BAD_FORMAT = "ERR Bad data format"
 
 
-@command("dump", 2, summary="Serialize a key's value (RDB encoding, as Redis's DUMP)")
-def dump(ctx: Context, argv: list[bytes]) -> Any:
-    stream = lookup_stream(ctx.txn, argv[1])
+def dump_payload(txn: Txn, key: bytes, rdb_version: int = DUMP_VERSION) -> bytes | None:
+    """The DUMP payload of ``key`` (``None`` when it does not exist) in ``rdb_version``: 11,
+    what DUMP returns, or older ones for older servers (``Store.dump``'s extension)."""
+    stream = lookup_stream(txn, key)
     if stream is None:
         return None
-    return encode_payload(snapshot_stream(ctx.txn, stream))
+    return encode_payload(snapshot_stream(txn, stream), version=rdb_version)
+
+
+@command("dump", 2, summary="Serialize a key's value (RDB encoding, as Redis's DUMP)")
+def dump(ctx: Context, argv: list[bytes]) -> Any:
+    return dump_payload(ctx.txn, argv[1])
 
 
 @command("restore", -4, write=True, summary="Create a key from a DUMP payload")
@@ -71,11 +76,8 @@ def restore(ctx: Context, argv: list[bytes]) -> Any:
     if ttl:
         raise messages.error("ERR rstore keys do not expire: RESTORE needs a TTL of 0")
     try:
-        stream = import_stream(ctx.txn, key, records)
+        restore_stream(ctx.txn, key, records, replace=replace)
     except (CorruptDataError, UnsupportedRDBError):
         raise messages.error(BAD_FORMAT) from None
-    if existing is not None:
-        keyspace.delete_keys(ctx.txn, [key])
-    bind_stream(ctx.txn, key, stream)
     ctx.signal(key)
     return "OK"

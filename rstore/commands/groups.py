@@ -13,7 +13,7 @@ from typing import Any
 from rstore import ids, messages
 from rstore.commands.argv import cstr, keyword, parse_int
 from rstore.commands.registry import Context, container, subcommand, subcommand_syntax_error
-from rstore.storage.layout import INVALID_ENTRIES_READ
+from rstore.model import INVALID_ENTRIES_READ
 from rstore.streams import groups
 from rstore.streams.keyspace import create_stream, lookup_stream
 
@@ -43,7 +43,6 @@ NO_KEY = (
     "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to "
     "use the MKSTREAM option to create an empty stream automatically."
 )
-NOGROUP = "NOGROUP No such consumer group '{group}' for key name '{key}'"
 BUSYGROUP = "BUSYGROUP Consumer Group name already exists"
 
 
@@ -76,7 +75,9 @@ def _common(ctx: Context, argv: list[bytes], sub: bytes) -> tuple[Any, Any, bool
     group = None if stream is None else groups.find_group(ctx.txn, stream, argv[3])
     if group is None and sub in (b"setid", b"createconsumer", b"delconsumer"):
         raise messages.error(
-            NOGROUP, group=messages.sanitize(argv[3]), key=messages.sanitize(argv[2])
+            messages.NOGROUP_FOR_KEY,
+            group=messages.sanitize(argv[3]),
+            key=messages.sanitize(argv[2]),
         )
     return stream, group, mkstream, entries_read
 

@@ -9,10 +9,10 @@ from rstore.commands.argv import keyword, parse_int
 from rstore.commands.registry import Context, container, subcommand, subcommand_syntax_error
 from rstore.commands.reply import entries_reply, entry_reply
 from rstore.ids import format_id
+from rstore.model import GroupInfo
 from rstore.numbers import as_signed64
 from rstore.streams import groups
-from rstore.streams.group_info import consumers_info, full_groups, groups_info
-from rstore.streams.info import stream_info
+from rstore.streams.info import consumer_infos, group_infos, stream_info
 from rstore.streams.keyspace import StreamRef, lookup_stream
 
 container("xinfo", summary="Inspect streams")
@@ -59,57 +59,56 @@ def xinfo_stream(ctx: Context, argv: list[bytes]) -> Any:
             count = parse_int(opts[2])
             if count < 0:
                 count = 10
-    info = stream_info(ctx.txn, stream, full=full, count=count)
+    info = stream_info(ctx.txn, argv[2], stream, full=full, count=count)
+    state = info.state
     reply: list[Any] = [
-        b"length", info.length,
-        b"radix-tree-keys", info.radix_tree_keys,
+        b"length", state.length,
+        b"radix-tree-keys", info.nodes,
         b"radix-tree-nodes", info.radix_tree_nodes,
-        b"last-generated-id", format_id(info.last_generated_id),
-        b"max-deleted-entry-id", format_id(info.max_deleted_entry_id),
-        b"entries-added", info.entries_added,
-        b"recorded-first-entry-id", format_id(info.recorded_first_entry_id),
+        b"last-generated-id", format_id(state.last_id),
+        b"max-deleted-entry-id", format_id(state.max_deleted_entry_id or (0, 0)),
+        b"entries-added", state.entries_added,
+        b"recorded-first-entry-id", format_id(state.first_id or (0, 0)),
     ]  # fmt: skip
     if full:
         assert info.entries is not None
         reply += [
-            b"entries", entries_reply(info.entries),
-            b"groups", _full_groups(ctx, stream, count),
+            b"entries", entries_reply(list(info.entries)),
+            b"groups", [_full_group(g) for g in info.groups],
         ]  # fmt: skip
     else:
         reply += [
-            b"groups", info.groups,
+            b"groups", state.group_count,
             b"first-entry", None if info.first_entry is None else entry_reply(info.first_entry),
             b"last-entry", None if info.last_entry is None else entry_reply(info.last_entry),
         ]  # fmt: skip
     return reply
 
 
-def _full_groups(ctx: Context, stream: StreamRef, count: int) -> list[Any]:
-    out: list[Any] = []
-    for g in full_groups(ctx.txn, stream, count):
-        consumers = [
-            [
-                b"name", c.name,
-                b"seen-time", c.seen_time,
-                b"active-time", c.active_time,
-                b"pel-count", c.pel_count,
-                b"pending", [[format_id(eid), t, as_signed64(n)] for eid, t, n in c.pending],
-            ]
-            for c in g.consumers
-        ]  # fmt: skip
-        out.append(
-            [
-                b"name", g.name,
-                b"last-delivered-id", format_id(g.last_delivered_id),
-                b"entries-read", g.entries_read,
-                b"lag", g.lag,
-                b"pel-count", g.pel_count,
-                b"pending",
-                [[format_id(eid), who, t, as_signed64(n)] for eid, who, t, n in g.pending],
-                b"consumers", consumers,
-            ]
-        )  # fmt: skip
-    return out
+def _full_group(g: GroupInfo) -> list[Any]:
+    consumers = [
+        [
+            b"name", c.state.name,
+            b"seen-time", c.state.seen_time_ms,
+            b"active-time", c.state.active_time_ms,
+            b"pel-count", c.state.pel_count,
+            b"pending",
+            [[format_id(p.id), p.delivery_time_ms, as_signed64(p.delivery_count)]
+             for p in c.pending],
+        ]
+        for c in g.consumers
+    ]  # fmt: skip
+    return [
+        b"name", g.state.name,
+        b"last-delivered-id", format_id(g.state.last_id),
+        b"entries-read", g.entries_read,
+        b"lag", g.lag,
+        b"pel-count", g.state.pel_count,
+        b"pending",
+        [[format_id(p.id), p.consumer, p.delivery_time_ms, as_signed64(p.delivery_count)]
+         for p in g.pending],
+        b"consumers", consumers,
+    ]  # fmt: skip
 
 
 @subcommand("xinfo", "groups", 3)
@@ -117,14 +116,14 @@ def xinfo_groups(ctx: Context, argv: list[bytes]) -> Any:
     stream = lookup_for_xinfo(ctx, argv[2])
     return [
         [
-            b"name", g.name,
-            b"consumers", g.consumers,
-            b"pending", g.pending,
-            b"last-delivered-id", format_id(g.last_delivered_id),
+            b"name", g.state.name,
+            b"consumers", g.state.consumer_count,
+            b"pending", g.state.pel_count,
+            b"last-delivered-id", format_id(g.state.last_id),
             b"entries-read", g.entries_read,
             b"lag", g.lag,
         ]
-        for g in groups_info(ctx.txn, stream)
+        for g in group_infos(ctx.txn, stream)
     ]  # fmt: skip
 
 
@@ -134,17 +133,22 @@ def xinfo_consumers(ctx: Context, argv: list[bytes]) -> Any:
     group = groups.find_group(ctx.txn, stream, argv[3])
     if group is None:
         raise messages.error(
-            "NOGROUP No such consumer group '{group}' for key name '{key}'",
+            messages.NOGROUP_FOR_KEY,
             group=messages.sanitize(argv[3]),
             key=messages.sanitize(argv[2]),
         )
     now = ctx.now_ms
     return [
         [
-            b"name", c.name,
-            b"pending", c.pending,
-            b"idle", max(now - c.seen_time, 0),
-            b"inactive", -1 if c.active_time == -1 else now - c.active_time,
+            b"name", c.state.name,
+            b"pending", c.state.pel_count,
+            b"idle", max(now - c.state.seen_time_ms, 0),
+            b"inactive", _inactive(c.state.active_time_ms, now),
         ]
-        for c in consumers_info(ctx.txn, group)
+        for c in consumer_infos(ctx.txn, group)
     ]  # fmt: skip
+
+
+def _inactive(active_time_ms: int | None, now_ms: int) -> int:
+    """XINFO CONSUMERS's ``inactive``: ms since the last successful read or claim, -1 never."""
+    return -1 if active_time_ms is None or active_time_ms == -1 else now_ms - active_time_ms

@@ -81,5 +81,11 @@ def xpending(ctx: Context, argv: list[bytes]) -> Any:
         consumer=consumer, min_idle_ms=min_idle, now_ms=ctx.now_ms,
     )  # fmt: skip
     return [
-        [ids.format_id(p.id), p.consumer, p.idle_ms, as_signed64(p.delivery_count)] for p in found
+        [
+            ids.format_id(p.id),
+            p.consumer,
+            max(ctx.now_ms - p.delivery_time_ms, 0),
+            as_signed64(p.delivery_count),
+        ]
+        for p in found
     ]

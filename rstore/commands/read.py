@@ -13,7 +13,7 @@ from rstore.commands.reply import NIL_ARRAY, entries_reply
 from rstore.numbers import INT64_MAX, UINT64_MAX
 from rstore.storage.notify import KIND_READ
 from rstore.streams.keyspace import lookup_stream
-from rstore.streams.read import copy_range, decode_range, read_after
+from rstore.streams.read import copy_range, read_after, scan_nodes
 
 __all__ = ["XReadArgs", "parse_xread", "serve_xread"]
 
@@ -45,7 +45,7 @@ def _range(ctx: Context, argv: list[bytes], reverse: bool) -> Any:
     # copy the nodes now, decode after the transaction ended (executor.Deferred)
     limit = max(count, 0)
     nodes = copy_range(ctx.txn, stream, start, end, limit, reverse=reverse)
-    return Deferred(lambda: entries_reply(decode_range(nodes, start, end, limit, reverse=reverse)))
+    return Deferred(lambda: entries_reply(scan_nodes(nodes, start, end, limit, reverse=reverse)))
 
 
 @command("xrange", -4, summary="Entries in an ID range, ascending")

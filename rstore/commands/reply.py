@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from rstore.codec.stream_node import Entry
 from rstore.ids import format_id
+from rstore.model import Entry
 
 __all__ = [
     "NIL_ARRAY",

@@ -11,13 +11,21 @@ live store.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from rstore.codec import stream_node as sn
 from rstore.ids import ID, MAX_ID, MIN_ID, format_id, parse_range_bound
-from rstore.model import ConsumerState, GroupState, PendingEntry, StreamNode, StreamState
+from rstore.model import (
+    ConsumerInfo,
+    ConsumerState,
+    GroupInfo,
+    GroupState,
+    StreamInfo,
+    StreamNode,
+    StreamState,
+)
 from rstore.rdb.reader import (
     Aux,
     End,
@@ -29,16 +37,13 @@ from rstore.rdb.reader import (
     SelectDB,
 )
 from rstore.storage.env import Env
-from rstore.storage.layout import INVALID_ENTRIES_READ, GroupMeta, StreamMeta
 from rstore.storage.txn import Txn
-from rstore.streams.export import snapshot_stream, stream_keys
-from rstore.streams.lag import group_lag
+from rstore.streams.dump import snapshot_stream, stream_keys
+from rstore.streams.lag import counters, group_lag
+from rstore.streams.read import scan_nodes
 
 __all__ = [
-    "ConsumerSummary",
-    "GroupSummary",
     "RDBSummary",
-    "StreamSummary",
     "TypeSummary",
     "inspect_rdb",
     "inspect_store",
@@ -50,41 +55,9 @@ Progress = Callable[[int, int | None], None]
 
 
 @dataclass
-class ConsumerSummary:
-    name: bytes
-    pending: int
-    seen_time_ms: int
-    active_time_ms: int | None
-
-
-@dataclass
-class GroupSummary:
-    name: bytes
-    last_delivered_id: ID
-    entries_read: int | None
-    lag: int | None
-    pending: int
-    consumers: list[ConsumerSummary] = field(default_factory=list)
-
-
-@dataclass
-class StreamSummary:
-    db: int
-    key: bytes
-    length: int = 0
-    nodes: int = 0
-    first_entry_id: ID | None = None
-    last_entry_id: ID | None = None  # last entry physically stored (live or not)
-    last_generated_id: ID = MIN_ID
-    entries_added: int | None = None
-    max_deleted_entry_id: ID | None = None
-    expire_ms: int | None = None
-    bytes: int = 0
-    groups: list[GroupSummary] = field(default_factory=list)
-
-
-@dataclass
 class TypeSummary:
+    """The keys of one type in one database of a file."""
+
     keys: int = 0
     bytes: int = 0
     elements: int = 0
@@ -93,6 +66,8 @@ class TypeSummary:
 
 @dataclass
 class RDBSummary:
+    """A whole file: its header data, its databases by type, and its streams in detail."""
+
     path: str
     size: int | None = None
     rdb_version: int = 0
@@ -100,61 +75,49 @@ class RDBSummary:
     functions: int = 0
     module_aux: list[str] = field(default_factory=list)
     databases: dict[int, dict[str, TypeSummary]] = field(default_factory=dict)
-    streams: list[StreamSummary] = field(default_factory=list)
+    streams: list[StreamInfo] = field(default_factory=list)
     checksum: int = 0
     checksum_verified: bool = False
 
 
-def _meta_of(st: StreamState) -> StreamMeta:
-    return StreamMeta(
-        length=st.length,
-        last_id=st.last_id,
-        first_id=st.first_id or MIN_ID,
-        max_deleted_entry_id=st.max_deleted_entry_id or MIN_ID,
-        entries_added=st.entries_added if st.entries_added is not None else st.length,
-    )
-
-
 class _StreamBuilder:
-    """Folds one stream's records into a summary (constant memory)."""
+    """Folds one stream's records -- from a file, or a store's snapshot, alike -- into a
+    :class:`StreamInfo` (constant memory: node counts and edge IDs, not entries)."""
 
-    def __init__(self, summary: StreamSummary) -> None:
-        self.s = summary
-        self.meta: StreamMeta | None = None
+    def __init__(self, key: bytes, db: int = 0, expire_ms: int | None = None) -> None:
+        self.key = key
+        self.db = db
+        self.expire_ms = expire_ms
+        self.nodes = 0
+        self.first_entry_id: ID | None = None
+        self.last_entry_id: ID | None = None
+        self.state: StreamState | None = None
+        self.groups: list[tuple[GroupState, int | None, list[ConsumerInfo]]] = []
 
     def add(self, rec: object) -> None:
-        s = self.s
         if isinstance(rec, StreamNode):
-            s.nodes += 1
-            if s.first_entry_id is None:
+            self.nodes += 1
+            if self.first_entry_id is None:
                 first = sn.first_live_entry(rec.listpack, rec.master_id)
-                s.first_entry_id = first[0] if first else None
-            s.last_entry_id = sn.last_entry_id(rec.listpack, rec.master_id)
+                self.first_entry_id = first[0] if first else None
+            self.last_entry_id = sn.last_entry_id(rec.listpack, rec.master_id)
         elif isinstance(rec, StreamState):
-            s.length = rec.length
-            s.last_generated_id = rec.last_id
-            s.entries_added = rec.entries_added
-            s.max_deleted_entry_id = rec.max_deleted_entry_id
-            self.meta = _meta_of(rec)
+            self.state = rec
         elif isinstance(rec, GroupState):
-            assert self.meta is not None
-            entries_read = rec.entries_read if rec.entries_read is not None else -1
-            lag = group_lag(self.meta, GroupMeta(rec.name, 0, rec.last_id, entries_read))
-            s.groups.append(
-                GroupSummary(
-                    rec.name,
-                    rec.last_id,
-                    None if entries_read == INVALID_ENTRIES_READ else entries_read,
-                    lag,
-                    rec.pel_count,
-                )
-            )
+            assert self.state is not None, "a group before its stream's state"
+            lag = group_lag(counters(self.state), rec.last_id, rec.entries_read)
+            self.groups.append((rec, lag, []))
         elif isinstance(rec, ConsumerState):
-            s.groups[-1].consumers.append(
-                ConsumerSummary(rec.name, rec.pel_count, rec.seen_time_ms, rec.active_time_ms)
-            )
-        elif isinstance(rec, PendingEntry):
-            pass
+            self.groups[-1][2].append(ConsumerInfo(rec))
+
+    def finish(self, size: int = 0) -> StreamInfo:
+        assert self.state is not None, "a stream without its state"
+        groups = tuple(GroupInfo(st, lag, tuple(members)) for st, lag, members in self.groups)
+        return StreamInfo(
+            key=self.key, state=self.state, nodes=self.nodes,
+            first_entry_id=self.first_entry_id, last_entry_id=self.last_entry_id,
+            groups=groups, db=self.db, expire_ms=self.expire_ms, bytes=size,
+        )  # fmt: skip
 
 
 def inspect_rdb(
@@ -195,7 +158,7 @@ def _inspect(
             summary.rdb_version = reader.version
             expiring = event.expire_ms is not None
             if event.type_name == "stream" and (key is None or event.key == key):
-                builder = _StreamBuilder(StreamSummary(db, event.key, expire_ms=event.expire_ms))
+                builder = _StreamBuilder(event.key, db, event.expire_ms)
         elif isinstance(event, KeyEnd):
             types = summary.databases.setdefault(db, {})
             t = types.setdefault(event.type_name, TypeSummary())
@@ -204,8 +167,7 @@ def _inspect(
             t.elements += max(event.elements, 0)
             t.expiring += expiring
             if builder is not None:
-                builder.s.bytes = event.size
-                summary.streams.append(builder.s)
+                summary.streams.append(builder.finish(event.size))
                 builder = None
             if progress is not None:
                 progress(reader.offset, reader.size)
@@ -256,42 +218,61 @@ def read_rdb_entries(
     low = start if isinstance(start, tuple) else parse_range_bound(start, is_end=False)
     high = end if isinstance(end, tuple) else parse_range_bound(end, is_end=True)
     limit = count or 0
-    found = False
-    kept: collections.deque[tuple[ID, list[bytes]]] = collections.deque(
-        maxlen=limit if reverse and limit > 0 else None
-    )
     current = 0
-    in_key = done = False
+    found = False
     wanted = key
+    entries: list[tuple[ID, list[bytes]]] = []
     with open(path, "rb") as f:
         reader = RDBReader(f, deep=lambda db_, name: db_ == db and name == wanted)
-        for event in reader.events():
+        events = reader.events()
+        key_ended = [False]
+
+        def nodes_of_key() -> Iterator[tuple[ID, bytes]]:
+            """The key's nodes, ascending, as the walk asks for them; up to its KeyEnd."""
+            for event in events:
+                if isinstance(event, StreamNode):
+                    yield event.master_id, event.listpack
+                elif isinstance(event, KeyEnd):
+                    key_ended[0] = True
+                    if progress is not None:
+                        progress(reader.offset, reader.size)
+                    return
+
+        for event in events:
             if isinstance(event, SelectDB):
                 current = event.db
             elif isinstance(event, KeyStart):
-                in_key = current == db and event.key == key and event.type_name == "stream"
-                found = found or in_key
-            elif isinstance(event, KeyEnd | End):
-                if progress is not None:
-                    progress(reader.offset, reader.size)
-                if isinstance(event, KeyEnd) and in_key:
-                    in_key, done = False, True
+                if current == db and event.key == key and event.type_name == "stream":
+                    found = True
+                    entries = _walk(nodes_of_key(), low, high, limit, reverse)
+                    if not key_ended[0]:
+                        for _ in nodes_of_key():  # the rest of the key: checked, not decoded
+                            pass
                     if not verify:
                         break
-            elif in_key and not done and isinstance(event, StreamNode):
-                entries: list[tuple[ID, list[bytes]]] = []
-                sn.scan_forward(event.listpack, event.master_id, low, high, 0, entries)
-                kept.extend(entries)
-                if not reverse and limit > 0 and len(kept) >= limit:
-                    done = True
-                    if not verify:
-                        break
+            elif isinstance(event, KeyEnd | End) and progress is not None:
+                progress(reader.offset, reader.size)
     if not found:
         return None
-    result = [(format_id(entry_id), fields) for entry_id, fields in kept]
-    if reverse:
-        result.reverse()
-    return result[:limit] if limit > 0 else result
+    return [(format_id(entry_id), fields) for entry_id, fields in entries]
+
+
+def _walk(
+    nodes: Iterator[tuple[ID, bytes]], low: ID, high: ID, limit: int, reverse: bool
+) -> list[tuple[ID, list[bytes]]]:
+    """A range of a stream whose nodes come from a file, ascending: forward, the walk every
+    range uses (:func:`rstore.streams.read.scan_nodes`); backward, the last ``limit`` entries
+    of the forward walk, kept as it goes (a file cannot be read from its end)."""
+    if not reverse:
+        return scan_nodes(nodes, low, high, limit)
+    kept: collections.deque[tuple[ID, list[bytes]]] = collections.deque(
+        maxlen=limit if limit > 0 else None
+    )
+    for master_id, node in nodes:
+        if master_id > high:
+            break
+        kept.extend(scan_nodes([(master_id, node)], low, high))
+    return list(reversed(kept))
 
 
 def read_rdb_range(
@@ -320,11 +301,12 @@ def read_rdb_range(
 
 def inspect_store(
     env: Env, *, key: bytes | None = None, progress: Progress | None = None
-) -> list[StreamSummary]:
-    """The same per-stream summaries for a live store (one consistent snapshot).
-    ``progress(keys_done, keys_total)`` is called as the keys are read."""
+) -> list[StreamInfo]:
+    """The same per-stream reports for a live store (one consistent snapshot), built from the
+    same records as a file's.  ``progress(keys_done, keys_total)`` is called as the keys are
+    read."""
 
-    def collect(txn: Txn) -> list[StreamSummary]:
+    def collect(txn: Txn) -> list[StreamInfo]:
         out = []
         total = txn.key_count() if progress is not None else 0
         for done, (name, stream) in enumerate(stream_keys(txn), start=1):
@@ -333,7 +315,7 @@ def inspect_store(
             if key is not None and name != key:
                 continue
             snap = snapshot_stream(txn, stream)
-            builder = _StreamBuilder(StreamSummary(0, name))
+            builder = _StreamBuilder(name)
             for node in snap.nodes:
                 builder.add(node)
             builder.add(snap.state)
@@ -341,7 +323,7 @@ def inspect_store(
                 builder.add(group.state)
                 for consumer in group.consumers:
                     builder.add(consumer.state)
-            out.append(builder.s)
+            out.append(builder.finish())
         return out
 
     return env.read(collect)

@@ -17,8 +17,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Iterator
 
+from rstore.model import ID
 from rstore.storage import layout
-from rstore.storage.layout import ID, ConsumerMeta, GroupMeta
+from rstore.storage.layout import ConsumerMeta, GroupMeta
 from rstore.storage.txn import Txn
 
 __all__ = [
@@ -43,6 +44,9 @@ Nack = tuple[int, int, bytes]  # delivery_time_ms, delivery_count, consumer name
 
 
 # ----------------------------------------------------------------------------- groups
+
+#: The sub-database of the group PELs (for errors that name it).
+PEL_DB = layout.DB_PEL
 
 _GROUPS, _CONSUMERS, _PEL, _OWNED = (
     layout.DB_GROUPS,
@@ -123,6 +127,19 @@ def consumers_of(txn: Txn, group: GroupMeta) -> list[ConsumerMeta]:
 
 def _nack(txn: Txn, key: bytes, value: bytes) -> Nack:
     return txn.decode(_PEL, key, layout.unpack_nack, value)
+
+
+def owned_nack(txn: Txn, group: GroupMeta, entry_id: ID, owner: bytes) -> Nack:
+    """The NACK of an entry ``owner``'s own list names; :class:`CorruptStoreError` when the
+    group PEL lacks it (the two indexes disagree)."""
+    nack = nack_get(txn, group, entry_id)
+    if nack is None:
+        raise txn.inconsistent(
+            _PEL,
+            f"consumer {owner!r} of group {group.name!r} lists entry {entry_id[0]}-{entry_id[1]}, "
+            "which the group's pending entries lack",
+        )
+    return nack
 
 
 def nack_get(txn: Txn, group: GroupMeta, entry_id: ID) -> Nack | None:

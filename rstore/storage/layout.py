@@ -39,6 +39,7 @@ import zlib
 from dataclasses import dataclass
 
 from rstore.codec.crc64 import crc64
+from rstore.model import ID, INVALID_ENTRIES_READ, ConsumerState, GroupState, StreamState
 
 FORMAT_MAGIC = b"rstore"
 FORMAT_VERSION = 2
@@ -77,8 +78,6 @@ _KEYREC = struct.Struct(">BBQ")
 _CONFIG = struct.Struct(">QQ")
 _FORMAT = struct.Struct(">6sI")
 _META = struct.Struct(">12Q")
-
-ID = tuple[int, int]
 
 
 def pack_u64(v: int) -> bytes:
@@ -245,6 +244,13 @@ class StreamMeta:
             self.group_count,
         )
 
+    def state(self) -> StreamState:
+        """The same facts as a plain value (:mod:`rstore.model`)."""
+        return StreamState(
+            self.length, self.last_id, self.first_id, self.max_deleted_entry_id,
+            self.entries_added, self.group_count,
+        )  # fmt: skip
+
     @classmethod
     def unpack(cls, b: bytes) -> StreamMeta:
         v = _META.unpack(b)
@@ -280,7 +286,6 @@ def node_key_id(key: bytes) -> ID:
 # names longer than this keep a prefix plus their SHA-256, with the full name in the value.
 MAX_INLINE_MEMBER = 400
 _MEMBER_PREFIX = MAX_INLINE_MEMBER - 32
-INVALID_ENTRIES_READ = -1
 
 _GROUP = struct.Struct(">QQqQQQ")
 _CONSUMER = struct.Struct(">qqQ")
@@ -358,6 +363,12 @@ class GroupMeta:
         )
         return rec + self.name if len(self.name) > MAX_INLINE_MEMBER else rec
 
+    def state(self) -> GroupState:
+        """The same facts as a plain value (:mod:`rstore.model`)."""
+        return GroupState(
+            self.name, self.last_id, self.entries_read, self.pel_count, self.consumer_count
+        )
+
     @classmethod
     def unpack(cls, key: bytes, value: bytes) -> GroupMeta:
         ms, seq, entries_read, handle, pel_count, consumer_count = _GROUP.unpack_from(value)
@@ -379,6 +390,10 @@ class ConsumerMeta:
     def pack(self) -> bytes:
         rec = _CONSUMER.pack(self.seen_time, self.active_time, self.pel_count)
         return rec + self.name if len(self.name) > MAX_INLINE_MEMBER else rec
+
+    def state(self) -> ConsumerState:
+        """The same facts as a plain value (:mod:`rstore.model`)."""
+        return ConsumerState(self.name, self.seen_time, self.active_time, self.pel_count)
 
     @classmethod
     def unpack(cls, key: bytes, value: bytes) -> ConsumerMeta:

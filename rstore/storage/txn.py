@@ -29,8 +29,9 @@ from typing import Any, TypeVar
 
 from rstore.codec.node_validate import validate_node
 from rstore.errors import CorruptDataError, CorruptStoreError
+from rstore.model import ID
 from rstore.storage import layout, pagecheck
-from rstore.storage.layout import ID, KeyRecord, StoreConfig, StreamMeta
+from rstore.storage.layout import KeyRecord, StoreConfig, StreamMeta
 
 __all__ = ["Carry", "Txn"]
 
@@ -135,6 +136,19 @@ class Txn:
             what, path=self._path, db=db.decode(), key=stream,
             hint="nothing was read from it; `rstore check` lists every damaged place",
         )  # fmt: skip
+
+    def inconsistent(self, db: bytes, what: str, stream: bytes | None = None) -> CorruptStoreError:
+        """The error for records that disagree (each one sound on its own): a counter, an
+        index or a reference naming what is not there -- damage a checksum cannot see, such
+        as a record whose key was damaged, found missing by a lookup."""
+        return CorruptStoreError(
+            f"the store's records disagree: {what}", path=self._path, db=db.decode(),
+            key=stream, hint="nothing was changed; `rstore check` lists every damaged place",
+        )  # fmt: skip
+
+    def stream_name(self, handle: int) -> bytes | None:
+        """The key name of the stream ``handle``, when this transaction has seen it."""
+        return self._names.get(handle)
 
     def decode(self, db: bytes, key: bytes, fn: Callable[[bytes], T], payload: bytes) -> T:
         """``fn(payload)``; malformed bytes raise :class:`CorruptStoreError`, never a bare

@@ -14,6 +14,7 @@ from rstore import messages
 from rstore.codec import stream_node as sn
 from rstore.ids import ID, MAX_ID, increment
 from rstore.numbers import UINT64_MAX
+from rstore.storage import layout
 from rstore.storage.txn import Txn
 from rstore.streams.keyspace import StreamRef, create_stream, lookup_stream
 from rstore.streams.trim import TrimSpec, trim
@@ -93,7 +94,11 @@ def _append(
     tail = None
     if meta.node_count:
         tail = txn.node_get(handle, meta.tail_id)
-        assert tail is not None, "stream metadata names a tail node that is not stored"
+        if tail is None:
+            raise txn.inconsistent(
+                layout.DB_NODES, "the stream's metadata names a last node that is not stored",
+                txn.stream_name(handle),
+            )  # fmt: skip
         max_bytes = config.node_max_bytes
         if max_bytes == 0 or max_bytes > STREAM_LISTPACK_MAX_SIZE:
             max_bytes = STREAM_LISTPACK_MAX_SIZE

@@ -1,4 +1,6 @@
-"""XINFO STREAM: the stream's state, including Redis's radix-tree counters.
+"""XINFO's semantics: a stream, its groups and their consumers as reports show them
+(:class:`~rstore.model.StreamInfo`, :class:`~rstore.model.GroupInfo`,
+:class:`~rstore.model.ConsumerInfo`).
 
 ``radix-tree-keys`` is the node count.  ``radix-tree-nodes`` counts the nodes of the compressed
 radix tree (rax) that maps 16-byte big-endian master IDs to nodes.  For the trees Redis builds
@@ -10,34 +12,21 @@ prefixes are exactly the longest common prefixes of neighbours.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
-from rstore.codec.stream_node import Entry
-from rstore.ids import ID
+from rstore.ids import ID, MAX_ID, MIN_ID
+from rstore.model import ConsumerInfo, GroupInfo, PendingEntry, StreamInfo
+from rstore.storage import group_records
+from rstore.storage.layout import GroupMeta
 from rstore.storage.txn import Txn
 from rstore.streams.keyspace import StreamRef
+from rstore.streams.lag import group_lag
 from rstore.streams.read import first_entry, last_entry, read_range
 
-__all__ = ["StreamInfo", "radix_tree_nodes", "stream_info"]
+__all__ = ["consumer_infos", "group_infos", "radix_tree_nodes", "stream_info"]
 
-_FULL_DEFAULT_COUNT = 10
-
-
-@dataclass(frozen=True)
-class StreamInfo:
-    """What XINFO STREAM reports (names as in Redis)."""
-
-    length: int
-    radix_tree_keys: int
-    radix_tree_nodes: int
-    last_generated_id: ID
-    max_deleted_entry_id: ID
-    entries_added: int
-    recorded_first_entry_id: ID
-    groups: int
-    first_entry: Entry | None
-    last_entry: Entry | None
-    entries: list[Entry] | None  # FULL only
+T = TypeVar("T")
 
 
 def radix_tree_nodes(master_ids: list[ID]) -> int:
@@ -59,26 +48,73 @@ def radix_tree_nodes(master_ids: list[ID]) -> int:
     return len(nodes)
 
 
-def stream_info(txn: Txn, stream: StreamRef, *, full: bool = False, count: int = 10) -> StreamInfo:
-    """Collect XINFO STREAM; ``full`` adds up to ``count`` entries (0 = all)."""
+def stream_info(
+    txn: Txn, key: bytes, stream: StreamRef, *, full: bool = False, count: int = 10
+) -> StreamInfo:
+    """XINFO STREAM: the stream's state with its first and last entries; ``full`` instead
+    gives up to ``count`` entries (0 = all) and the groups with ``count`` pending entries each
+    (per group and per consumer)."""
     meta = stream.meta
-    entries = None
     first = last = None
+    entries = None
+    groups: tuple[GroupInfo, ...] = ()
     if full:
-        entries = read_range(txn, stream, (0, 0), (2**64 - 1, 2**64 - 1), count)
+        entries = tuple(read_range(txn, stream, MIN_ID, MAX_ID, count))
+        groups = tuple(group_infos(txn, stream, consumers=True, pending=count))
     else:
         first = first_entry(txn, stream)
         last = last_entry(txn, stream)
     return StreamInfo(
-        length=meta.length,
-        radix_tree_keys=meta.node_count,
+        key=key,
+        state=meta.state(),
+        nodes=meta.node_count,
+        first_entry_id=None if first is None else first[0],
+        last_entry_id=None if last is None else last[0],
+        groups=groups,
         radix_tree_nodes=radix_tree_nodes(txn.node_ids(stream.handle)),
-        last_generated_id=meta.last_id,
-        max_deleted_entry_id=meta.max_deleted_entry_id,
-        entries_added=meta.entries_added,
-        recorded_first_entry_id=meta.first_id,
-        groups=meta.group_count,
         first_entry=first,
         last_entry=last,
         entries=entries,
     )
+
+
+def _take(items: Iterable[T], count: int) -> list[T]:
+    """The first ``count`` items (all of them when ``count`` is 0)."""
+    return list(itertools.islice(items, count)) if count else list(items)
+
+
+def group_infos(
+    txn: Txn, stream: StreamRef, *, consumers: bool = False, pending: int | None = None
+) -> Iterator[GroupInfo]:
+    """The stream's groups in name order, each with its lag; with ``consumers`` their
+    consumers too; with ``pending`` (a count, 0 = all) the first pending entries of each group
+    and of each consumer (XINFO STREAM FULL)."""
+    meta = stream.meta
+    for g in group_records.groups_of(txn, stream.handle):
+        members: tuple[ConsumerInfo, ...] = ()
+        if consumers:
+            members = tuple(consumer_infos(txn, g, pending=pending))
+        first_pending: tuple[PendingEntry, ...] = ()
+        if pending is not None:
+            entries = _take(group_records.pel_entries(txn, g), pending)
+            first_pending = tuple(PendingEntry(eid, t, n, who) for eid, (t, n, who) in entries)
+        yield GroupInfo(g.state(), group_lag(meta, g.last_id, g.entries_read), members,
+                        first_pending)  # fmt: skip
+
+
+def consumer_infos(
+    txn: Txn, group: GroupMeta, *, pending: int | None = None
+) -> Iterator[ConsumerInfo]:
+    """The group's consumers in name order; with ``pending`` (a count, 0 = all) the first
+    entries of each one's own PEL."""
+    for c in group_records.consumers_of(txn, group):
+        own: tuple[PendingEntry, ...] = ()
+        if pending is not None:
+            ids = _take(group_records.consumer_pel_ids(txn, group, c.name), pending)
+            own = tuple(_own(txn, group, eid, c.name) for eid in ids)
+        yield ConsumerInfo(c.state(), own)
+
+
+def _own(txn: Txn, group: GroupMeta, entry_id: ID, consumer: bytes) -> PendingEntry:
+    delivery_time, delivery_count, owner = group_records.owned_nack(txn, group, entry_id, consumer)
+    return PendingEntry(entry_id, delivery_time, delivery_count, owner)

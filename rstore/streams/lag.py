@@ -5,19 +5,60 @@ Valkey 8.0 keeps the algorithm Redis introduced in 7.0 (Redis 8.0 later changed 
 has ``lag = entries_added - entries_read``.  Deletions (tombstones) that may lie after the
 group's position make the counter unreliable, and then it is estimated from the stream's
 edges, or reported as unknown (``None``, a nil in replies).
+
+Pure functions over plain values: the stream's counters (a store's ``StreamMeta`` or a file's
+``StreamState``, see :func:`counters`) and a group's position and read counter -- so that a
+store, an RDB file being inspected and a restore compute them alike.
 """
 
 from __future__ import annotations
 
-from rstore.ids import ID
-from rstore.storage.layout import INVALID_ENTRIES_READ, GroupMeta, StreamMeta
+from dataclasses import replace
+from typing import Protocol
 
-__all__ = ["entries_read_after_delivery", "estimate_entries_read", "group_lag", "has_tombstone"]
+from rstore.ids import ID
+from rstore.model import INVALID_ENTRIES_READ, StreamState
+
+__all__ = [
+    "INVALID_ENTRIES_READ",
+    "StreamCounters",
+    "counters",
+    "entries_read_after_delivery",
+    "estimate_entries_read",
+    "group_lag",
+    "has_tombstone",
+]
 
 _ZERO: ID = (0, 0)
 
 
-def has_tombstone(meta: StreamMeta, start: ID) -> bool:
+class StreamCounters(Protocol):
+    """What the lag rules read of a stream (``StreamMeta`` and a complete ``StreamState``)."""
+
+    @property
+    def length(self) -> int: ...
+    @property
+    def last_id(self) -> ID: ...
+    @property
+    def first_id(self) -> ID: ...
+    @property
+    def max_deleted_entry_id(self) -> ID: ...
+    @property
+    def entries_added(self) -> int: ...
+
+
+def counters(state: StreamState) -> StreamCounters:
+    """A file's stream state with the counters RDB type 15 lacks filled in as Redis does when
+    it loads such a file (no deletions known, every live entry added)."""
+    return replace(  # type: ignore[return-value]  # the Nones are gone
+        state,
+        first_id=state.first_id or _ZERO,
+        max_deleted_entry_id=state.max_deleted_entry_id or _ZERO,
+        entries_added=state.entries_added if state.entries_added is not None else state.length,
+    )
+
+
+def has_tombstone(meta: StreamCounters, start: ID) -> bool:
     """Whether a deleted entry may lie at or after ``start`` (Redis ``streamRangeHasTombstones``
     with an open end)."""
     if meta.length == 0 or meta.max_deleted_entry_id == _ZERO:
@@ -27,7 +68,7 @@ def has_tombstone(meta: StreamMeta, start: ID) -> bool:
     return start <= meta.max_deleted_entry_id
 
 
-def estimate_entries_read(meta: StreamMeta, sid: ID) -> int:
+def estimate_entries_read(meta: StreamCounters, sid: ID) -> int:
     """The logical read counter of a group positioned at ``sid``, or -1 when unknowable."""
     if meta.entries_added == 0:
         return 0
@@ -45,22 +86,26 @@ def estimate_entries_read(meta: StreamMeta, sid: ID) -> int:
     return INVALID_ENTRIES_READ
 
 
-def group_lag(meta: StreamMeta, group: GroupMeta) -> int | None:
-    """Entries not yet delivered to the group, or ``None`` when it cannot be known."""
+def group_lag(meta: StreamCounters, last_id: ID, entries_read: int | None) -> int | None:
+    """Entries not yet delivered to a group positioned at ``last_id`` with the read counter
+    ``entries_read`` (-1 or ``None``: unknown), or ``None`` when it cannot be known."""
     if meta.entries_added == 0:
         return 0
-    if group.entries_read != INVALID_ENTRIES_READ and not has_tombstone(meta, group.last_id):
-        return meta.entries_added - group.entries_read
-    estimate = estimate_entries_read(meta, group.last_id)
+    known = entries_read is not None and entries_read != INVALID_ENTRIES_READ
+    if known and not has_tombstone(meta, last_id):
+        assert entries_read is not None
+        return meta.entries_added - entries_read
+    estimate = estimate_entries_read(meta, last_id)
     if estimate == INVALID_ENTRIES_READ:
         return None
     return meta.entries_added - estimate
 
 
-def entries_read_after_delivery(meta: StreamMeta, group: GroupMeta, delivered: ID) -> int:
-    """The group's counter after delivering entry ``delivered`` (> its last ID) with ``>``."""
-    if group.entries_read != INVALID_ENTRIES_READ and not has_tombstone(meta, delivered):
-        return group.entries_read + 1
+def entries_read_after_delivery(meta: StreamCounters, entries_read: int, delivered: ID) -> int:
+    """A group's read counter after delivering entry ``delivered`` (beyond its position) with
+    ``>``, from ``entries_read`` before."""
+    if entries_read != INVALID_ENTRIES_READ and not has_tombstone(meta, delivered):
+        return entries_read + 1
     if meta.entries_added:
         return estimate_entries_read(meta, delivered)
-    return group.entries_read
+    return entries_read

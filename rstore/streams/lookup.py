@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from rstore.codec import stream_node as sn
 from rstore.ids import ID, MAX_ID, MIN_ID
+from rstore.model import Entry
 from rstore.storage.txn import Txn
 from rstore.streams.keyspace import StreamRef
 
@@ -33,7 +34,7 @@ class EntryLookup:
         for master_id, node in self._txn.iter_nodes(self._handle, entry_id):
             if master_id > entry_id:
                 return None
-            decoded: list[sn.Entry] = []
+            decoded: list[Entry] = []
             sn.scan_forward(node, master_id, MIN_ID, MAX_ID, 0, decoded)
             self._master = master_id
             self._entries = dict(decoded)

@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rstore.ids import ID
+from rstore.model import PendingEntry
 from rstore.storage import group_records
 from rstore.storage.layout import GroupMeta
 from rstore.storage.txn import Txn
 from rstore.streams.keyspace import StreamRef
 
-__all__ = ["PendingEntry", "PendingSummary", "ack", "pending_range", "pending_summary"]
+__all__ = ["PendingSummary", "ack", "pending_range", "pending_summary"]
 
 
 def ack(txn: Txn, stream: StreamRef, group: GroupMeta, ids: list[ID]) -> int:
@@ -39,22 +40,19 @@ class PendingSummary:
 
 
 def pending_summary(txn: Txn, group: GroupMeta) -> PendingSummary:
+    """XPENDING's summary: the count, the first and last IDs, and each owner's count."""
     if group.pel_count == 0:
         return PendingSummary(0, None, None, [])
-    first = next(group_records.pel_entries(txn, group))[0]
+    first_entry = next(group_records.pel_entries(txn, group), None)
     last = group_records.last_pel_id(txn, group)
+    if first_entry is None or last is None:
+        raise txn.inconsistent(
+            group_records.PEL_DB,
+            f"group {group.name!r} counts {group.pel_count} pending entries and holds none",
+        )
+    first = first_entry[0]
     owners = [(c.name, c.pel_count) for c in group_records.consumers_of(txn, group) if c.pel_count]
     return PendingSummary(group.pel_count, first, last, owners)
-
-
-@dataclass(frozen=True)
-class PendingEntry:
-    """One line of XPENDING's extended form."""
-
-    id: ID
-    consumer: bytes
-    idle_ms: int
-    delivery_count: int
 
 
 def pending_range(
@@ -68,7 +66,9 @@ def pending_range(
     min_idle_ms: int,
     now_ms: int,
 ) -> list[PendingEntry]:
-    """Pending entries from ``start`` to ``end``, at most ``count``, idle >= ``min_idle_ms``."""
+    """XPENDING's extended form: pending entries from ``start`` to ``end`` (of ``consumer``
+    only, when given), at most ``count``, idle for at least ``min_idle_ms`` at ``now_ms``;
+    each with its owner."""
     out: list[PendingEntry] = []
     if count <= 0:
         return out
@@ -76,17 +76,11 @@ def pending_range(
         nacks = ((eid, nack) for eid, nack in group_records.pel_entries(txn, group, start, end))
     else:
         ids = group_records.consumer_pel_ids(txn, group, consumer, start, end)
-        nacks = ((eid, _must(group_records.nack_get(txn, group, eid))) for eid in ids)
+        nacks = ((eid, group_records.owned_nack(txn, group, eid, consumer)) for eid in ids)
     for entry_id, (delivery_time, delivery_count, owner) in nacks:
-        idle = now_ms - delivery_time
-        if min_idle_ms and idle < min_idle_ms:
+        if min_idle_ms and now_ms - delivery_time < min_idle_ms:
             continue
-        out.append(PendingEntry(entry_id, owner, max(idle, 0), delivery_count))
+        out.append(PendingEntry(entry_id, delivery_time, delivery_count, owner))
         if len(out) >= count:
             break
     return out
-
-
-def _must(nack: group_records.Nack | None) -> group_records.Nack:
-    assert nack is not None, "consumer index names an entry missing from the group PEL"
-    return nack

@@ -2,24 +2,31 @@
 
 Entries are ``(id, [field1, value1, field2, value2, ...])`` with ``id`` an ``(ms, seq)`` tuple;
 tombstones are never returned.
+
+The walk over nodes is one pure function, :func:`scan_nodes`, over any iterable of
+``(master_id, listpack)`` pairs: a store's nodes from a transaction (:func:`read_range`), nodes
+copied out of one (:func:`copy_range`, decoded after the transaction), or the nodes of a stream
+read from an RDB file (:func:`rstore.snapshot.inspection.read_rdb_entries`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from rstore.codec import stream_node as sn
-from rstore.codec.stream_node import Entry
 from rstore.ids import ID, MAX_ID, MIN_ID, increment
+from rstore.model import Entry
 from rstore.storage.txn import Txn
 from rstore.streams.keyspace import StreamRef
 
 __all__ = [
     "Entry",
     "copy_range",
-    "decode_range",
     "first_entry",
     "last_entry",
     "read_after",
     "read_range",
+    "scan_nodes",
 ]
 
 Nodes = list[tuple[ID, bytes]]
@@ -67,15 +74,34 @@ def copy_range(
     return nodes
 
 
-def decode_range(
-    nodes: Nodes, start: ID, end: ID, count: int = 0, *, reverse: bool = False
+def scan_nodes(
+    nodes: Iterable[tuple[ID, bytes]],
+    start: ID,
+    end: ID,
+    count: int = 0,
+    *,
+    reverse: bool = False,
 ) -> list[Entry]:
-    """The entries of ``nodes`` (from :func:`copy_range`) in the range."""
+    """The live entries of ``nodes`` with ``start <= id <= end``, at most ``count`` (0 = no
+    limit).  ``nodes`` come in walk order: ascending master IDs from the node that may hold
+    ``start``, or with ``reverse`` descending from the node that may hold ``end`` -- and
+    entries come out in the same order.  The walk stops as soon as nothing further can match,
+    so ``nodes`` may be a lazy, unbounded iterator."""
     out: list[Entry] = []
-    scan = sn.scan_backward if reverse else sn.scan_forward
-    for master_id, node in nodes:
-        if scan(node, master_id, start, end, count, out):
-            break
+    if start > end:
+        return out
+    if not reverse:
+        for master_id, node in nodes:
+            if master_id > end:
+                break
+            if sn.scan_forward(node, master_id, start, end, count, out):
+                break
+    else:
+        for master_id, node in nodes:
+            if sn.scan_backward(node, master_id, start, end, count, out):
+                break
+            if master_id <= start:
+                break  # earlier nodes hold only IDs below this master ID
     return out
 
 
@@ -90,23 +116,10 @@ def read_range(
 ) -> list[Entry]:
     """Live entries with ``start <= id <= end``, ascending (or descending with ``reverse``),
     at most ``count`` of them (0 = no limit)."""
-    out: list[Entry] = []
     if start > end or stream.meta.length == 0:
-        return out
-    handle = stream.handle
-    if not reverse:
-        for master_id, node in txn.iter_nodes(handle, start):
-            if master_id > end:
-                break
-            if sn.scan_forward(node, master_id, start, end, count, out):
-                break
-    else:
-        for master_id, node in txn.iter_nodes(handle, end, reverse=True):
-            if sn.scan_backward(node, master_id, start, end, count, out):
-                break
-            if master_id <= start:
-                break  # earlier nodes hold only IDs below this master ID
-    return out
+        return []
+    nodes = txn.iter_nodes(stream.handle, end if reverse else start, reverse=reverse)
+    return scan_nodes(nodes, start, end, count, reverse=reverse)
 
 
 def read_after(txn: Txn, stream: StreamRef, after: ID, count: int = 0) -> list[Entry]:
@@ -118,10 +131,12 @@ def read_after(txn: Txn, stream: StreamRef, after: ID, count: int = 0) -> list[E
 
 
 def first_entry(txn: Txn, stream: StreamRef) -> Entry | None:
+    """The first live entry, or ``None``."""
     found = read_range(txn, stream, MIN_ID, MAX_ID, 1)
     return found[0] if found else None
 
 
 def last_entry(txn: Txn, stream: StreamRef) -> Entry | None:
+    """The last live entry, or ``None``."""
     found = read_range(txn, stream, MIN_ID, MAX_ID, 1, reverse=True)
     return found[0] if found else None

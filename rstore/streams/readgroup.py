@@ -16,9 +16,10 @@ from __future__ import annotations
 from itertools import islice
 
 from rstore.ids import ID, MAX_ID, increment
+from rstore.model import INVALID_ENTRIES_READ
 from rstore.numbers import UINT64_MAX
 from rstore.storage import group_records
-from rstore.storage.layout import INVALID_ENTRIES_READ, ConsumerMeta, GroupMeta
+from rstore.storage.layout import ConsumerMeta, GroupMeta
 from rstore.storage.txn import Txn
 from rstore.streams.keyspace import StreamRef
 from rstore.streams.lag import entries_read_after_delivery, has_tombstone
@@ -55,7 +56,7 @@ def read_new(
         group.entries_read += len(entries)
     else:
         for entry_id, _ in entries:
-            group.entries_read = entries_read_after_delivery(meta, group, entry_id)
+            group.entries_read = entries_read_after_delivery(meta, group.entries_read, entry_id)
     group.last_id = entries[-1][0]
     others: dict[bytes, int] = {}  # NACKs taken from other consumers
     if not noack:
@@ -104,8 +105,7 @@ def read_history(
     out: list[HistoryEntry] = []
     for entry_id in wanted:
         fields = lookup.get(entry_id)
-        nack = group_records.nack_get(txn, group, entry_id)
-        assert nack is not None, "consumer index names an entry missing from the group PEL"
+        nack = group_records.owned_nack(txn, group, entry_id, consumer.name)
         deliveries = nack[1]
         if fields is not None:
             deliveries = (deliveries + 1) & UINT64_MAX  # a uint64 counter in Redis

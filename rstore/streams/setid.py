@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rstore import messages
 from rstore.ids import ID
+from rstore.storage import layout
 from rstore.storage.txn import Txn
 from rstore.streams.keyspace import lookup_stream
 from rstore.streams.read import last_entry
@@ -27,7 +28,11 @@ def set_id(
         raise messages.error(messages.XSETID_SMALLER_THAN_MAXDEL)
     if meta.length > 0:
         top = last_entry(txn, stream)
-        assert top is not None
+        if top is None:
+            raise txn.inconsistent(
+                layout.DB_STREAMS, f"the stream counts {meta.length} entries and holds none",
+                txn.stream_name(stream.handle),
+            )  # fmt: skip
         if last_id < top[0]:
             raise messages.error(messages.XSETID_SMALLER_THAN_TOP)
         if entries_added is not None and entries_added < meta.length:

@@ -111,9 +111,9 @@ def test_inspect_a_file(run: Run) -> None:
     }  # fmt: skip
     jobs = next(s for s in report["streams"] if s["key"] == "jobs")
     truth = next(s for s in summary.streams if s.key == b"jobs")
-    assert jobs["length"] == truth.length == 399
+    assert jobs["length"] == truth.state.length == 399
     assert [g["name"] for g in jobs["groups"]] == ["audit", "late", "workers"]
-    assert [g["pending"] for g in jobs["groups"]] == [g.pending for g in truth.groups]
+    assert [g["pending"] for g in jobs["groups"]] == [g.state.pel_count for g in truth.groups]
     assert all(isinstance(g["consumers"], int) for g in jobs["groups"])
     text = run("inspect", str(FIXTURE)).stdout
     assert "RDB version 11" in text and "db 3: 2 keys" in text

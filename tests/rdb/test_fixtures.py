@@ -104,15 +104,15 @@ def test_inspect_summarises_every_database(name: str) -> None:
             for c in key["commands"]:
                 verb = c["args"][0], c["args"][1] if c["args"][0] == "XINFO" else ""
                 replies.setdefault(verb, c.get("valkey_reply", c["reply"]))
-            assert s.length == replies[("XLEN", "")]
+            assert s.state.length == replies[("XLEN", "")]
             info = dict(zip(*[iter(replies[("XINFO", "STREAM")])] * 2))
             assert s.nodes == info["radix-tree-keys"]
-            assert s.entries_added == info["entries-added"]
-            ms, seq = s.last_generated_id
+            assert s.state.entries_added == info["entries-added"]
+            ms, seq = s.state.last_id
             assert f"{ms}-{seq}" == info["last-generated-id"]
             assert s.expire_ms == (key["pexpiretime"] if key["pexpiretime"] > 0 else None)
             groups = [dict(zip(*[iter(g)] * 2)) for g in replies[("XINFO", "GROUPS")]]
-            assert [(g.name.decode(), g.pending, g.lag) for g in s.groups] == [
+            assert [(g.state.name.decode(), g.state.pel_count, g.lag) for g in s.groups] == [
                 (g["name"], g["pending"], g["lag"]) for g in groups
             ]
             assert [len(g.consumers) for g in s.groups] == [g["consumers"] for g in groups]

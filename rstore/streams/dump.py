@@ -1,36 +1,82 @@
-"""Building a stream from :mod:`rstore.model` records (RDB files, DUMP payloads).
+"""A whole stream as RDB records, out of the store and back in: what DUMP, RESTORE and RDB files
+need (the payload and file formats themselves are in :mod:`rstore.rdb`).
 
-Records arrive in RDB order: nodes, the stream state, then per group its state, its PEL and
-its consumers with their PEL IDs.  Nodes and NACKs are written to the transaction as they come
-(constant memory); a NACK gets its owner when a consumer's list names it.  Besides the checks
-Redis makes (every consumer entry in the group PEL, every PEL entry owned), the stream state is
-checked against the nodes -- length, first ID, last ID -- so that a damaged or crafted file can
-never leave counters that disagree with the data.  The caller runs all of it in one
-transaction: any problem raises and nothing is kept.
+**Out** (:func:`snapshot_stream`): nodes, PEL entries and consumer lists are read from the
+transaction lazily, as the RDB writer consumes them, so saving a store of any size takes
+constant memory.  The counts the writer needs up front come from the stored counters (which
+:mod:`rstore.streams.check` verifies); the writer checks them again against what it writes.
+
+**In** (:func:`import_stream`, :func:`restore_stream`): records arrive in RDB order -- nodes,
+the stream state, then per group its state, its PEL and its consumers with their PEL IDs.
+Nodes and NACKs are written to the transaction as they come; a NACK gets its owner when a
+consumer's list names it.  Besides the checks Redis makes (every consumer entry in the group
+PEL, every PEL entry owned), the stream state is checked against the nodes -- length, first ID,
+last ID -- so that a damaged or crafted file can never leave counters that disagree with the
+data.  The caller runs all of it in one transaction: any problem raises and nothing is kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from rstore.codec.node_validate import node_facts
-from rstore.errors import CorruptDataError, CorruptRDBError
+from rstore.errors import CorruptDataError, CorruptRDBError, KeyExistsError
 from rstore.ids import ID
 from rstore.model import (
     ConsumerPending,
+    ConsumerSnapshot,
     ConsumerState,
+    GroupSnapshot,
     GroupState,
     PendingEntry,
     StreamNode,
+    StreamSnapshot,
     StreamState,
 )
 from rstore.storage import group_records
-from rstore.storage.layout import ConsumerMeta, GroupMeta, StreamMeta
+from rstore.storage.layout import TYPE_STREAM, ConsumerMeta, GroupMeta, StreamMeta
 from rstore.storage.txn import Txn
+from rstore.streams import keyspace
 from rstore.streams.keyspace import StreamRef, discard_stream, new_unbound_stream
 from rstore.streams.lag import estimate_entries_read
 
-__all__ = ["import_stream"]
+__all__ = ["import_stream", "restore_stream", "snapshot_stream", "stream_keys"]
+
+
+# --------------------------------------------------------------------------- out
+
+
+def stream_keys(txn: Txn) -> Iterator[tuple[bytes, StreamRef]]:
+    """Every stream of the store with its metadata."""
+    for _, name, rec in txn.iter_keys():
+        if rec.type == TYPE_STREAM:
+            yield name, StreamRef(rec.handle, txn.stream_get(rec.handle))
+
+
+def snapshot_stream(txn: Txn, stream: StreamRef) -> StreamSnapshot:
+    """The whole stream, read lazily from ``txn`` (which must stay open while it is used)."""
+    return StreamSnapshot(
+        node_count=stream.meta.node_count,
+        nodes=(StreamNode(mid, node) for mid, node in txn.iter_nodes(stream.handle)),
+        state=stream.meta.state(),
+        groups=(_group(txn, g) for g in group_records.groups_of(txn, stream.handle)),
+    )
+
+
+def _group(txn: Txn, g: GroupMeta) -> GroupSnapshot:
+    return GroupSnapshot(
+        state=g.state(),
+        pending=(PendingEntry(eid, t, n) for eid, (t, n, _) in group_records.pel_entries(txn, g)),
+        consumers=(_consumer(txn, g, c) for c in group_records.consumers_of(txn, g)),
+    )
+
+
+def _consumer(txn: Txn, g: GroupMeta, c: ConsumerMeta) -> ConsumerSnapshot:
+    ids: Iterator[ID] = group_records.consumer_pel_ids(txn, g, c.name)
+    return ConsumerSnapshot(c.state(), ids)
+
+
+# --------------------------------------------------------------------------- in
 
 
 class _Importer:
@@ -188,3 +234,18 @@ def import_stream(txn: Txn, name: bytes, records: Iterable[object]) -> StreamRef
         discard_stream(txn, imp.stream.handle)
         raise
     return imp.stream
+
+
+def restore_stream(txn: Txn, key: bytes, records: Iterable[object], *, replace: bool) -> bool:
+    """Make ``key`` the stream built from ``records`` (RESTORE, and each stream of an RDB file):
+    look the key up, import, delete the old stream if any, bind.  Whether a stream was
+    replaced.  An existing key without ``replace`` raises :class:`KeyExistsError` before
+    anything is read; a refused import leaves the old stream untouched."""
+    existing = keyspace.lookup_stream(txn, key)
+    if existing is not None and not replace:
+        raise KeyExistsError(key)
+    stream = import_stream(txn, key, records)
+    if existing is not None:
+        keyspace.delete_keys(txn, [key])
+    keyspace.bind_stream(txn, key, stream)
+    return existing is not None

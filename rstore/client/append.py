@@ -1,0 +1,54 @@
+"""redis-py's XADD methods (the command: :mod:`rstore.commands.append`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rstore.client.base import ClientBase
+from rstore.errors import DataError
+
+__all__ = ["AppendCommands"]
+
+
+class AppendCommands(ClientBase):
+    """XADD, as redis-py 8.1's ``Redis`` has them."""
+
+    def xadd(
+        self,
+        name: Any,
+        fields: Mapping[Any, Any],
+        id: Any = "*",
+        maxlen: int | None = None,
+        approximate: bool = True,
+        nomkstream: bool = False,
+        minid: Any = None,
+        limit: int | None = None,
+    ) -> Any:
+        """Append an entry; returns its ID (``bytes``), or ``None`` with ``nomkstream`` on a
+        missing stream."""
+        pieces: list[Any] = []
+        if maxlen is not None and minid is not None:
+            raise DataError("Only one of ```maxlen``` or ```minid``` may be specified")
+        if nomkstream:
+            pieces.append(b"NOMKSTREAM")
+        if maxlen is not None:
+            if not isinstance(maxlen, int) or maxlen < 0:
+                raise DataError("XADD maxlen must be non-negative integer")
+            pieces.append(b"MAXLEN")
+            if approximate:
+                pieces.append(b"~")
+            pieces.append(str(maxlen))
+        if minid is not None:
+            pieces.append(b"MINID")
+            if approximate:
+                pieces.append(b"~")
+            pieces.append(minid)
+        if limit is not None:
+            pieces.extend([b"LIMIT", limit])
+        pieces.append(id)
+        if not isinstance(fields, dict) or len(fields) == 0:
+            raise DataError("XADD fields must be a non-empty dict")
+        for pair in fields.items():
+            pieces.extend(pair)
+        return self._command([b"XADD", name, *pieces])
