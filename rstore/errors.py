@@ -58,6 +58,7 @@ __all__ = [
     "CorruptStoreError",
     "DataError",
     "DiskFullError",
+    "InconsistentSnapshotError",
     "KeyExistsError",
     "NotAStoreError",
     "RStoreError",
@@ -311,6 +312,16 @@ class CorruptStoreError(CorruptDataError):
         self.db = db
         self.key = key
         self.page = page
+        self.hint = hint
+
+
+class InconsistentSnapshotError(CorruptDataError):
+    """A stream being saved (RDB file or DUMP payload) holds other counts than its records
+    declare -- the store's counters disagree with its data; nothing was written under the
+    target name.  ``hint``: run ``rstore check``."""
+
+    def __init__(self, message: str, hint: str | None = "`rstore check` shows what disagrees"):
+        super().__init__(f"{message}; {hint}" if hint else message)
         self.hint = hint
 
 

@@ -72,7 +72,98 @@ XSETID_ENTRIES_ADDED_SMALL = (
 )
 
 # Consumer groups
+NOGROUP_XREADGROUP = (
+    "NOGROUP No such key '{key}' or consumer group '{group}' in XREADGROUP with GROUP option"
+)
+XREADGROUP_DOLLAR = (
+    "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of "
+    "this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID "
+    "would just return an empty result set."
+)
 NOGROUP_FOR_KEY = "NOGROUP No such consumer group '{group}' for key name '{key}'"  # XGROUP, XINFO
+
+NOGROUP_PENDING = "NOGROUP No such key '{key}' or consumer group '{group}'"  # XPENDING, XCLAIM
+XGROUP_NO_KEY = (
+    "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to "
+    "use the MKSTREAM option to create an empty stream automatically."
+)
+BUSYGROUP = "BUSYGROUP Consumer Group name already exists"
+XGROUP_ENTRIESREAD = "ERR value for ENTRIESREAD must be positive or -1"
+XREADGROUP_NO_GROUP = "ERR Missing GROUP option for XREADGROUP"
+XREAD_TIMEOUT_RANGE = "ERR timeout is out of range"
+XREAD_LAST_ID_ZERO = "ERR the stream last element ID is 0-0"
+
+# XCLAIM / XAUTOCLAIM
+XCLAIM_MIN_IDLE = "ERR Invalid min-idle-time argument for XCLAIM"
+XAUTOCLAIM_MIN_IDLE = "ERR Invalid min-idle-time argument for XAUTOCLAIM"
+XCLAIM_IDLE = "ERR Invalid IDLE option argument for XCLAIM"
+XCLAIM_TIME = "ERR Invalid TIME option argument for XCLAIM"
+XCLAIM_RETRYCOUNT = "ERR Invalid RETRYCOUNT option argument for XCLAIM"
+XCLAIM_UNKNOWN_OPTION = "ERR Unrecognized XCLAIM option '{opt}'"
+COUNT_POSITIVE = "ERR COUNT must be > 0"
+XAUTOCLAIM_COUNT_TOO_HIGH = (
+    "ERR Insufficient memory, failed allocating transient memory, COUNT too high."
+)
+
+# DUMP / RESTORE
+BUSYKEY = "BUSYKEY Target key name already exists."
+BAD_PAYLOAD = "ERR DUMP payload version or checksum are wrong"
+BAD_FORMAT = "ERR Bad data format"
+RESTORE_BAD_TTL = "ERR Invalid TTL value, must be >= 0"
+RESTORE_BAD_IDLETIME = "ERR Invalid IDLETIME value, must be >= 0"
+RESTORE_BAD_FREQ = "ERR Invalid FREQ value, must be >= 0 and <= 255"
+RESTORE_NOT_A_STREAM = (
+    "ERR rstore stores streams only; this payload holds a {type_name}"  # rstore's
+)
+RESTORE_TTL = "ERR rstore keys do not expire: RESTORE needs a TTL of 0"  # rstore's
+
+# Keyspace, commands
+SCAN_UNKNOWN_TYPE = "ERR unknown type name '{name}'"
+SCAN_NOVALUES = "ERR NOVALUES option can only be used in HSCAN"
+EMPTY_COMMAND = "ERR empty command"
+
+# HELP replies
+XGROUP_HELP = [
+    "XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CREATE <key> <groupname> <id|$> [option]",
+    "    Create a new consumer group. Options are:",
+    "    * MKSTREAM",
+    "      Create the empty stream if it does not exist.",
+    "    * ENTRIESREAD entries_read",
+    "      Set the group's entries_read counter (internal use).",
+    "CREATECONSUMER <key> <groupname> <consumer>",
+    "    Create a new consumer in the specified group.",
+    "DELCONSUMER <key> <groupname> <consumer>",
+    "    Remove the specified consumer.",
+    "DESTROY <key> <groupname>",
+    "    Remove the specified group.",
+    "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+    "    Set the current group ID and entries_read counter.",
+    "HELP",
+    "    Print this help.",
+]
+
+XINFO_HELP = [
+    "XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CONSUMERS <key> <groupname>",
+    "    Show consumers of <groupname>.",
+    "GROUPS <key>",
+    "    Show the stream consumer groups.",
+    "STREAM <key> [FULL [COUNT <count>]",
+    "    Show information about the stream.",
+    "HELP",
+    "    Print this help.",
+]
+
+CONFIG_HELP = [
+    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>",
+    "    Set the configuration <directive> to <value>.",
+    "HELP",
+    "    Print this help.",
+]
 
 # CONFIG
 CONFIG_UNKNOWN_OPTION = "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"

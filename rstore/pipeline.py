@@ -7,11 +7,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from rstore.client import Callback, RedisCommands
-from rstore.client.shapes import finish
+from rstore.client.shapes import Decoder, finish
 from rstore.commands.argv import encode_argv
-from rstore.commands.executor import run_batch
 from rstore.commands.registry import lookup
-from rstore.commands.reply import to_public
 from rstore.errors import ResponseError
 
 if TYPE_CHECKING:
@@ -35,8 +33,9 @@ class Pipeline(RedisCommands):
     ID specified in XADD must be greater than 0-0"`` (``err.line`` stays Valkey's line).
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, decode: Decoder | None = None) -> None:
         self._store = store
+        self._decode = decode  # the store's decode_responses
         self._queue: list[tuple[list[bytes], Callback, dict[str, Any]]] = []
 
     def _command(self, argv: list[Any], callback: Callback = None, **options: Any) -> Any:
@@ -56,21 +55,19 @@ class Pipeline(RedisCommands):
         queue, self._queue = self._queue, []
         if not queue:
             return []
-        env = self._store._live_env()
         batch = [argv for argv, _, _ in queue]
         try:
-            results = run_batch(env, batch)
+            results = self._store.execute_batch(batch)
         except ResponseError as exc:  # refused before anything ran (Valkey's EXECABORT case)
             raise _annotated(exc, _refused_index(batch), batch) from None
         out: list[Any] = []
         first_error: int | None = None
-        decode = self._store._decode
-        for i, ((spec, reply), (_, callback, options)) in enumerate(zip(results, queue)):
+        for i, (reply, (_, callback, options)) in enumerate(zip(results, queue)):
             if isinstance(reply, ResponseError):
                 first_error = i if first_error is None else first_error
                 out.append(reply)
             else:
-                out.append(finish(to_public(reply, spec.public), callback, options, decode))
+                out.append(finish(reply, callback, options, self._decode))
         if raise_on_error and first_error is not None:
             raise _annotated(out[first_error], first_error, batch)
         return out

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 from rstore.client import Callback, RedisCommands
 from rstore.client.shapes import Decoder, finish, make_decoder
 from rstore.commands.argv import encode_arg, encode_argv
-from rstore.commands.executor import execute, now_ms
+from rstore.commands.executor import execute, now_ms, run_batch
 from rstore.commands.registry import lookup
 from rstore.commands.reply import to_public
-from rstore.errors import CorruptStoreError, StoreClosedError
+from rstore.errors import CorruptStoreError, ResponseError, StoreClosedError
 from rstore.pipeline import Pipeline
 from rstore.storage import env as envmod
 from rstore.storage.layout import StoreConfig
@@ -200,41 +201,6 @@ class Store(RedisCommands):
         key = encode_arg(name)
         return self._live_env().read(lambda txn: dump_payload(txn, key, rdb_version))
 
-    @overload
-    def restore(
-        self,
-        path: str | os.PathLike[str],
-        db: int = 0,
-        replace: bool = False,
-        *,
-        progress: Progress | None = None,
-    ) -> RestoreReport: ...
-
-    @overload
-    def restore(
-        self,
-        name: Any,
-        ttl: int,
-        value: bytes,
-        replace: bool = False,
-        absttl: bool = False,
-        idletime: int | None = None,
-        frequency: int | None = None,
-    ) -> Any: ...
-
-    def restore(self, *args: Any, **kwargs: Any) -> Any:
-        """Two methods in one, told apart by their arguments:
-
-        * ``restore(path, db=0, replace=False)`` imports an RDB file (see
-          :meth:`restore_file`);
-        * ``restore(name, ttl, value, replace=False, ...)`` is redis-py's RESTORE command,
-          creating one key from a DUMP payload (``value`` is ``bytes``).
-        """
-        payload = args[2] if len(args) >= 3 else kwargs.get("value")
-        if isinstance(payload, bytes | bytearray | memoryview) or "ttl" in kwargs:
-            return super().restore(*args, **kwargs)
-        return self.restore_file(*args, **kwargs)
-
     def restore_file(
         self,
         path: str | os.PathLike[str],
@@ -309,13 +275,27 @@ class Store(RedisCommands):
         """
         return lookup(encode_argv(argv)).write
 
-    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Pipeline:
-        """A pipeline whose :meth:`~Pipeline.execute` runs in one atomic transaction.
-
-        ``transaction`` is accepted for redis-py compatibility; rstore pipelines are always
-        atomic.
+    def execute_batch(self, commands: Iterable[Sequence[Any]]) -> list[Any]:
+        """Run several commands, each given as argv, in ONE transaction: other processes see
+        all of them or none, a crash keeps all of them or none.  As in MULTI/EXEC, a command
+        refused while running gives its :class:`ResponseError` *in place of its reply* (it is
+        not raised) and the others still apply; an unknown command or a wrong argument count
+        refuses the whole batch before anything runs (raised).  Replies are as :meth:`execute`
+        gives them; BLOCK is ignored.  :meth:`pipeline` is the redis-py-style front of this.
         """
-        return Pipeline(self)
+        batch = [encode_argv(list(argv)) for argv in commands]
+        if not batch:
+            return []
+        return [
+            reply if isinstance(reply, ResponseError) else to_public(reply, spec.public)
+            for spec, reply in run_batch(self._live_env(), batch)
+        ]
+
+    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Pipeline:
+        """A pipeline whose :meth:`~Pipeline.execute` runs in one atomic transaction
+        (:meth:`execute_batch`).  ``transaction`` is accepted for redis-py compatibility; rstore
+        pipelines are always atomic."""
+        return Pipeline(self, self._decode)
 
 
 def check_store(path: str | os.PathLike[str] = DEFAULT_PATH) -> list[str]:

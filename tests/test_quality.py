@@ -33,17 +33,6 @@ def test_mypy_strict_is_clean() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_only_storage_imports_lmdb() -> None:
-    offenders = []
-    for path in ROOT.joinpath("rstore").rglob("*.py"):
-        if "storage" in path.parts:
-            continue
-        text = path.read_text()
-        if "import lmdb" in text or "from lmdb" in text:
-            offenders.append(str(path.relative_to(ROOT)))
-    assert offenders == []
-
-
 def test_codec_is_pure() -> None:
     """codec/ does no I/O and reads no clock: it imports only the stdlib basics and layer 0."""
     allowed = {"__future__", "collections", "struct", "typing", "crcmod", "lzf", "rstore"}
@@ -57,14 +46,6 @@ def test_codec_is_pure() -> None:
                 assert top in permitted, f"{path.name} imports {words[1]}"
                 if top == "rstore":
                     assert words[1].split(".")[1] in ("codec", "errors", "numbers", "model"), line
-
-
-def test_cli_uses_only_the_public_facade() -> None:
-    internal = ("rstore.storage", "rstore.codec", "rstore.streams", "rstore.commands")
-    for path in ROOT.joinpath("cli").rglob("*.py"):
-        text = path.read_text()
-        for name in internal:
-            assert name not in text, f"{path.name} reaches into {name}"
 
 
 def test_modules_stay_small() -> None:
@@ -139,3 +120,164 @@ def test_every_checked_import_is_installable_from_an_extra() -> None:
     assert missing == [], "not installable from pyproject's dependencies or extras: " + ", ".join(
         missing
     )
+
+
+#: The first words of Redis/Valkey error replies.
+_ERROR_CODES = (
+    "ERR", "WRONGTYPE", "NOGROUP", "BUSYGROUP", "BUSYKEY", "NOSCRIPT", "EXECABORT", "NOPERM",
+    "READONLY", "LOADING", "NOAUTH", "WRONGPASS", "NOPROTO", "OOM", "MISCONF", "UNBLOCKED",
+)  # fmt: skip
+
+
+def _reply_texts(path: Path) -> list[str]:
+    """String literals of ``path`` (docstrings aside) that start like an error reply."""
+    import ast
+    import re
+
+    starts = re.compile(rf"^({'|'.join(_ERROR_CODES)}) ")
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found = []
+    for node in ast.walk(tree):
+        first = node.values[0] if isinstance(node, ast.JoinedStr) and node.values else node
+        if (
+            isinstance(first, ast.Constant)
+            and isinstance(first.value, str)
+            and id(first) not in docstrings
+            and starts.match(first.value)
+        ):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {first.value[:60]!r}")
+    return found
+
+
+def test_every_reply_text_is_in_messages() -> None:
+    """Every error line rstore answers with is written once, in rstore/messages.py (as
+    DEVELOPERS.md promises): none in another module of the library or the CLI."""
+    outside = [
+        text
+        for folder in ("rstore", "cli")
+        for path in ROOT.joinpath(folder).rglob("*.py")
+        if path.name != "messages.py"
+        for text in _reply_texts(path)
+    ]
+    assert outside == [], "move these texts to rstore/messages.py:\n" + "\n".join(outside)
+
+
+#: Who may import whom inside the library (DEVELOPERS.md "Layers").  Each module belongs to the
+#: first prefix that matches its dotted name; it may import the standard library, the
+#: third-party packages listed for its layer, and the rstore modules whose prefixes are listed.
+_LAYER0 = ("rstore.errors", "rstore.messages", "rstore.ids", "rstore.numbers", "rstore.glob",
+           "rstore.model", "rstore.version")  # fmt: skip
+_IMPORT_TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # layer: (rstore modules it may import, third-party packages it may import)
+    "layer0": (_LAYER0, ()),
+    "rstore.codec": (("rstore.codec", *_LAYER0), ("crcmod", "lzf")),
+    "rstore.storage": (("rstore.storage", "rstore.codec", *_LAYER0), ("lmdb",)),
+    "rstore.streams": (("rstore.streams", "rstore.storage", "rstore.codec", *_LAYER0), ()),
+    "rstore.rdb": (("rstore.rdb", "rstore.codec", *_LAYER0), ()),
+    "rstore.client": (("rstore.client", *_LAYER0), ()),
+    "rstore.commands": (
+        (
+            "rstore.commands",
+            "rstore.streams",
+            "rstore.storage",
+            "rstore.rdb",
+            "rstore.codec",
+            *_LAYER0,
+        ),
+        (),
+    ),
+    "rstore.snapshot": (
+        (
+            "rstore.snapshot",
+            "rstore.streams",
+            "rstore.storage",
+            "rstore.rdb",
+            "rstore.codec",
+            *_LAYER0,
+        ),
+        (),
+    ),
+    "rstore.queue": (
+        (
+            "rstore.queue",
+            "rstore.commands",
+            "rstore.streams",
+            "rstore.storage",
+            "rstore.store",
+            *_LAYER0,
+        ),
+        (),
+    ),
+    "facade": (("rstore",), ()),  # store.py, pipeline.py, ranges.py, __init__.py: anything
+    "rstore_cli": (("rstore_cli", "rstore"), ("click",)),
+}
+_FACADE = ("rstore.store", "rstore.pipeline", "rstore.ranges", "rstore")
+
+
+def _public(name: str) -> bool:
+    """Whether ``name`` is ``rstore`` or one of its public names (``rstore.Store``)."""
+    import rstore
+
+    parts = name.split(".")
+    return parts == ["rstore"] or (len(parts) == 2 and parts[1] in rstore.__all__)
+
+
+def _layer_of(module: str) -> str:
+    if module in _LAYER0:
+        return "layer0"
+    if module in _FACADE:
+        return "facade"
+    for prefix in _IMPORT_TABLE:
+        if module == prefix or module.startswith(prefix + "."):
+            return prefix
+    raise AssertionError(f"{module} is in no layer of the import table")
+
+
+def _imports_of(path: Path, module: str) -> list[tuple[int, str]]:
+    import ast
+
+    out = []
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            out += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
+    return out
+
+
+def test_layers_import_only_what_the_table_allows() -> None:
+    """The layer table above, checked over every import of every module (function-level
+    imports included): the rules DEVELOPERS.md states, enforced."""
+    bad = []
+    for folder, dotted in (("rstore", "rstore"), ("cli", "rstore_cli")):
+        for path in ROOT.joinpath(folder).rglob("*.py"):
+            parts = path.relative_to(ROOT.joinpath(folder)).with_suffix("").parts
+            module = ".".join((dotted, *parts)).removesuffix(".__init__")
+            layer = _layer_of(module)
+            allowed, third_party = _IMPORT_TABLE[layer]
+            for line, name in _imports_of(path, module):
+                top = name.split(".")[0]
+                if top in sys.stdlib_module_names or top == "__future__":
+                    continue
+                if top in ("rstore", "rstore_cli"):
+                    if layer == "rstore_cli" and top == "rstore" and not _public(name):
+                        bad.append(f"{path.relative_to(ROOT)}:{line}: {name} (the CLI uses the "
+                                   "public names of `rstore` only)")  # fmt: skip
+                    elif not any(name == a or name.startswith(a + ".") for a in allowed):
+                        bad.append(f"{path.relative_to(ROOT)}:{line}: {layer} imports {name}")
+                elif top not in third_party:
+                    bad.append(f"{path.relative_to(ROOT)}:{line}: {layer} imports {top}")
+    assert bad == [], "imports the layer table forbids:\n" + "\n".join(sorted(bad))

@@ -30,7 +30,7 @@ def claimed_reply(claimed: list[Claimed]) -> list[Any]:
 @command("xclaim", -6, write=True, summary="Claim pending entries for a consumer")
 def xclaim(ctx: Context, argv: list[bytes]) -> Any:
     stream, group = lookup_group(ctx, argv[1], argv[2])
-    min_idle = max(parse_int(argv[4], "ERR Invalid min-idle-time argument for XCLAIM"), 0)
+    min_idle = max(parse_int(argv[4], messages.XCLAIM_MIN_IDLE), 0)
     id_list: list[ids.ID] = []
     j = 5
     while j < len(argv):
@@ -53,22 +53,18 @@ def xclaim(ctx: Context, argv: list[bytes]) -> Any:
             justid = True
         elif opt == b"idle" and more:
             j += 1
-            delivery_time = ctx.now_ms - parse_int(
-                argv[j], "ERR Invalid IDLE option argument for XCLAIM"
-            )
+            delivery_time = ctx.now_ms - parse_int(argv[j], messages.XCLAIM_IDLE)
         elif opt == b"time" and more:
             j += 1
-            delivery_time = parse_int(argv[j], "ERR Invalid TIME option argument for XCLAIM")
+            delivery_time = parse_int(argv[j], messages.XCLAIM_TIME)
         elif opt == b"retrycount" and more:
             j += 1
-            retry = parse_int(argv[j], "ERR Invalid RETRYCOUNT option argument for XCLAIM")
+            retry = parse_int(argv[j], messages.XCLAIM_RETRYCOUNT)
         elif opt == b"lastid" and more:
             j += 1
             last_id = ids.parse_id(argv[j], strict=True)
         else:
-            raise messages.error(
-                "ERR Unrecognized XCLAIM option '{opt}'", opt=messages.sanitize(argv[j])
-            )
+            raise messages.error(messages.XCLAIM_UNKNOWN_OPTION, opt=messages.sanitize(argv[j]))
         j += 1
     opts = ClaimOptions(
         min_idle, delivery_time, retry if retry is None or retry >= 0 else None,
@@ -79,7 +75,7 @@ def xclaim(ctx: Context, argv: list[bytes]) -> Any:
 
 @command("xautoclaim", -6, write=True, summary="Claim idle pending entries, scanning the PEL")
 def xautoclaim(ctx: Context, argv: list[bytes]) -> Any:
-    min_idle = max(parse_int(argv[4], "ERR Invalid min-idle-time argument for XAUTOCLAIM"), 0)
+    min_idle = max(parse_int(argv[4], messages.XAUTOCLAIM_MIN_IDLE), 0)
     start = ids.parse_interval_id(argv[5], missing_seq=0, is_end=False)
     count = 100
     justid = False
@@ -91,7 +87,7 @@ def xautoclaim(ctx: Context, argv: list[bytes]) -> Any:
         if opt == b"count" and more:
             value = string2ll(argv[j + 1])
             if value is None or not 1 <= value <= AUTOCLAIM_MAX_COUNT:
-                raise messages.error("ERR COUNT must be > 0")
+                raise messages.error(messages.COUNT_POSITIVE)
             count = value
             j += 1
         elif opt == b"justid":
@@ -101,9 +97,7 @@ def xautoclaim(ctx: Context, argv: list[bytes]) -> Any:
         j += 1
     stream, group = lookup_group(ctx, argv[1], argv[2])
     if count > AUTOCLAIM_ALLOC_LIMIT:
-        raise messages.error(
-            "ERR Insufficient memory, failed allocating transient memory, COUNT too high."
-        )
+        raise messages.error(messages.XAUTOCLAIM_COUNT_TOO_HIGH)
     cursor, claimed, deleted = autoclaim(
         ctx.txn, stream, group, argv[3], min_idle, start, count,
         justid=justid, now_ms=ctx.now_ms,

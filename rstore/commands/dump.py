@@ -13,10 +13,6 @@ from rstore.storage.txn import Txn
 from rstore.streams.dump import restore_stream, snapshot_stream
 from rstore.streams.keyspace import lookup_stream
 
-BUSYKEY = "BUSYKEY Target key name already exists."
-BAD_PAYLOAD = "ERR DUMP payload version or checksum are wrong"
-BAD_FORMAT = "ERR Bad data format"
-
 
 def dump_payload(txn: Txn, key: bytes, rdb_version: int = DUMP_VERSION) -> bytes | None:
     """The DUMP payload of ``key`` (``None`` when it does not exist) in ``rdb_version``: 11,
@@ -49,35 +45,35 @@ def restore(ctx: Context, argv: list[bytes]) -> Any:
             j += 1
             idle = parse_int(argv[j])
             if idle < 0:
-                raise messages.error("ERR Invalid IDLETIME value, must be >= 0")
+                raise messages.error(messages.RESTORE_BAD_IDLETIME)
         elif kw == b"freq" and more and idle == -1:
             j += 1
             freq = parse_int(argv[j])
             if not 0 <= freq <= 255:
-                raise messages.error("ERR Invalid FREQ value, must be >= 0 and <= 255")
+                raise messages.error(messages.RESTORE_BAD_FREQ)
         else:
             raise messages.error(messages.SYNTAX)
         j += 1
     key = argv[1]
     existing = lookup_stream(ctx.txn, key)
     if existing is not None and not replace:
-        raise messages.error(BUSYKEY)
+        raise messages.error(messages.BUSYKEY)
     ttl = parse_int(argv[2])
     if ttl < 0:
-        raise messages.error("ERR Invalid TTL value, must be >= 0")
+        raise messages.error(messages.RESTORE_BAD_TTL)
     try:
         _, type_name, records = read_payload(argv[3])
     except PayloadError:
-        raise messages.error(BAD_PAYLOAD) from None
+        raise messages.error(messages.BAD_PAYLOAD) from None
     except (CorruptDataError, UnsupportedRDBError):
-        raise messages.error(BAD_FORMAT) from None
+        raise messages.error(messages.BAD_FORMAT) from None
     if records is None:
-        raise messages.error(f"ERR rstore stores streams only; this payload holds a {type_name}")
+        raise messages.error(messages.RESTORE_NOT_A_STREAM, type_name=type_name)
     if ttl:
-        raise messages.error("ERR rstore keys do not expire: RESTORE needs a TTL of 0")
+        raise messages.error(messages.RESTORE_TTL)
     try:
         restore_stream(ctx.txn, key, records, replace=replace)
     except (CorruptDataError, UnsupportedRDBError):
-        raise messages.error(BAD_FORMAT) from None
+        raise messages.error(messages.BAD_FORMAT) from None
     ctx.signal(key)
     return "OK"

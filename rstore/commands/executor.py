@@ -28,6 +28,7 @@ __all__ = [
     "Blocked",
     "Deferred",
     "execute",
+    "in_transaction",
     "now_ms",
     "run_batch",
     "run_in_transaction",
@@ -76,6 +77,33 @@ def _resolve(reply: Any) -> Any:
     return reply.build() if isinstance(reply, Deferred) else reply
 
 
+def in_transaction(
+    env: Env, fn: Callable[[Context], T], *, write: bool, in_batch: bool = False
+) -> T:
+    """Run ``fn`` with a :class:`Context` on one transaction -- a read snapshot, or a write
+    transaction that is committed -- under one time snapshot; after a commit, wake the readers
+    of the keys ``fn`` signalled.  Every command, batch and queue step runs through here.
+
+    ``env.write`` may run its function again (after the map grows): each attempt gets a fresh
+    context, and the signals of the attempt that committed are the ones sent.  An exception
+    from ``fn`` aborts the transaction: nothing of it is written.
+    """
+    now = now_ms()
+    committed: Context | None = None
+
+    def attempt(txn: Txn) -> T:
+        nonlocal committed
+        committed = Context(txn, now, in_batch=in_batch)
+        return fn(committed)
+
+    if not write:
+        return env.read(attempt)
+    result = env.write(attempt)
+    assert committed is not None  # env.write ran ``attempt`` at least once
+    env.notify(committed.signals)
+    return result
+
+
 def run_one(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
     """Run one command once; ``(spec, internal reply)``.  Errors raise :class:`ResponseError`.
 
@@ -84,18 +112,7 @@ def run_one(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
     spec = lookup(argv)
     handler = spec.handler
     assert handler is not None
-    now = now_ms()
-    contexts: list[Context] = []
-
-    def body(txn: Txn) -> Any:
-        ctx = Context(txn, now)
-        contexts[:] = [ctx]
-        return handler(ctx, argv)
-
-    if not spec.write:
-        return spec, _resolve(env.read(body))
-    reply = env.write(body)
-    env.notify(contexts[0].signals)
+    reply = in_transaction(env, lambda ctx: handler(ctx, argv), write=spec.write)
     return spec, _resolve(reply)
 
 
@@ -132,14 +149,13 @@ def _wait(env: Env, blocked: Blocked) -> Any:
 
 
 def run_batch(env: Env, batch: list[list[bytes]]) -> list[tuple[CommandSpec, Any]]:
-    """Run ``batch`` in one transaction; each result is a reply or a ResponseError instance."""
+    """Run ``batch`` in one transaction, atomically (MULTI/EXEC's rule): a command refused
+    while running answers with its error (a ResponseError instance in its place) and the others
+    still apply; an unknown command or a wrong argument count refuses the whole batch before
+    anything runs (raised).  BLOCK is ignored inside a batch."""
     specs = [lookup(argv) for argv in batch]  # refuse the whole batch before running any
-    now = now_ms()
-    signals: list[set[bytes] | None] = []
 
-    def body(txn: Txn) -> list[tuple[CommandSpec, Any]]:
-        ctx = Context(txn, now, in_batch=True)
-        signals[:] = [ctx.signals]
+    def body(ctx: Context) -> list[tuple[CommandSpec, Any]]:
         results: list[tuple[CommandSpec, Any]] = []
         for spec, argv in zip(specs, batch):
             assert spec.handler is not None
@@ -147,28 +163,14 @@ def run_batch(env: Env, batch: list[list[bytes]]) -> list[tuple[CommandSpec, Any
                 results.append((spec, spec.handler(ctx, argv)))
             except ResponseError as exc:
                 results.append((spec, exc))
-        signals[:] = [ctx.signals]
         return results
 
-    if not any(spec.write for spec in specs):
-        return [(spec, _resolve(r)) for spec, r in env.read(body)]
-    results = env.write(body)
-    env.notify(signals[0])
+    write = any(spec.write for spec in specs)
+    results = in_transaction(env, body, write=write, in_batch=True)
     return [(spec, _resolve(r)) for spec, r in results]
 
 
 def run_in_transaction(env: Env, body: Callable[[Context], T]) -> T:
     """Run ``body`` -- stream semantics, command handlers, and decisions between them -- in one
-    write transaction with one time snapshot, then wake the readers it signalled.  An
-    exception from ``body`` aborts the transaction: nothing of it is written."""
-    now = now_ms()
-    contexts: list[Context] = []
-
-    def run(txn: Txn) -> T:
-        ctx = Context(txn, now, in_batch=True)
-        contexts[:] = [ctx]  # the last attempt's (env.write may run ``run`` again)
-        return body(ctx)
-
-    result = env.write(run)
-    env.notify(contexts[0].signals)
-    return result
+    write transaction (the queue's steps, :mod:`rstore.queue.steps`)."""
+    return in_transaction(env, body, write=True, in_batch=True)

@@ -19,36 +19,10 @@ from rstore.streams.keyspace import create_stream, lookup_stream
 
 container("xgroup", summary="Manage consumer groups")
 
-XGROUP_HELP = [
-    "XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "CREATE <key> <groupname> <id|$> [option]",
-    "    Create a new consumer group. Options are:",
-    "    * MKSTREAM",
-    "      Create the empty stream if it does not exist.",
-    "    * ENTRIESREAD entries_read",
-    "      Set the group's entries_read counter (internal use).",
-    "CREATECONSUMER <key> <groupname> <consumer>",
-    "    Create a new consumer in the specified group.",
-    "DELCONSUMER <key> <groupname> <consumer>",
-    "    Remove the specified consumer.",
-    "DESTROY <key> <groupname>",
-    "    Remove the specified group.",
-    "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
-    "    Set the current group ID and entries_read counter.",
-    "HELP",
-    "    Print this help.",
-]
-
-NO_KEY = (
-    "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to "
-    "use the MKSTREAM option to create an empty stream automatically."
-)
-BUSYGROUP = "BUSYGROUP Consumer Group name already exists"
-
 
 @subcommand("xgroup", "help", 2)
 def xgroup_help(ctx: Context, argv: list[bytes]) -> Any:
-    return list(XGROUP_HELP)
+    return list(messages.XGROUP_HELP)
 
 
 def _common(ctx: Context, argv: list[bytes], sub: bytes) -> tuple[Any, Any, bool, int]:
@@ -65,13 +39,13 @@ def _common(ctx: Context, argv: list[bytes], sub: bytes) -> tuple[Any, Any, bool
         elif sub in (b"create", b"setid") and kw == b"entriesread" and i + 1 < len(argv):
             entries_read = parse_int(argv[i + 1])
             if entries_read < 0 and entries_read != INVALID_ENTRIES_READ:
-                raise messages.error("ERR value for ENTRIESREAD must be positive or -1")
+                raise messages.error(messages.XGROUP_ENTRIESREAD)
             i += 2
         else:
             raise subcommand_syntax_error(argv)
     stream = lookup_stream(ctx.txn, argv[2])
     if stream is None and not mkstream:
-        raise messages.error(NO_KEY)
+        raise messages.error(messages.XGROUP_NO_KEY)
     group = None if stream is None else groups.find_group(ctx.txn, stream, argv[3])
     if group is None and sub in (b"setid", b"createconsumer", b"delconsumer"):
         raise messages.error(
@@ -96,7 +70,7 @@ def xgroup_create(ctx: Context, argv: list[bytes]) -> Any:
     if group is not None or not groups.create_group(
         ctx.txn, stream, argv[3], last_id, entries_read
     ):
-        raise messages.error(BUSYGROUP)
+        raise messages.error(messages.BUSYGROUP)
     return "OK"
 
 

@@ -17,22 +17,10 @@ from rstore.streams.keyspace import StreamRef, lookup_stream
 
 container("xinfo", summary="Inspect streams")
 
-XINFO_HELP = [
-    "XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "CONSUMERS <key> <groupname>",
-    "    Show consumers of <groupname>.",
-    "GROUPS <key>",
-    "    Show the stream consumer groups.",
-    "STREAM <key> [FULL [COUNT <count>]",
-    "    Show information about the stream.",
-    "HELP",
-    "    Print this help.",
-]
-
 
 @subcommand("xinfo", "help", 2)
 def xinfo_help(ctx: Context, argv: list[bytes]) -> Any:
-    return list(XINFO_HELP)
+    return list(messages.XINFO_HELP)
 
 
 def lookup_for_xinfo(ctx: Context, key: bytes) -> StreamRef:

@@ -64,9 +64,9 @@ def scan(ctx: Context, argv: list[bytes]) -> Any:
         elif kw == b"type" and left >= 2:
             type_name = argv[i + 1].decode("utf-8", "surrogateescape")
             if type_name.lower() not in _KNOWN_TYPES:
-                raise messages.error(f"ERR unknown type name '{messages.sanitize(type_name)}'")
+                raise messages.error(messages.SCAN_UNKNOWN_TYPE, name=messages.sanitize(type_name))
         elif kw == b"novalues":
-            raise messages.error("ERR NOVALUES option can only be used in HSCAN")
+            raise messages.error(messages.SCAN_NOVALUES)
         else:
             raise messages.error(messages.SYNTAX)
         i += 2

@@ -14,15 +14,15 @@ from rstore.streams import groups
 from rstore.streams.keyspace import StreamRef, lookup_stream
 from rstore.streams.pending import ack, pending_range, pending_summary
 
-NOGROUP = "NOGROUP No such key '{key}' or consumer group '{group}'"
-
 
 def lookup_group(ctx: Context, key: bytes, name: bytes) -> tuple[StreamRef, GroupMeta]:
     """The stream and group for XPENDING/XCLAIM/XAUTOCLAIM, or their shared NOGROUP error."""
     stream = lookup_stream(ctx.txn, key)
     group = None if stream is None else groups.find_group(ctx.txn, stream, name)
     if stream is None or group is None:
-        raise messages.error(NOGROUP, key=messages.sanitize(key), group=messages.sanitize(name))
+        raise messages.error(
+            messages.NOGROUP_PENDING, key=messages.sanitize(key), group=messages.sanitize(name)
+        )
     return stream, group
 
 

@@ -89,7 +89,7 @@ def parse_xread(argv: list[bytes], group_cmd: bool, now_ms: int) -> XReadArgs:
             if block_ms < 0:
                 raise messages.error(messages.TIMEOUT_NEGATIVE)
             if block_ms > INT64_MAX - now_ms:  # the deadline would overflow
-                raise messages.error("ERR timeout is out of range")
+                raise messages.error(messages.XREAD_TIMEOUT_RANGE)
         elif kw == b"count" and more:
             i += 1
             count = max(parse_int(argv[i]), 0)
@@ -117,7 +117,7 @@ def parse_xread(argv: list[bytes], group_cmd: bool, now_ms: int) -> XReadArgs:
     if streams_at == 0:
         raise messages.error(messages.SYNTAX)
     if group_cmd and group is None:
-        raise messages.error("ERR Missing GROUP option for XREADGROUP")
+        raise messages.error(messages.XREADGROUP_NO_GROUP)
     n = (argc - streams_at) // 2
     return XReadArgs(
         block_ms,
@@ -144,7 +144,7 @@ def resolve_xread_ids(ctx: Context, args: XReadArgs) -> list[ids.ID]:
             else:
                 before = ids.decrement(stream.meta.last_id)
                 if before is None:
-                    raise messages.error("ERR the stream last element ID is 0-0")
+                    raise messages.error(messages.XREAD_LAST_ID_ZERO)
                 out.append(before)
         elif token == b">":
             raise messages.error(messages.XREAD_GT_ID)

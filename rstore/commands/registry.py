@@ -184,7 +184,7 @@ def lookup(argv: list[bytes]) -> CommandSpec:
         spec = COMMANDS.get(name)
     if spec is None:
         if not argv:
-            raise ResponseError("ERR empty command")
+            raise messages.error(messages.EMPTY_COMMAND)
         raise _unknown_command(argv)
     if spec.subcommands:
         if len(argv) == 1:

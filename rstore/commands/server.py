@@ -28,15 +28,6 @@ def echo(ctx: Context, argv: list[bytes]) -> Any:
 
 container("config", summary="Get and set the store's stream node limits")
 
-CONFIG_HELP = [
-    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "GET <pattern>",
-    "    Return parameters matching the glob-like <pattern> and their values.",
-    "SET <directive> <value>",
-    "    Set the configuration <directive> to <value>.",
-    "HELP",
-    "    Print this help.",
-]
 
 _PARAMS = {
     b"stream-node-max-entries": "node_max_entries",
@@ -48,7 +39,7 @@ _UNITS = {b"": 1, b"b": 1, b"k": 1000, b"kb": 1024, b"m": 1000**2, b"mb": 1024**
 
 @subcommand("config", "help", 2)
 def config_help(ctx: Context, argv: list[bytes]) -> Any:
-    return list(CONFIG_HELP)
+    return list(messages.CONFIG_HELP)
 
 
 @subcommand("config", "get", -3)

@@ -18,11 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rstore import messages
 from rstore.commands.argv import encode_argv
 from rstore.commands.executor import run_in_transaction
 from rstore.commands.pending import lookup_group
-from rstore.commands.readgroup import NOGROUP as NOGROUP_XREADGROUP
 from rstore.commands.registry import Context, lookup
 from rstore.ids import ID
 from rstore.storage import group_records as pel
@@ -33,7 +31,7 @@ from rstore.streams import groups
 from rstore.streams.claim import autoclaim
 from rstore.streams.keyspace import StreamRef, lookup_stream
 from rstore.streams.pending import ack
-from rstore.streams.readgroup import read_history
+from rstore.streams.readgroup import find_target, read_history
 
 __all__ = ["Delivered", "claim_idle", "dead_letter", "owns", "read_own_history"]
 
@@ -67,12 +65,8 @@ def read_own_history(
     process).  Returns the last ID read (``None``: no entries left) and the live entries."""
 
     def body(ctx: Context) -> tuple[ID | None, list[Delivered]]:
-        found = _find(ctx.txn, key, group_name)
-        if found is None:
-            raise messages.error(
-                NOGROUP_XREADGROUP, key=messages.sanitize(key), group=messages.sanitize(group_name)
-            )
-        stream, group = found
+        target = find_target(ctx.txn, key, group_name, {})  # XREADGROUP's NOGROUP if missing
+        stream, group = target.stream, target.group
         meta = groups.ensure_consumer(ctx.txn, stream, group, consumer, ctx.now_ms)
         history = read_history(ctx.txn, stream, group, meta, after, count, now_ms=ctx.now_ms)
         if not history:

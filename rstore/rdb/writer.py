@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from typing import BinaryIO, TypeVar
 
 from rstore.codec.crc64 import crc64
-from rstore.errors import RStoreError
+from rstore.errors import InconsistentSnapshotError
 from rstore.model import StreamSnapshot
 from rstore.rdb.encoding import (
     encode_id,
@@ -40,7 +40,9 @@ def _exactly(items: Iterable[T], declared: int, what: str) -> Iterator[T]:
             break
         yield item
     if n != declared:
-        raise RStoreError(f"snapshot is inconsistent: {what} counts {declared} but holds {n}")
+        raise InconsistentSnapshotError(
+            f"the snapshot is inconsistent: {what} counts {declared} but holds {n}"
+        )
 
 
 def encode_stream(snap: StreamSnapshot, rdb_type: int, *, compress: bool = True) -> Iterator[bytes]:

@@ -13,23 +13,76 @@ entry), for callers that need it from the same transaction (``rstore.Consumer``)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from itertools import islice
 
+from rstore import messages
 from rstore.ids import ID, MAX_ID, increment
 from rstore.model import INVALID_ENTRIES_READ
 from rstore.numbers import UINT64_MAX
 from rstore.storage import group_records
 from rstore.storage.layout import ConsumerMeta, GroupMeta
 from rstore.storage.txn import Txn
-from rstore.streams.keyspace import StreamRef
+from rstore.streams.groups import ensure_consumer
+from rstore.streams.keyspace import StreamRef, lookup_stream
 from rstore.streams.lag import entries_read_after_delivery, has_tombstone
 from rstore.streams.lookup import EntryLookup
 from rstore.streams.read import Entry, read_range
 
-__all__ = ["HistoryEntry", "read_history", "read_new"]
+__all__ = ["HistoryEntry", "Target", "find_target", "read_group", "read_history", "read_new"]
 
 # (entry ID, fields -- None when deleted from the stream --, delivery count after this read)
 HistoryEntry = tuple[ID, list[bytes] | None, int]
+
+
+@dataclass
+class Target:
+    """One key of an XREADGROUP call, looked up once: its stream and group, and what to read
+    -- ``after`` is ``None`` for new entries (``>``), else the ID the history starts after."""
+
+    key: bytes
+    stream: StreamRef
+    group: GroupMeta
+    after: ID | None = None
+
+
+def find_target(txn: Txn, key: bytes, group_name: bytes, found: dict[bytes, Target]) -> Target:
+    """The stream and group of ``key`` (the same records for a key named twice in one call, so
+    that what the first read changed the second sees); NOGROUP when either is missing."""
+    known = found.get(key)
+    if known is not None:
+        return Target(key, known.stream, known.group)
+    stream = lookup_stream(txn, key)
+    group = None if stream is None else group_records.group_get(txn, stream.handle, group_name)
+    if stream is None or group is None:
+        raise messages.error(
+            messages.NOGROUP_XREADGROUP,
+            key=messages.sanitize(key),
+            group=messages.sanitize(group_name),
+        )
+    found[key] = target = Target(key, stream, group)
+    return target
+
+
+def read_group(
+    txn: Txn, targets: list[Target], consumer_name: bytes, count: int, *, noack: bool,
+    now_ms: int,
+) -> list[tuple[Target, list[Entry] | list[HistoryEntry]]]:  # fmt: skip
+    """XREADGROUP over looked-up targets, in order: new entries (only the keys that had some)
+    or the consumer's history (every key, even empty)."""
+    out: list[tuple[Target, list[Entry] | list[HistoryEntry]]] = []
+    for t in targets:
+        consumer = ensure_consumer(txn, t.stream, t.group, consumer_name, now_ms)
+        if t.after is None:
+            entries = read_new(txn, t.stream, t.group, consumer, count, noack=noack,
+                               now_ms=now_ms)  # fmt: skip
+            if entries:
+                out.append((t, entries))
+        else:
+            out.append(
+                (t, read_history(txn, t.stream, t.group, consumer, t.after, count, now_ms=now_ms))
+            )
+    return out
 
 
 def read_new(

@@ -293,7 +293,7 @@ def test_library_progress_callbacks_reach_the_total(billing: rstore.Store, tmp_p
     rstore.inspect_rdb(str(out), progress=record("inspect_rdb"))
     rstore.read_rdb_range(str(out), "events", progress=record("range"))
     with rstore.Store(tmp_path / "copy") as copy:
-        report = copy.restore(out, progress=record("restore"))
+        report = copy.restore_file(out, progress=record("restore"))
     size = out.stat().st_size
     assert calls["save"] == [(0, 1), (1, 1)]
     assert calls["inspect_store"] == [(1, 1)]

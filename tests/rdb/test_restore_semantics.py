@@ -40,17 +40,21 @@ def store(tmp_path: Path) -> Iterator[rstore.Store]:
         yield s
 
 
-def test_restore_dispatches_between_file_and_payload(store: rstore.Store, tmp_path: Path) -> None:
+def test_restore_file_imports_a_file_and_restore_is_redis_pys(
+    store: rstore.Store, tmp_path: Path
+) -> None:
     path = tmp_path / "file.rdb"
     store.save(path)
     with rstore.Store(tmp_path / "other") as other:
-        report = other.restore(path)  # a path: the file import
+        report = other.restore_file(path)  # the file import
         assert report.streams == [b"keep"]
         payload = store.dump("keep")
         assert payload is not None
         assert other.restore("copy", 0, payload) in ("OK", b"OK", True)  # redis-py's RESTORE
         assert other.restore(name="copy2", ttl=0, value=payload) in ("OK", b"OK", True)
         assert other.dump("copy") == other.dump("copy2") == payload
+        with pytest.raises(TypeError):  # a path is not a payload: no guessing between the two
+            other.restore(path)  # type: ignore[call-arg]
         assert snapshot(other)[b"keep"] == snapshot(store)[b"keep"]
         assert other.check() == []
 
