@@ -2,37 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import click
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .jsonout import echo_json
-from .output import EntryWriter
+from .output import echo_entries, echo_ids
 from .params import after_id, to_bytes
-from .replies import Entry, read_entries
+from .replies import read_entries
 
 __all__ = ["COMMANDS", "echo_entries", "echo_ids"]
-
-
-def echo_entries(entries: Sequence[Entry], as_json: bool) -> None:
-    """Entries as ``range`` prints them: entry lines, or one JSON array; written out (flushed)
-    when this returns."""
-    if as_json:
-        echo_json(list(entries))
-    else:
-        writer = EntryWriter()
-        for entry in entries:
-            writer.entry(entry.id, entry.flat())
-        writer.flush()
-
-
-def echo_ids(ids: Sequence[bytes], as_json: bool) -> None:
-    if as_json:
-        echo_json(list(ids))
-    else:
-        for entry_id in ids:
-            click.echo(entry_id.decode("ascii", "backslashreplace"))
 
 
 @click.command("read-group", short_help="Read entries as a consumer of a group.")

@@ -18,9 +18,13 @@ from collections.abc import Iterable, Sequence
 from itertools import chain, islice
 from typing import BinaryIO
 
-from .format import BARE_FIELD, BARE_VALUE, escape_text, token
+import click
 
-__all__ = ["BATCH", "CHUNK", "EntryWriter", "RawEntry"]
+from .format import BARE_FIELD, BARE_VALUE, escape_text, token
+from .jsonout import echo_json
+from .replies import Entry
+
+__all__ = ["BATCH", "CHUNK", "EntryWriter", "RawEntry", "echo_entries", "echo_ids"]
 
 #: An entry as a reply holds it: ``(id, [field, value, ...])``, or ``(id, None)`` for a
 #: pending entry deleted from the stream.
@@ -172,3 +176,24 @@ def _bare_lines(batch: Sequence[RawEntry]) -> bytes | None:
             )
         lines.append(fmt % (entry_id, *flat))
     return b"".join(lines)
+
+
+def echo_entries(entries: Sequence[Entry], as_json: bool) -> None:
+    """Entries as ``range`` prints them: entry lines, or one JSON array; written out (flushed)
+    when this returns."""
+    if as_json:
+        echo_json(list(entries))
+    else:
+        writer = EntryWriter()
+        for entry in entries:
+            writer.entry(entry.id, entry.flat())
+        writer.flush()
+
+
+def echo_ids(ids: Sequence[bytes], as_json: bool) -> None:
+    """Entry IDs, one a line, or one JSON array."""
+    if as_json:
+        echo_json(list(ids))
+    else:
+        for entry_id in ids:
+            click.echo(entry_id.decode("ascii", "backslashreplace"))

@@ -9,10 +9,10 @@ import click
 
 import rstore
 
-from .consume import echo_entries, echo_ids
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .format import info_lines, table_lines
 from .jsonout import echo_json
+from .output import echo_entries, echo_ids
 from .params import range_bound, to_bytes
 from .replies import entries_from_reply
 

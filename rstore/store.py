@@ -15,7 +15,8 @@ from rstore.commands.registry import lookup
 from rstore.commands.reply import to_public
 from rstore.errors import CorruptStoreError, ResponseError, StoreClosedError
 from rstore.pipeline import Pipeline
-from rstore.storage import env as envmod
+from rstore.storage import registry
+from rstore.storage.env import Env
 from rstore.storage.layout import StoreConfig
 
 # Snapshots, inspection and checks load when first used (start-up of one-command processes).
@@ -77,7 +78,7 @@ class Store(RedisCommands):
             if value is not None and (not isinstance(value, int) or value < 0):
                 raise ValueError(f"{name} must be a non-negative integer, not {value!r}")
         self._path = os.fspath(path)
-        self._env: envmod.Env | None = envmod.acquire(
+        self._env: Env | None = registry.acquire(
             self._path, sync=sync, map_size=map_size, create=create, readonly=readonly
         )
         self._sync = sync
@@ -97,7 +98,7 @@ class Store(RedisCommands):
     def closed(self) -> bool:
         return self._env is None
 
-    def _live_env(self) -> envmod.Env:
+    def _live_env(self) -> Env:
         env = self._env
         if env is None:
             raise StoreClosedError(f"the store at {self._path} is closed")
@@ -115,7 +116,7 @@ class Store(RedisCommands):
         flight, and blocked reads are woken; afterwards every call raises
         :class:`StoreClosedError`."""
         if self._env is not None:
-            envmod.release(self._env)
+            registry.release(self._env)
             self._env = None
 
     def __enter__(self) -> Store:
@@ -302,7 +303,7 @@ def check_store(path: str | os.PathLike[str] = DEFAULT_PATH) -> list[str]:
     """Every problem of the store at ``path`` (empty when sound), even when the store is too
     damaged to open: then the damaged pages are found by reading the file, without letting
     LMDB walk them, and named by sub-database and stream.  Never writes."""
-    opened = envmod.open_mode(os.fspath(path))  # share this process's handle, in its mode
+    opened = registry.open_mode(os.fspath(path))  # share this process's handle, in its mode
     try:
         store = Store(path, readonly=True if opened is None else opened, create=False)
     except CorruptStoreError:

@@ -281,3 +281,19 @@ def test_layers_import_only_what_the_table_allows() -> None:
                 elif top not in third_party:
                     bad.append(f"{path.relative_to(ROOT)}:{line}: {layer} imports {top}")
     assert bad == [], "imports the layer table forbids:\n" + "\n".join(sorted(bad))
+
+
+def test_cli_command_modules_do_not_import_each_other() -> None:
+    """Each CLI command module stands on the shared helpers (context, params, format, output,
+    ...), never on another command module: what two commands share lives in a helper."""
+    from rstore_cli.main import COMMAND_MODULES
+
+    commands = {f"rstore_cli.{m}" for m in COMMAND_MODULES}
+    sideways = []
+    for module in COMMAND_MODULES:
+        path = ROOT / "cli" / f"{module}.py"
+        for line, name in _imports_of(path, f"rstore_cli.{module}"):
+            target = name.rsplit(".", 1)[0] if name.count(".") > 1 else name
+            if target in commands and target != f"rstore_cli.{module}":
+                sideways.append(f"cli/{module}.py:{line}: {name}")
+    assert sideways == [], "move what they share into a helper module:\n" + "\n".join(sideways)

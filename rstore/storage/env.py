@@ -1,7 +1,8 @@
 """The LMDB environment behind a store directory -- the only module that runs transactions.
 
 One :class:`Env` per directory per process (LMDB forbids two handles on one environment in a
-process, so every :class:`rstore.Store` on the same path shares it, reference-counted).
+process, so every :class:`rstore.Store` on the same path shares it, reference-counted by
+:mod:`rstore.storage.registry`).
 
 * **Transactions.** :meth:`Env.read` runs a function in a read-only snapshot; :meth:`Env.write`
   runs one in a write transaction and commits it.  LMDB serialises writers across threads and
@@ -40,7 +41,7 @@ from rstore.storage.gate import Gate
 from rstore.storage.notify import Notifier, PollingWaiter, Waiter, key_hash
 from rstore.storage.txn import Carry, Txn
 
-__all__ = ["DEFAULT_MAP_SIZE", "Env", "acquire", "release"]
+__all__ = ["DEFAULT_MAP_SIZE", "Env"]
 
 T = TypeVar("T")
 log = logging.getLogger("rstore.storage")
@@ -51,15 +52,6 @@ DEFAULT_MAP_SIZE = 1 << 30
 UNLOCKED_READ_ATTEMPTS = 5
 
 
-class _Registry:
-    """The process's open environments by real path, and the lock guarding them."""
-
-    def __init__(self) -> None:
-        self.envs: dict[str, Env] = {}
-        self.lock = threading.Lock()
-
-
-_REGISTRY = _Registry()
 _all_envs: weakref.WeakSet[Env] = weakref.WeakSet()
 
 
@@ -67,7 +59,6 @@ def _after_fork_in_child() -> None:
     """The child has one thread: locks held by other parent threads would never be released,
     and transactions they had open are gone.  Fresh locks and gates; handles reopen lazily
     (the Env stays registered, because py-lmdb still counts the inherited handle as open)."""
-    _REGISTRY.lock = threading.Lock()
     for env in list(_all_envs):
         env._forked = True
         env._gate = Gate(env.path)
@@ -92,7 +83,6 @@ class Env:
         self.readonly = readonly
         self._map_size = map_size
         self._create = create
-        self._refs = 0
         self._gate = Gate(path)
         self._forked = False
         self._notifier: Notifier | None = None
@@ -439,7 +429,7 @@ class Env:
         stat = self._env.stat()
         return (int(info["last_pgno"]) + 1) * int(stat["psize"])
 
-    def _close(self) -> None:
+    def close(self) -> None:
         """Wait for transactions in flight, wake this process's blocked readers, close."""
         if not self._gate.close():
             return
@@ -449,48 +439,3 @@ class Env:
             self._env.close()
             if self._notifier is not None:
                 self._notifier.close()
-
-
-def open_mode(path: str) -> bool | None:
-    """How this process has ``path`` open: ``True`` read-only, ``False`` writable, ``None``
-    not open."""
-    with _REGISTRY.lock:
-        env = _REGISTRY.envs.get(os.path.realpath(path))
-        return None if env is None else env.readonly
-
-
-def acquire(
-    path: str, *, sync: bool, map_size: int | None, create: bool, readonly: bool = False
-) -> Env:
-    """The process's Env for ``path``, opened on first use and reference-counted."""
-    real = os.path.realpath(path)
-    with _REGISTRY.lock:
-        env = _REGISTRY.envs.get(real)
-        if env is None:
-            env = Env(real, sync=sync, map_size=map_size or DEFAULT_MAP_SIZE, create=create,
-                      readonly=readonly)  # fmt: skip
-            _REGISTRY.envs[real] = env
-        elif env.sync_mode != sync:
-            raise StorageError(
-                f"{path} is already open in this process with sync={env.sync_mode}; LMDB allows "
-                "one handle per process, so every Store on one path must use the same sync setting"
-            )
-        elif env.readonly != readonly:
-            raise StorageError(
-                f"{path} is already open in this process with readonly={env.readonly}; LMDB "
-                "allows one handle per process, so every Store on one path must agree"
-            )
-        env._refs += 1
-        return env
-
-
-def release(env: Env) -> None:
-    """Drop one reference; the last one closes the environment (after the transactions in
-    flight finish)."""
-    with _REGISTRY.lock:  # held while closing: no second handle may open the path meanwhile
-        env._refs -= 1
-        if env._refs > 0:
-            return
-        if _REGISTRY.envs.get(env.path) is env:
-            del _REGISTRY.envs[env.path]
-        env._close()
