@@ -12,7 +12,7 @@ from rstore.commands.read import parse_xread
 from rstore.commands.registry import Context, command
 from rstore.commands.reply import NIL_ARRAY, entries_reply, public_stream_reply
 from rstore.errors import ResponseError
-from rstore.storage.notify import KIND_GROUP, key_hash
+from rstore.storage.notify import KIND_GROUP, slot_hash
 from rstore.storage.txn import Txn
 from rstore.streams import readgroup
 
@@ -43,7 +43,7 @@ def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
     if args.block_ms is None or ctx.in_batch:
         return NIL_ARRAY
     ready = functools.partial(_has_news, list(args.keys), args.group)
-    return Blocked(args.keys, KIND_GROUP, key_hash(args.group), argv, args.block_ms, ready)
+    return Blocked(args.keys, KIND_GROUP, slot_hash(args.group), argv, args.block_ms, ready)
 
 
 def _reply(target: readgroup.Target, entries: list[Any]) -> list[Any]:

@@ -38,7 +38,7 @@ from rstore.errors import CorruptStoreError, ReadOnlyStoreError, StorageError
 from rstore.storage import layout, opening, upgrade
 from rstore.storage.failures import translate
 from rstore.storage.gate import Gate
-from rstore.storage.notify import Notifier, PollingWaiter, Waiter, key_hash
+from rstore.storage.notify import Notifier, PollingWaiter, Waiter, slot_hash
 from rstore.storage.txn import Carry, Txn
 
 __all__ = ["DEFAULT_MAP_SIZE", "Env"]
@@ -359,7 +359,7 @@ class Env:
         try:
             notifier = self._get_notifier()
             if notifier is not None and notifier.anyone_waiting():
-                notifier.notify(None if keys is None else {key_hash(k) for k in keys})
+                notifier.notify(None if keys is None else {slot_hash(k) for k in keys})
         except Exception as exc:
             self._notifier_failed(exc)
         finally:

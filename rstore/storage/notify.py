@@ -46,7 +46,7 @@ from typing import Protocol
 from rstore.codec.crc64 import crc64
 from rstore.errors import StorageError
 
-__all__ = ["KIND_GROUP", "KIND_READ", "Notifier", "PollingWaiter", "Waiter", "key_hash"]
+__all__ = ["KIND_GROUP", "KIND_READ", "Notifier", "PollingWaiter", "Waiter", "slot_hash"]
 
 FILE_NAME = "notify.shm"
 _MAGIC = b"rsnotify"
@@ -69,8 +69,9 @@ _tokens = itertools.count(1)
 _ABSTRACT_SOCKETS: bool = sys.platform.startswith("linux")
 
 
-def key_hash(name: bytes) -> int:
-    """The hash identifying a key in the table (never 0)."""
+def slot_hash(name: bytes) -> int:
+    """The hash a waiter slot records for a key or a group name: CRC-64 like the keyspace's
+    ``layout.key_hash``, but never 0 (0 marks "no group" in a slot)."""
     return crc64(name) or 1
 
 
@@ -328,7 +329,7 @@ class Waiter:
             self._sock.setblocking(False)
             self._kind = kind
             self._group = group
-            self._hashes = {key_hash(k) for k in keys}
+            self._hashes = {slot_hash(k) for k in keys}
             self.arrival, self._slots = notifier.register(kind, self._hashes, group, self._token)
             self._registered = True
         except BaseException:
