@@ -4,7 +4,7 @@ An ID is a pair of unsigned 64-bit integers compared ``ms`` first.  Internally r
 plain ``tuple[int, int]`` (fast to build and compare); :class:`StreamID` is the same tuple with
 names, returned by the public API.
 
-Redis parses IDs with one routine in three flavours (see ``redis-commands.md`` §1.1):
+Redis parses IDs with one routine in three flavours (``docs/semantics.md#stream-ids``):
 
 * non-strict: ``-`` means ``0-0`` and ``+`` means ``max-max`` (range bounds, XGROUP SETID);
 * strict: ``-`` and ``+`` are invalid (XDEL, XADD, XREAD ids, ...);

@@ -1,6 +1,7 @@
 """Replays a golden recipe (fixtures/golden/*.json) using only rstore's node codec.
 
-The node rules are Redis's, as written in docs/redis-formats.md §2.5-2.7: a new node when
+The node rules are Redis's, as written in docs/listpack.md#when-a-new-node-starts and
+docs/listpack.md#deleting-and-trimming: a new node when
 ``node bytes + raw field/value bytes >= stream-node-max-bytes`` or when ``count + deleted >=
 stream-node-max-entries``; XDEL tombstones (and drops a node whose last live entry goes); XTRIM
 drops whole nodes from the head, then (exact only) tombstones inside the first node it cannot drop.

@@ -1,4 +1,4 @@
-"""Independent reference models for the codec tests, written from docs/redis-formats.md.
+"""Independent reference models for the codec tests, written from docs/listpack.md.
 
 Nothing here calls rstore: these are the naive versions the codec is compared with.
 """
@@ -17,7 +17,7 @@ _CANONICAL = re.compile(rb"0|-?[1-9][0-9]*")
 
 
 def ref_string2ll(s: bytes) -> int | None:
-    """Redis's strict integer test (formats §1.4): canonical decimal inside int64."""
+    """Redis's strict integer test (docs/listpack.md#strings-that-are-integers)."""
     if not _CANONICAL.fullmatch(s):
         return None
     v = int(s)
@@ -34,8 +34,8 @@ def as_element(s: bytes) -> int | bytes:
 
 
 def ref_backlen(size: int) -> bytes:
-    """Formats §1.5: 7-bit groups, most significant first, continuation bit on all but the first
-    byte; the byte count uses Redis's strict ``<`` limits."""
+    """docs/listpack.md#backlen: 7-bit groups, most significant first, continuation bit on all
+    but the first byte; the byte count uses Redis's strict ``<`` limits."""
     limits = [128, 16383, 2097151, 268435455]
     nbytes = 1 + sum(size >= lim for lim in limits)
     groups = [(size >> (7 * i)) & 127 for i in reversed(range(nbytes))]
@@ -56,7 +56,8 @@ def ref_decode_backlen(buf: bytes, end: int) -> tuple[int, int]:
 
 
 def ref_element(value: int | bytes) -> bytes:
-    """One listpack element (encoding + payload + backlen) in Redis's canonical form (§1.3)."""
+    """One listpack element (encoding + payload + backlen) in Redis's canonical form
+    (docs/listpack.md#elements)."""
     if isinstance(value, int):
         if 0 <= value <= 127:
             enc = bytes([value])
@@ -82,7 +83,7 @@ def ref_element(value: int | bytes) -> bytes:
 
 
 def ref_listpack(values: list[int | bytes]) -> bytes:
-    """A whole listpack: total bytes, saturating count, elements, EOF (§1.1)."""
+    """A whole listpack: total bytes, saturating count, elements, EOF (docs/listpack.md#header)."""
     body = b"".join(ref_element(v) for v in values)
     total = 6 + len(body) + 1
     return (
@@ -107,13 +108,14 @@ class ModelEntry:
 
 
 def signed_delta(a: int, b: int) -> int:
-    """``a - b`` modulo 2**64 read as a signed 64-bit integer (§2.3)."""
+    """``a - b`` modulo 2**64 read as a signed 64-bit integer (docs/listpack.md#entries)."""
     d = (a - b) % (1 << 64)
     return d - (1 << 64) if d >= 1 << 63 else d
 
 
 def node_elements(entries: list[ModelEntry]) -> list[int | bytes]:
-    """The elements of the node holding ``entries`` (the first created it), per §2.2-2.3."""
+    """The elements of the node holding ``entries`` (the first created it), per
+    docs/listpack.md#master-entry and docs/listpack.md#entries."""
     master = entries[0]
     live = sum(not e.deleted for e in entries)
     out: list[int | bytes] = [live, len(entries) - live, len(master.fields)]

@@ -1,4 +1,4 @@
-"""CRC-64/Jones as Redis computes it (docs/redis-formats.md §6): the standard check value, a
+"""CRC-64/Jones as Redis computes it (docs/rdb.md#crc-64): the standard check value, a
 bit-by-bit reference written here from the definition, crcmod's pure-Python code, incremental
 use, and the trailers of files written by real servers."""
 

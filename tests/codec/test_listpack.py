@@ -1,5 +1,5 @@
 """Listpack codec: Redis's exact bytes, every encoding boundary, the integer-vs-string rule,
-the saturating header count and backward walking (docs/redis-formats.md §1)."""
+the saturating header count and backward walking (docs/listpack.md#listpacks)."""
 
 from __future__ import annotations
 

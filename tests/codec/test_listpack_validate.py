@@ -1,5 +1,5 @@
 """``listpack.validate``: the shallow/deep checks Redis makes, and arbitrary bytes in -> a count
-or a ``CorruptDataError``, never anything else (docs/redis-formats.md §1.6)."""
+or a ``CorruptDataError``, never anything else (docs/listpack.md#validation)."""
 
 from __future__ import annotations
 

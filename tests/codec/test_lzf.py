@@ -1,4 +1,4 @@
-"""LZF as Redis uses it (docs/redis-formats.md §7): round trips, the pure port against the C
+"""LZF as Redis uses it (docs/rdb.md#lzf): round trips, the pure port against the C
 library (python-lzf) and against the compressed strings in files written by real servers,
 Redis's budget rule, and damaged input refused with CorruptDataError."""
 
@@ -134,7 +134,7 @@ SERVER_STRINGS = _server_lzf_strings()
 
 def test_server_compressed_strings_are_reproduced_exactly() -> None:
     """valkey 8.0 and redis 7.0 compressed these node listpacks; compressing what they hold
-    again, under Redis's budget, gives the very same bytes (docs §7.3)."""
+    again, under Redis's budget, gives the very same bytes (docs/rdb.md#the-compressor)."""
     assert len(SERVER_STRINGS) >= 20
     for packed, original in SERVER_STRINGS:
         assert lzf.py_compress(original, len(original) - 4) == packed

@@ -1,5 +1,5 @@
 """Integer and stream-ID parsing against a tiny reference model written from the rules in
-docs/redis-commands.md §1.1 (and §1.4 of redis-formats.md for the strict integer test)."""
+docs/semantics.md#stream-ids (and docs/semantics.md#integers for the integer parsers)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ def ref_string2ull(s: bytes) -> int | None:
 
 
 def ref_parse(arg: bytes, *, strict: bool, missing_seq: int, star: bool) -> tuple[int, int | None]:
-    """The generic ID parser of §1.1; raises ``ValueError(message)`` when invalid."""
+    """The generic ID parser (docs/semantics.md#the-three-parsers); raises
+    ``ValueError(message)`` when invalid."""
     if len(arg) > 127:
         raise ValueError(INVALID_ID)
     arg = arg.split(b"\0", 1)[0]  # the C string ends at the first NUL
@@ -123,7 +124,8 @@ def test_integer_parsers_match_reference(s: bytes) -> None:
 # --------------------------------------------------------------------------- stream IDs
 
 MAX = U64
-# §1.1's verified table, plus cases checked by hand against valkey-server 8.0.1 with XADD.
+# The table of docs/semantics.md#the-three-parsers and more, checked against valkey-server 8.0.1
+# with XADD.
 VERIFIED = [
     (b"007-01", (7, 1)),
     (b"+1-+2", (1, 2)),

@@ -1,6 +1,7 @@
-"""RDB primitives (docs/redis-formats.md §3.5-3.7): what the writer (codec/rdb_encoding.py) puts
-down, the reader (rdb/source.py) gets back -- lengths at every encoding boundary, strings as
-integers, LZF or raw, times and IDs -- and damaged primitives are refused at their offset."""
+"""RDB primitives (docs/rdb.md#lengths, docs/rdb.md#strings, docs/rdb.md#other-primitives):
+what the writer (rdb/encoding.py) puts down, the reader (rdb/decoding.py) gets back -- lengths at
+every encoding boundary, strings as integers, LZF or raw, times and IDs -- and damaged primitives
+are refused at their offset."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def test_length_boundaries(n: int, size: int) -> None:
 
 
 def test_length_bytes_as_redis_writes_them() -> None:
-    # docs §3.5, verified on 7.0.15 files
+    # docs/rdb.md#lengths, verified on 7.0.15 files
     assert encode_length(105) == bytes.fromhex("4069")
     assert encode_length(176374) == bytes.fromhex("800002b0f6")
     assert encode_length(1700000000002) == bytes.fromhex("810000018bcfe56802")
@@ -62,7 +63,7 @@ def test_length_round_trip(n: int) -> None:
     assert src.read(4) == b"tail"
 
 
-# (text, encoded form): docs §3.6, each verified against a 7.0.15 file
+# (text, encoded form): docs/rdb.md#strings, each verified against a 7.0.15 file
 STRING_FORMS = [
     (b"0", "c000"),
     (b"-128", "c080"),

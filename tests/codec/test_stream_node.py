@@ -1,5 +1,5 @@
 """Stream nodes: built byte-for-byte like Redis, read back like a naive model, tombstoned in place
-(docs/redis-formats.md §2)."""
+(docs/listpack.md#stream-nodes)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``node_validate.validate_node``: accepts every node rstore builds, rejects broken structure, and
 for any bytes either returns or raises ``CorruptDataError`` -- and a node it accepts can be read
-by every reader without errors (docs/redis-formats.md §4.2, deep sanitization)."""
+by every reader without errors (docs/listpack.md#checking-a-node)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def elements_of(buf: bytes | bytearray) -> list[bytes]:
 
 
 def lp_count_indices(entries: list[ModelEntry]) -> list[int]:
-    """Element index of each entry's lp_count, from the layout in formats §2.2-2.3."""
+    """Element index of each entry's lp_count, from the layout in docs/listpack.md#entries."""
     n_master = len(entries[0].fields)
     i = n_master + 4
     out = []
