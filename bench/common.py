@@ -1,7 +1,8 @@
 """Shared pieces of the rstore benchmarks.
 
 * :class:`Valkey` starts a throw-away ``valkey-server`` on a free loopback port, with its data
-  directory in a temporary directory, and stops it on exit (a context manager).
+  directory in a temporary directory, and stops it on exit (a context manager): the launcher
+  of ``fixtures/valkey_server.py`` (shared with the tests), with redis-py clients.
 * :func:`temp_store` opens an :class:`rstore.Store` in a temporary directory on the same
   filesystem as valkey's, and removes it on exit.
 * :func:`interleave` runs the rstore side and the valkey side in alternating blocks, so that
@@ -27,7 +28,6 @@ import os
 import select
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -43,15 +43,19 @@ import redis.utils
 
 import rstore
 
+# fixtures/ holds the server launcher shared with the tests and the fixture generators
+sys.path.append(str(Path(__file__).resolve().parent.parent / "fixtures"))
+from valkey_server import HOST, ValkeyServer, find_server_binary
+
 # The entry every workload writes, on both sides.
 FIELDS: dict[Any, Any] = {"user": "12345", "action": "click", "page": "/products/42"}
 STREAM = "bench"
 PIPELINE_SIZE = 1000
 PAGE_SIZE = 1000
 
-# The server binary: $VALKEY_SERVER, else valkey-server on the PATH.
+# The server binary: $VALKEY_SERVER, else the tests' ($RSTORE_ORACLE_SERVER or the one on PATH).
 VALKEY_BINARY = (
-    os.environ.get("VALKEY_SERVER") or shutil.which("valkey-server") or "/usr/bin/valkey-server"
+    os.environ.get("VALKEY_SERVER") or find_server_binary("valkey") or "/usr/bin/valkey-server"
 )
 
 # The durability mode of valkey matching each rstore ``sync`` setting.
@@ -132,15 +136,10 @@ def exit_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Valkey:
-    """A ``valkey-server`` for one benchmark: AOF on, RDB snapshots off, data in a temp dir.
+class Valkey(ValkeyServer):
+    """A ``valkey-server`` for one benchmark (the shared launcher, ``fixtures/valkey_server.py``):
+    AOF on with the given ``appendfsync`` (RDB snapshots off), data in a temporary directory
+    under ``base_dir``, pinned as :func:`set_placement` says; redis-py clients (hiredis parser).
 
     >>> with Valkey("always") as vk:          # doctest: +SKIP
     ...     vk.client().xadd("s", FIELDS)
@@ -153,75 +152,29 @@ class Valkey:
         base_dir: str | None = None,
         binary: str = VALKEY_BINARY,
         start_timeout_s: float = 10.0,
+        appendonly: bool = True,
+        rdb_file: str | None = None,
     ) -> None:
-        if appendfsync not in ("always", "everysec", "no"):
-            raise ValueError(f"appendfsync must be always, everysec or no, not {appendfsync!r}")
-        self.appendfsync = appendfsync
-        self.base_dir = base_dir
-        self.binary = binary
-        self.start_timeout_s = start_timeout_s
-        self.port = 0
-        self.dir = ""
-        self._proc: subprocess.Popen[bytes] | None = None
+        super().__init__(
+            binary,
+            appendonly=appendonly,
+            appendfsync=appendfsync,
+            rdb_file=rdb_file,
+            temp_parent=base_dir,
+            preexec_fn=_in_valkey_child,
+            start_timeout_s=start_timeout_s,
+        )
         self._clients: list[redis.Redis] = []
-
-    @property
-    def pid(self) -> int:
-        assert self._proc is not None, "valkey is not running"
-        return self._proc.pid
-
-    def command_line(self) -> list[str]:
-        return [
-            self.binary,
-            "--port", str(self.port),
-            "--bind", "127.0.0.1",
-            "--save", "",
-            "--appendonly", "yes",
-            "--appendfsync", self.appendfsync,
-            "--dir", self.dir,
-            "--logfile", os.path.join(self.dir, "valkey.log"),
-            "--daemonize", "no",
-        ]  # fmt: skip
 
     def __enter__(self) -> Valkey:
         if not redis.utils.HIREDIS_AVAILABLE:
             raise RuntimeError("redis-py does not see hiredis; `pip install hiredis` first")
-        self.dir = tempfile.mkdtemp(prefix="bench-valkey-", dir=self.base_dir)
-        try:
-            for _attempt in range(5):  # a free port can be taken before valkey binds it
-                self.port = free_port()
-                self._proc = subprocess.Popen(
-                    self.command_line(),
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    preexec_fn=_in_valkey_child,  # noqa: PLW1509 (no threads here)
-                )
-                if self._wait_ready():
-                    return self
-            raise RuntimeError(f"valkey-server did not start; see {self.dir}/valkey.log")
-        except BaseException:
-            self._stop()
-            raise
-
-    def _wait_ready(self) -> bool:
-        assert self._proc is not None
-        probe = redis.Redis(host="127.0.0.1", port=self.port, protocol=2)
-        deadline = time.monotonic() + self.start_timeout_s
-        try:
-            while time.monotonic() < deadline:
-                if self._proc.poll() is not None:
-                    return False
-                with contextlib.suppress(redis.ConnectionError, redis.BusyLoadingError):
-                    if probe.ping():
-                        return True
-                time.sleep(0.02)
-            return False
-        finally:
-            probe.close()
+        super().__enter__()
+        return self
 
     def client(self) -> redis.Redis:
         """A redis-py client (RESP2, hiredis parser) on this server; closed on exit."""
-        client = redis.Redis(host="127.0.0.1", port=self.port, protocol=2)
+        client = redis.Redis(host=HOST, port=self.port, protocol=2)
         self._clients.append(client)
         return client
 
@@ -233,29 +186,12 @@ class Valkey:
         aof_dir = Path(self.dir) / "appendonlydir"
         return sum(p.stat().st_size for p in aof_dir.iterdir()) if aof_dir.is_dir() else 0
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._stop()
-
-    def _stop(self) -> None:
+    def stop(self) -> None:
         for client in self._clients:
             with contextlib.suppress(redis.RedisError):
                 client.close()
         self._clients.clear()
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        if self.dir:
-            shutil.rmtree(self.dir, ignore_errors=True)
+        super().stop()
 
 
 @contextlib.contextmanager

@@ -73,22 +73,16 @@ class LoadingValkey(Valkey):
     """A valkey-server started on an existing ``dump.rdb``, AOF off, so that it loads it."""
 
     def __init__(self, rdb_file: str, base_dir: str | None) -> None:
-        super().__init__("no", base_dir=base_dir, start_timeout_s=600.0)
-        self.rdb_file = rdb_file
-
-    def command_line(self) -> list[str]:
-        line = super().command_line()
-        line[line.index("--appendonly") + 1] = "no"
-        if not os.path.exists(os.path.join(self.dir, "dump.rdb")):
-            os.link(self.rdb_file, os.path.join(self.dir, "dump.rdb"))
-        return line
+        super().__init__(
+            "no", base_dir=base_dir, start_timeout_s=600.0, appendonly=False, rdb_file=rdb_file
+        )
 
     def load_seconds(self) -> float:
-        with open(os.path.join(self.dir, "valkey.log"), encoding="utf-8", errors="replace") as f:
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
             log = f.read()
         found = re.findall(r"DB loaded from disk: ([0-9.]+) seconds", log)
         if not found:
-            raise RuntimeError(f"valkey did not log its load time; see {self.dir}/valkey.log")
+            raise RuntimeError(f"valkey did not log its load time; see {self.log_path}")
         return float(found[-1])
 
 

@@ -81,6 +81,8 @@ def _third_party_imports(folder: str) -> dict[str, str]:
     # bench scripts and test helpers import their siblings by bare name
     own |= {p.stem for p in ROOT.joinpath(folder).rglob("*.py")}
     own |= {p.name for p in ROOT.joinpath(folder).rglob("*") if p.is_dir()}
+    # fixtures/ is on the path of the tests and the benchmarks (valkey_server.py, the launcher)
+    own |= {p.stem for p in ROOT.joinpath("fixtures").glob("*.py")}
     found: dict[str, str] = {}
     for path in ROOT.joinpath(folder).rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):

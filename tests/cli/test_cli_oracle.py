@@ -3,20 +3,20 @@ terminal format (``--no-raw``), its raw format (``--raw``, and by default into a
 lines read from stdin (quoting, errors, ``quit``).
 
 Needs ``valkey-server`` and ``valkey-cli`` (or ``redis-cli``); skipped without them.  The server
-is a throw-away one on a free loopback port, never the default port.
+is a throw-away one on a free loopback port, never the default port
+(``fixtures/valkey_server.py``).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
 from click.testing import Result
+from valkey_server import ValkeyServer, find_server_binary
 
 Run = Callable[..., Result]
 
@@ -57,48 +57,21 @@ ERRORS: list[list[bytes]] = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    return port if port != 6379 else _free_port()
-
-
 @pytest.fixture(scope="module")
 def valkey_cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., bytes]]:
-    server = shutil.which(os.environ.get("RSTORE_ORACLE_SERVER") or "valkey-server")
+    binary = find_server_binary("valkey")
     client = shutil.which("valkey-cli") or shutil.which("redis-cli")
-    if server is None or client is None:
+    if binary is None or client is None:
         pytest.skip("valkey-server and valkey-cli (or redis-cli) are not on PATH")
-    port = _free_port()
-    workdir = tmp_path_factory.mktemp("valkey-cli")
-    argv = [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly"]
-    proc = subprocess.Popen(
-        [*argv, "no", "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server = ValkeyServer(binary, tmp_path_factory.mktemp("valkey-cli"))
 
     def cli(*args: bytes, mode: bytes | None = b"--no-raw", stdin: bytes | None = None) -> bytes:
         flags = [] if mode is None else [mode]
-        cmd = [client.encode(), b"-p", str(port).encode(), *flags, *args]
+        cmd = [client.encode(), b"-p", str(server.port).encode(), *flags, *args]
         return subprocess.run(cmd, input=stdin, capture_output=True, timeout=30, check=True).stdout
 
-    try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                if cli(b"PING") == b"PONG\n":
-                    break
-            except subprocess.CalledProcessError:
-                pass
-            time.sleep(0.05)
-        else:
-            pytest.skip("valkey-server did not start")
+    with server:
         yield cli
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_exec_output_matches_valkey_cli(run: Run, valkey_cli: Callable[..., bytes]) -> None:

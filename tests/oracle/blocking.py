@@ -32,12 +32,13 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any, Protocol
 
+from valkey_server import HOST, ValkeyServer
+
 from rstore import NIL_ARRAY, ResponseError
 
 from .blockworker import WorkerFailure, serve
 from .harness import Oracle, short
 from .resp import Arg, ErrorReply, RespClient
-from .server import HOST, ValkeyServer
 from .timed import timed_difference
 
 __all__ = [

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from valkey_server import HOST, ValkeyServer, find_server_binary
 
 from .blocking import RstoreSide, Scenario, ValkeySide, WorkerPool, run_on_both
 from .harness import Oracle, reset_valkey
 from .resp import RespClient
-from .server import ValkeyServer, find_server_binary
 
 HERE = Path(__file__).parent
 
@@ -42,7 +42,7 @@ def valkey_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ValkeySe
 
 @pytest.fixture(scope="session")
 def valkey_connection(valkey_server: ValkeyServer) -> Iterator[RespClient]:
-    client = valkey_server.client()
+    client = RespClient(HOST, valkey_server.port)
     try:
         yield client
     finally:

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from valkey_server import HOST, ValkeyServer
 
 import rstore
 
 from .resp import RespClient
-from .server import HOST, ValkeyServer
 
 redis = pytest.importorskip("redis")
 

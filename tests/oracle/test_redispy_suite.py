@@ -24,9 +24,9 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from valkey_server import HOST, ValkeyServer, find_server_binary
 
 from .resp import RespClient
-from .server import HOST, ValkeyServer, find_server_binary
 
 pytestmark = pytest.mark.oracle
 

@@ -4,14 +4,13 @@ then answer the same questions the same way."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from oracle.resp import ErrorReply, RespClient
-from oracle.server import ValkeyServer, find_server_binary
+from valkey_server import HOST, ValkeyServer, find_server_binary
 
 import rstore
 
@@ -24,7 +23,7 @@ STREAMS = [b"jobs", b"drained", b"bin\x00key", b"big"]
 
 
 def _binary(name: str) -> str:
-    found = find_server_binary() if name == "valkey" else shutil.which("redis-server")
+    found = find_server_binary(name)
     if found is None:
         pytest.skip(f"{name}-server is not on PATH")
     return found
@@ -42,7 +41,7 @@ class Server:
 
     def start(self) -> RespClient:
         self._server.start()
-        self._client = self._server.client()
+        self._client = RespClient(HOST, self._server.port)
         return self._client
 
     def stop(self) -> None:

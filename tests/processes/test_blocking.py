@@ -13,47 +13,27 @@ store's waiter table and sleeps in ``select`` (see ``helpers_queue.wait_blocked`
 from __future__ import annotations
 
 import gc
-import multiprocessing as mp
 import statistics
 import subprocess
 import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import helpers_queue as h
 import pytest
 
 import rstore
 from rstore.commands import executor
 
-ROOT = Path(__file__).resolve().parent.parent
+from . import helpers_queue as h
+from .children import WAIT_S, Children, next_report, sigkill, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
 PROMPT_S = 1.0  # a generous bound on a wake-up; the real latency is measured in bench/
 NOGROUP = "NOGROUP No such key 's' or consumer group 'g' in XREADGROUP with GROUP option"
 FOREVER = ["BLOCK", 0]
-
-
-@pytest.fixture
-def children() -> Iterator[h.Children]:
-    kids = h.Children(mp.get_context("spawn"))
-    try:
-        yield kids
-    finally:
-        kids.kill_all()
-
-
-@pytest.fixture
-def path(tmp_path: Path) -> str:
-    return str(tmp_path / "store")
-
-
-@pytest.fixture
-def store(path: str) -> Iterator[rstore.Store]:
-    with rstore.Store(path) as s:
-        yield s
 
 
 def _group(store: rstore.Store) -> None:
@@ -65,7 +45,7 @@ def _xreadgroup(consumer: str, *options: Any) -> list[Any]:
 
 
 def _start_blocked(
-    children: h.Children,
+    children: Children,
     path: str,
     argv: list[Any],
     who: Any,
@@ -81,7 +61,7 @@ def _start_blocked(
 
 @pytest.mark.slow
 def test_xread_block_is_woken_by_xadd_in_another_process(
-    path: str, store: rstore.Store, children: h.Children
+    path: str, store: rstore.Store, children: Children
 ) -> None:
     store.xadd("s", {"n": 0})
     results = children.ctx.Queue()
@@ -93,10 +73,10 @@ def test_xread_block_is_woken_by_xadd_in_another_process(
         h.wait_blocked(path, 1, [reader.pid])
         t0 = time.monotonic()
         new_id = store.xadd("s", {"n": i + 1}).decode()
-        _, _, (woke, got) = h.get(results, i)
+        _, _, (woke, got) = next_report(results, i)
         assert got == new_id
         latencies.append(woke - t0)
-    h.get(results, "rounds")
+    next_report(results, "rounds")
     children.join([reader])
     print(f"XREAD wake-up: median {statistics.median(latencies) * 1000:.2f} ms, "
           f"max {max(latencies) * 1000:.2f} ms")  # fmt: skip
@@ -105,7 +85,7 @@ def test_xread_block_is_woken_by_xadd_in_another_process(
 
 @pytest.mark.slow
 def test_xadd_creating_the_key_wakes_xread(
-    path: str, store: rstore.Store, children: h.Children
+    path: str, store: rstore.Store, children: Children
 ) -> None:
     results = children.ctx.Queue()
     argv = ["XREAD", "BLOCK", 30_000, "STREAMS", "new", "$"]  # "$" of a missing key: 0-0
@@ -114,14 +94,14 @@ def test_xadd_creating_the_key_wakes_xread(
     h.wait_blocked(path, 1, [reader.pid])
     t0 = time.monotonic()
     new_id = store.xadd("new", {"a": "1"})
-    _, status, (woke, reply) = h.get(results, "r")
+    _, status, (woke, reply) = next_report(results, "r")
     assert status == "ok" and reply == [["new", [[new_id.decode(), ["a", "1"]]]]]
     assert woke - t0 < PROMPT_S
 
 
 @pytest.mark.slow
 def test_block_0_waits_past_the_safety_recheck_until_woken(
-    path: str, store: rstore.Store, children: h.Children
+    path: str, store: rstore.Store, children: Children
 ) -> None:
     """BLOCK 0 waits forever: the 1 s safety re-check finds nothing and waits again."""
     store.xadd("s", {"n": 0})
@@ -132,10 +112,10 @@ def test_block_0_waits_past_the_safety_recheck_until_woken(
     assert reader.pid is not None
     h.wait_blocked(path, 1, [reader.pid])
     with pytest.raises(AssertionError, match="no report"):
-        h.get(results, timeout=1.5)  # at least one safety re-check has run meanwhile
+        next_report(results, timeout=1.5)  # at least one safety re-check has run meanwhile
     assert h.waiters(path) == 1
     new_id = store.xadd("s", {"n": 1}).decode()
-    _, _, (_, reply) = h.get(results, "r")
+    _, _, (_, reply) = next_report(results, "r")
     assert reply == [["s", [[new_id, ["n", "1"]]]]]
     children.join([reader])
     assert h.waiters(path) == 0
@@ -143,7 +123,7 @@ def test_block_0_waits_past_the_safety_recheck_until_woken(
 
 @pytest.mark.slow
 def test_xreadgroup_block_is_woken_across_processes(
-    path: str, store: rstore.Store, children: h.Children
+    path: str, store: rstore.Store, children: Children
 ) -> None:
     _group(store)
     results = children.ctx.Queue()
@@ -152,7 +132,7 @@ def test_xreadgroup_block_is_woken_across_processes(
     h.wait_blocked(path, 1, [reader.pid])
     t0 = time.monotonic()
     new_id = store.xadd("s", {"job": "1"}).decode()
-    _, _, (woke, reply) = h.get(results, "c1")
+    _, _, (woke, reply) = next_report(results, "c1")
     assert reply == [["s", [[new_id, ["job", "1"]]]]]
     assert woke - t0 < PROMPT_S
     (pending,) = store.xpending_range("s", "g", "-", "+", 10)
@@ -161,7 +141,7 @@ def test_xreadgroup_block_is_woken_across_processes(
 
 @pytest.mark.slow
 def test_blocked_group_readers_are_served_in_arrival_order(
-    path: str, store: rstore.Store, children: h.Children
+    path: str, store: rstore.Store, children: Children
 ) -> None:
     """Three processes block on one group with COUNT 1, then 3 entries arrive in one
     pipeline: the first to block gets the first entry, and so on (not by name or pid)."""
@@ -187,7 +167,7 @@ def test_blocked_group_readers_are_served_in_arrival_order(
     ids = [eid.decode() for eid in pipe.execute()]
     got = {}
     for _ in names:
-        who, status, (_, reply) = h.get(results)
+        who, status, (_, reply) = next_report(results)
         assert status == "ok"
         ((_key, entries),) = reply
         got[who] = [eid for eid, _ in entries]
@@ -205,7 +185,7 @@ def test_blocked_group_readers_are_served_in_arrival_order(
     ids=["del", "unlink", "xgroup-destroy", "flushall"],
 )
 def test_blocked_xreadgroup_gets_nogroup(
-    path: str, store: rstore.Store, children: h.Children, change: list[str]
+    path: str, store: rstore.Store, children: Children, change: list[str]
 ) -> None:
     _group(store)
     results = children.ctx.Queue()
@@ -214,7 +194,7 @@ def test_blocked_xreadgroup_gets_nogroup(
     h.wait_blocked(path, 1, [reader.pid])
     t0 = time.monotonic()
     store.execute(*change)
-    _, status, (woke, text) = h.get(results, "c1")
+    _, status, (woke, text) = next_report(results, "c1")
     assert (status, text) == ("refused", NOGROUP)
     assert woke - t0 < PROMPT_S
     children.join([reader])
@@ -223,7 +203,7 @@ def test_blocked_xreadgroup_gets_nogroup(
 
 @pytest.mark.slow
 def test_group_destroyed_and_recreated_in_one_pipeline_keeps_the_reader_blocked(
-    path: str, store: rstore.Store, children: h.Children
+    path: str, store: rstore.Store, children: Children
 ) -> None:
     """The woken command is run again (Valkey 7.2+): the group exists again, so it blocks
     again, and the next XADD serves it."""
@@ -235,13 +215,13 @@ def test_group_destroyed_and_recreated_in_one_pipeline_keeps_the_reader_blocked(
     store.pipeline().xgroup_destroy("s", "g").xgroup_create("s", "g", "$").execute()
     h.wait_blocked(path, 1, [reader.pid])
     new_id = store.xadd("s", {"n": 1}).decode()
-    _, status, (_, reply) = h.get(results, "c1")
+    _, status, (_, reply) = next_report(results, "c1")
     assert status == "ok" and reply == [["s", [[new_id, ["n", "1"]]]]]
 
 
 @pytest.mark.slow
 def test_deleting_the_key_does_not_end_a_blocked_xread(
-    path: str, store: rstore.Store, children: h.Children
+    path: str, store: rstore.Store, children: Children
 ) -> None:
     """XREAD readers never get errors: after DEL the reader waits on, and a new stream under
     the key serves it (with IDs after the one it waited for)."""
@@ -252,9 +232,9 @@ def test_deleting_the_key_does_not_end_a_blocked_xread(
     h.wait_blocked(path, 1, [reader.pid])
     store.delete("s")
     with pytest.raises(AssertionError, match="no report"):
-        h.get(results, timeout=0.5)
+        next_report(results, timeout=0.5)
     new_id = store.xadd("s", {"n": 1}).decode()
-    _, _, (_, reply) = h.get(results, "r")
+    _, _, (_, reply) = next_report(results, "r")
     assert reply == [["s", [[new_id, ["n", "1"]]]]]
 
 
@@ -264,7 +244,7 @@ def test_deleting_the_key_does_not_end_a_blocked_xread(
 @pytest.mark.slow
 @pytest.mark.parametrize("reaped", [True, False], ids=["reaped", "zombie"])
 def test_sigkilled_blocked_group_reader_does_not_stop_the_others(
-    path: str, store: rstore.Store, children: h.Children, reaped: bool
+    path: str, store: rstore.Store, children: Children, reaped: bool
 ) -> None:
     """The oldest blocked reader of a group is SIGKILLed: the next XADD wakes the next
     reader at once (its re-check is 30 s away), and the one after that still gets its turn."""
@@ -277,11 +257,11 @@ def test_sigkilled_blocked_group_reader_does_not_stop_the_others(
         procs.append(children.start(h.blocking_call, path, argv, name, results))
         assert procs[-1].pid is not None
         h.wait_blocked(path, i + 1, [procs[-1].pid])
-    h.sigkill(procs[0], reap=reaped)
+    sigkill(procs[0], reap=reaped)
     for name in ("c1", "c2"):
         t0 = time.monotonic()
         new_id = store.xadd("s", {"for": name}).decode()
-        _, status, (woke, reply) = h.get(results, name)
+        _, status, (woke, reply) = next_report(results, name)
         assert status == "ok" and reply == [["s", [[new_id, ["for", name]]]]]
         assert woke - t0 < PROMPT_S
     children.join(procs[1:])
@@ -291,7 +271,7 @@ def test_sigkilled_blocked_group_reader_does_not_stop_the_others(
 
 @pytest.mark.slow
 def test_sigkilled_blocked_xread_reader_does_not_stop_the_others(
-    path: str, store: rstore.Store, children: h.Children
+    path: str, store: rstore.Store, children: Children
 ) -> None:
     store.xadd("s", {"n": 0})
     results = children.ctx.Queue()
@@ -301,11 +281,11 @@ def test_sigkilled_blocked_xread_reader_does_not_stop_the_others(
         procs.append(children.start(h.blocking_call, path, argv, name, results))
         assert procs[-1].pid is not None
         h.wait_blocked(path, i + 1, [procs[-1].pid])
-    h.sigkill(procs[0])
+    sigkill(procs[0])
     t0 = time.monotonic()
     new_id = store.xadd("s", {"n": 1}).decode()
     for _ in range(2):
-        _, status, (woke, reply) = h.get(results)
+        _, status, (woke, reply) = next_report(results)
         assert status == "ok" and reply == [["s", [[new_id, ["n", "1"]]]]]
         assert woke - t0 < PROMPT_S
     children.join(procs[1:])
@@ -314,7 +294,7 @@ def test_sigkilled_blocked_xread_reader_does_not_stop_the_others(
 
 @pytest.mark.slow
 def test_safety_recheck_finds_an_entry_whose_wakeup_was_lost(
-    path: str, store: rstore.Store, children: h.Children
+    path: str, store: rstore.Store, children: Children
 ) -> None:
     """A writer that dies between its commit and the wake-up: the reader's periodic re-check
     (every second) still serves the entry."""
@@ -327,8 +307,8 @@ def test_safety_recheck_finds_an_entry_whose_wakeup_was_lost(
     assert reader.pid is not None
     h.wait_blocked(path, 1, [reader.pid])
     children.start(h.xadd_without_wakeup, path, "s", results)
-    _, _, (committed, new_id) = h.get(results, "writer")
-    _, _, (woke, reply) = h.get(results, "r")
+    _, _, (committed, new_id) = next_report(results, "writer")
+    _, _, (woke, reply) = next_report(results, "r")
     assert reply == [["s", [[new_id, ["lost", "wake-up"]]]]]
     assert woke - committed < executor.SAFETY_RECHECK_S + PROMPT_S
 
@@ -338,7 +318,7 @@ def test_safety_recheck_finds_an_entry_whose_wakeup_was_lost(
 
 @pytest.mark.slow
 def test_threads_of_one_process_block_on_one_store(
-    path: str, store: rstore.Store, children: h.Children
+    path: str, store: rstore.Store, children: Children
 ) -> None:
     """Three XREAD and three XREADGROUP threads (two Store objects on one path) are woken by
     a pipeline of three XADDs from another process: every XREAD thread gets all three entries,
@@ -365,13 +345,13 @@ def test_threads_of_one_process_block_on_one_store(
             thread = threading.Thread(target=run, args=(name, store_i, argv), daemon=True)
             thread.start()
             threads.append(thread)
-    h.wait_for(lambda: len(tids) == 6, "the threads to start")
+    wait_for(lambda: len(tids) == 6, "the threads to start")
     h.wait_blocked(path, 6, tids=tids)
     results = children.ctx.Queue()
     children.start(h.xadd_batch, path, "s", 3, results)
-    _, _, ids = h.get(results, "writer")
+    _, _, ids = next_report(results, "writer")
     for thread in threads:
-        thread.join(h.WAIT_S)
+        thread.join(WAIT_S)
         assert not thread.is_alive(), "a blocked thread was not woken"
     for i in range(3):
         assert [e[0].decode() for e in replies[f"r{i}"][0][1]] == ids
@@ -419,7 +399,7 @@ def test_timeout_returns_nil_and_leaves_nothing_behind(store: rstore.Store, meth
     ids=["xread", "xreadgroup"],
 )
 def test_idle_blocked_reader_uses_almost_no_cpu(
-    path: str, store: rstore.Store, children: h.Children, argv: list[Any]
+    path: str, store: rstore.Store, children: Children, argv: list[Any]
 ) -> None:
     """Over 2 s (two safety re-checks) a blocked reader uses < 5 % of one CPU.  The real
     figure (well under 1 %) is measured in bench/."""
@@ -433,7 +413,7 @@ def test_idle_blocked_reader_uses_almost_no_cpu(
     cpu1, t1 = h.cpu_seconds(reader.pid), time.monotonic()
     share = (cpu1 - cpu0) / (t1 - t0)
     store.xadd("s", {"n": 1})
-    h.get(results, "idle")
+    next_report(results, "idle")
     print(f"idle blocked {argv[0]}: {share * 100:.2f} % CPU over {t1 - t0:.2f} s")
     assert share < 0.05
 
@@ -475,7 +455,7 @@ def test_a_read_beyond_the_waiter_table_still_works_by_polling(
 
 @pytest.mark.slow
 def test_a_dead_readers_slot_is_freed_once(
-    path: str, store: rstore.Store, children: h.Children
+    path: str, store: rstore.Store, children: Children
 ) -> None:
     """BUG (rstore/storage/notify.py): two writers that both find the same dead reader's slot
     both free it.  ``Notifier.notify`` reads the waiting slots without the lock, and
@@ -498,7 +478,7 @@ def test_a_dead_readers_slot_is_freed_once(
     live = children.start(h.blocking_call, path, argv, "live", results)
     assert live.pid is not None
     h.wait_blocked(path, 2, [live.pid])
-    h.sigkill(dead)
+    sigkill(dead)
 
     writers = [Notifier(path), Notifier(path)]
     scans = [w._waiting() for w in writers]  # both scan before either frees anything
@@ -512,7 +492,7 @@ def test_a_dead_readers_slot_is_freed_once(
     t0 = time.monotonic()
     store.xadd("s", {"n": 1})
     try:
-        _, _, (woke, _) = h.get(results, "live", timeout=3.0)
+        _, _, (woke, _) = next_report(results, "live", timeout=3.0)
     except AssertionError:
         woke = None
     assert woke is not None and woke - t0 < PROMPT_S, (
@@ -552,7 +532,7 @@ def test_idle_group_readers_recheck_in_linear_time(
     threads = [threading.Thread(target=read, args=(i,), daemon=True) for i in range(readers)]
     for thread in threads:
         thread.start()
-    h.wait_for(lambda: len(tids) == readers, "the threads to start")
+    wait_for(lambda: len(tids) == readers, "the threads to start")
     h.wait_blocked(store.path, readers, tids=tids)
     before, t0 = runs, time.monotonic()
     time.sleep(3.0)  # the measurement window: three safety re-checks each
@@ -562,7 +542,7 @@ def test_idle_group_readers_recheck_in_linear_time(
         pipe.xadd("s", {"n": n})
     pipe.execute()
     for thread in threads:
-        thread.join(h.WAIT_S)
+        thread.join(WAIT_S)
         assert not thread.is_alive()
     print(f"{readers} idle group readers: {per_second:.0f} re-runs per second")
     assert per_second <= 1.5 * readers / executor.SAFETY_RECHECK_S
@@ -580,7 +560,7 @@ def test_blocking_doc_snippets_run(tmp_path: Path) -> None:
         script = tmp_path / "snippet.py"
         script.write_text(code)
         done = subprocess.run(
-            [sys.executable, str(script)], capture_output=True, text=True, timeout=h.WAIT_S,
+            [sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT_S,
             cwd=tmp_path, check=False,
         )  # fmt: skip
         assert done.returncode == 0, code + done.stdout + done.stderr

@@ -8,33 +8,19 @@ a usable store is refused with a clear error instead of being misread or overwri
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
-import helpers_mp as h
 import lmdb
 import pytest
 
 import rstore
 from rstore.storage import layout
 
+from . import helpers_mp as h
+from .children import Children, collect
+
 KEY = h.KEY
-
-
-@pytest.fixture
-def children() -> Iterator[h.Children]:
-    kids = h.Children()
-    try:
-        yield kids
-    finally:
-        kids.kill_all()
-
-
-@pytest.fixture
-def path(tmp_path: Path) -> str:
-    return str(tmp_path / "store")
 
 
 def _lmdb_flags(store: rstore.Store) -> dict[str, bool]:
@@ -70,28 +56,26 @@ def test_sync_setting_reaches_lmdb(path: str, sync: bool) -> None:
 
 @pytest.mark.parametrize("sync", [True, False])
 def test_sync_flushes_and_other_processes_read_the_data(
-    path: str, children: h.Children, sync: bool
+    path: str, children: Children, sync: bool
 ) -> None:
     """``store.sync()`` works in both modes; a process started afterwards reads every write."""
     with rstore.Store(path, sync=sync) as store:
         ids = _write_sample(store)
         assert store.sync() is None
-        ctx = mp.get_context("spawn")
+        ctx = children.ctx
         results = ctx.Queue()
-        children.start(ctx, h.tail_reader_once, path, results)
-        assert h.collect(results, 1, children)["reader"] == [len(ids), ids[-1]]
-        children.join_all()
+        children.start(h.tail_reader_once, path, results)
+        assert collect(results, 1, children)["reader"] == [len(ids), ids[-1]]
+        children.join()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sync", [True, False])
-def test_writes_survive_sigkill_of_the_writer(path: str, children: h.Children, sync: bool) -> None:
+def test_writes_survive_sigkill_of_the_writer(path: str, children: Children, sync: bool) -> None:
     """Killing the writer loses nothing it was told was written -- with ``sync=False`` too:
     committed pages sit in the OS page cache, which outlives the process."""
     rstore.Store(path, sync=sync).close()
-    acknowledged = h.kill_xadd_writer(
-        mp.get_context("spawn"), children, path, sync=sync, kill_after=200
-    )
+    acknowledged = h.kill_xadd_writer(children, path, sync=sync, kill_after=200)
     with rstore.Store(path, sync=sync) as store:
         ids = [eid for eid, _ in h.check_stream(store)]
         assert ids[: len(acknowledged)] == acknowledged

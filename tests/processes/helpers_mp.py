@@ -2,8 +2,8 @@
 
 Everything a child runs lives here, at module level, so that the ``spawn`` start method (which
 pickles the target by name) can import it.  Children report through a ``multiprocessing``
-queue or pipe *after* the store call returned, so the parent knows exactly which writes a
-killed child saw acknowledged.
+queue (:func:`.children.report`) or pipe *after* the store call returned, so the parent knows
+exactly which writes a killed child saw acknowledged.
 
 Entries written by these helpers carry their origin in their fields:
 
@@ -16,35 +16,18 @@ from __future__ import annotations
 
 import itertools
 import os
-import queue
-import signal
 import time
-import traceback
-from collections.abc import Callable
 from multiprocessing.connection import Connection
-from multiprocessing.context import BaseContext
-from multiprocessing.process import BaseProcess
-from typing import Any, Protocol
+from typing import Any
 
 import rstore
+
+from .children import WAIT_S, Children, Event, Reports, Waitable, report, sigkill
 
 ID = tuple[int, int]
 Entry = tuple[bytes, dict[bytes, bytes]]
 
 KEY = "events"
-WAIT_S = 60.0  # no wait in a child or a parent is longer than this
-
-
-class _Queue(Protocol):
-    def put(self, obj: Any) -> None: ...
-
-
-class _Waitable(Protocol):
-    def wait(self, timeout: float | None = None) -> Any: ...
-
-
-class _Flag(Protocol):
-    def is_set(self) -> bool: ...
 
 
 def parse_id(raw: bytes) -> ID:
@@ -55,16 +38,6 @@ def parse_id(raw: bytes) -> ID:
 def _open(target: str | rstore.Store, **options: Any) -> rstore.Store:
     """A Store: the one given (inherited across a fork), or a new one on the path."""
     return target if isinstance(target, rstore.Store) else rstore.Store(target, **options)
-
-
-def _report_errors(results: _Queue, who: Any, body: Callable[[], Any]) -> None:
-    """Run ``body`` and put ``(who, "ok", value)`` or ``(who, "error", traceback)``."""
-    try:
-        value = body()
-    except BaseException:
-        results.put((who, "error", traceback.format_exc()))
-    else:
-        results.put((who, "ok", value))
 
 
 # --------------------------------------------------------------------------- shared checks
@@ -131,8 +104,8 @@ def append_worker(
     writer: int,
     count: int,
     pad: int,
-    start: _Waitable,
-    results: _Queue,
+    start: Waitable,
+    results: Reports,
     store_options: dict[str, Any],
 ) -> None:
     """XADD ``count`` entries with auto IDs; reports the list of returned IDs."""
@@ -147,11 +120,11 @@ def append_worker(
             ids.append(store.xadd(KEY, fields))
         return ids
 
-    _report_errors(results, writer, body)
+    report(results, writer, body)
 
 
 def batch_writer(
-    path: str, first_batch: int, batches: int, batch: int, start: _Waitable, results: _Queue
+    path: str, first_batch: int, batches: int, batch: int, start: Waitable, results: Reports
 ) -> None:
     """Pipelines of ``batch`` XADDs each (batch numbers from ``first_batch``)."""
 
@@ -165,7 +138,7 @@ def batch_writer(
             pipe.execute()
         return batches
 
-    _report_errors(results, "writer", body)
+    report(results, "writer", body)
 
 
 def xadd_until_killed(path: str, conn: Connection, sync: bool, pad: int) -> None:
@@ -208,9 +181,9 @@ def snapshot_reader(
     path: str,
     reader: int,
     batch: int,
-    ready: _Waitable,
-    stop: _Flag,
-    results: _Queue,
+    ready: Waitable,
+    stop: Event,
+    results: Reports,
 ) -> None:
     """Read whole snapshots until ``stop``; check each is consistent and follows the last.
 
@@ -243,10 +216,10 @@ def snapshot_reader(
         lengths.add(len(entries))
         return taken + 1, sorted(lengths)
 
-    _report_errors(results, reader, body)
+    report(results, reader, body)
 
 
-def tail_reader(path: str, map_size: int, start: _Waitable, stop: _Flag, results: _Queue) -> None:
+def tail_reader(path: str, map_size: int, start: Waitable, stop: Event, results: Reports) -> None:
     """Read the tail of the stream until ``stop`` (on a small map: adopts other processes'
     map growth); reports the number of reads."""
 
@@ -263,7 +236,7 @@ def tail_reader(path: str, map_size: int, start: _Waitable, stop: _Flag, results
             reads += 1
         return reads
 
-    _report_errors(results, "reader", body)
+    report(results, "reader", body)
 
 
 def grow_on_request(path: str, conn: Connection, count: int, pad: int) -> None:
@@ -292,7 +265,7 @@ def hold_read_until_killed(path: str, conn: Connection) -> None:
 # --------------------------------------------------------------------------- fork children
 
 
-def use_inherited_store(store: rstore.Store, count: int, results: _Queue) -> None:
+def use_inherited_store(store: rstore.Store, count: int, results: Reports) -> None:
     """In a forked child: read what the parent wrote, then write ``count`` entries."""
 
     def body() -> tuple[list[Entry], list[bytes]]:
@@ -300,10 +273,10 @@ def use_inherited_store(store: rstore.Store, count: int, results: _Queue) -> Non
         ids = [store.xadd(KEY, {"w": os.getpid(), "seq": seq}) for seq in range(count)]
         return before, ids
 
-    _report_errors(results, "child", body)
+    report(results, "child", body)
 
 
-def open_by_path(path: str, use_inherited_first: rstore.Store | None, results: _Queue) -> None:
+def open_by_path(path: str, use_inherited_first: rstore.Store | None, results: Reports) -> None:
     """In a forked child: open the store by path (after using the inherited one, if given)."""
 
     def body() -> tuple[int, bytes]:
@@ -315,10 +288,10 @@ def open_by_path(path: str, use_inherited_first: rstore.Store | None, results: _
         store.close()
         return length, new_id
 
-    _report_errors(results, "child", body)
+    report(results, "child", body)
 
 
-def grow_inherited_store(store: rstore.Store, count: int, pad: int, results: _Queue) -> None:
+def grow_inherited_store(store: rstore.Store, count: int, pad: int, results: Reports) -> None:
     """In a forked child: write enough through the inherited store to grow its map."""
 
     def body() -> int:
@@ -327,106 +300,21 @@ def grow_inherited_store(store: rstore.Store, count: int, pad: int, results: _Qu
             store.xadd(KEY, {"w": os.getpid(), "seq": seq, "pad": filler})
         return int(store.xlen(KEY))
 
-    _report_errors(results, "child", body)
+    report(results, "child", body)
 
 
 # --------------------------------------------------------------------------- parent side
 
 
-class Children:
-    """The child processes a test started; whatever is still alive at teardown is killed."""
-
-    def __init__(self) -> None:
-        self.started: list[BaseProcess] = []
-
-    def start(self, ctx: BaseContext, target: Callable[..., None], *args: Any) -> BaseProcess:
-        proc: BaseProcess = ctx.Process(  # type: ignore[attr-defined]
-            target=target, args=args, daemon=True
-        )
-        proc.start()
-        self.started.append(proc)
-        return proc
-
-    def join_all(self, timeout: float = WAIT_S) -> None:
-        deadline = time.monotonic() + timeout
-        for proc in self.started:
-            proc.join(max(0.0, deadline - time.monotonic()))
-            assert not proc.is_alive(), f"child {proc.pid} still running after {timeout} s"
-
-    def kill_all(self) -> None:
-        for proc in self.started:
-            if proc.is_alive():
-                proc.kill()
-            proc.join(10)
-
-
-def collect(
-    results: Any, expected: int, children: Children, timeout: float = WAIT_S
-) -> dict[Any, Any]:
-    """``expected`` reports from children as ``{who: value}``; a child's error fails the test.
-
-    Fails early when every child has exited and a report is still missing (a crash).
-    """
-    out: dict[Any, Any] = {}
-    deadline = time.monotonic() + timeout
-    while len(out) < expected:
-        try:
-            who, status, value = results.get(timeout=0.25)
-        except queue.Empty:
-            if all(not p.is_alive() for p in children.started):
-                try:  # a report may have arrived just before the last exit
-                    who, status, value = results.get(timeout=1.0)
-                except queue.Empty:
-                    codes = [p.exitcode for p in children.started]
-                    raise AssertionError(
-                        f"children exited (codes {codes}) with {expected - len(out)} "
-                        "reports missing"
-                    ) from None
-            elif time.monotonic() > deadline:
-                raise AssertionError(
-                    f"no report from {expected - len(out)} children within {timeout} s "
-                    f"(got {sorted(map(str, out))}): a child hangs"
-                ) from None
-            else:
-                continue
-        if status != "ok":
-            raise AssertionError(f"child {who} failed:\n{value}")
-        out[who] = value
-    return out
-
-
-def recv(conn: Connection, timeout: float = WAIT_S) -> Any:
-    """The next message from a child, failing (not hanging) when none comes."""
-    assert conn.poll(timeout), f"no message from the child within {timeout} s"
-    return conn.recv()
-
-
-def drain(conn: Connection) -> list[Any]:
-    """Everything a (dead) child wrote to the pipe before it died."""
-    out: list[Any] = []
-    while True:
-        try:
-            out.append(conn.recv())
-        except EOFError:
-            return out
-
-
-def sigkill(proc: BaseProcess) -> None:
-    assert proc.pid is not None
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.join(WAIT_S)
-    assert proc.exitcode == -signal.SIGKILL, f"child ended with {proc.exitcode}, not by SIGKILL"
-
-
 def kill_xadd_writer(
-    ctx: BaseContext, children: Children, path: str, *, sync: bool, kill_after: int, pad: int = 200
+    children: Children, path: str, *, sync: bool, kill_after: int, pad: int = 200
 ) -> list[bytes]:
     """Run :func:`xadd_until_killed`, SIGKILL it after ``kill_after`` acknowledged XADDs.
 
     Returns every ID the child saw returned (and managed to send) before it died.
     """
-    parent_end, child_end = ctx.Pipe(duplex=False)
-    proc = children.start(ctx, xadd_until_killed, path, child_end, sync, pad)
+    parent_end, child_end = children.ctx.Pipe(duplex=False)
+    proc = children.start(xadd_until_killed, path, child_end, sync, pad)
     child_end.close()
     acknowledged: list[bytes] = []
     while len(acknowledged) < kill_after:
@@ -442,11 +330,11 @@ def kill_xadd_writer(
     return acknowledged
 
 
-def tail_reader_once(path: str, results: _Queue) -> None:
+def tail_reader_once(path: str, results: Reports) -> None:
     """Open the store in a fresh process; report ``[XLEN, last ID]``."""
 
     def body() -> list[object]:
         with rstore.Store(path) as store:
             return [store.xlen(KEY), store.xrevrange(KEY, count=1)[0][0]]
 
-    _report_errors(results, "reader", body)
+    report(results, "reader", body)

@@ -13,16 +13,16 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from functools import partial
-from pathlib import Path
 from typing import Any
 
-import helpers_mp as h
 import lmdb
 import pytest
 
 import rstore
+
+from . import helpers_mp as h
+from .children import WAIT_S, Children, collect, drain, recv, sigkill
 
 KEY = h.KEY
 TINY_MAP = 64 * 1024
@@ -30,20 +30,6 @@ TINY_MAP = 64 * 1024
 needs_fork = pytest.mark.skipif(
     not hasattr(os, "fork") or sys.platform == "darwin", reason="needs os.fork"
 )
-
-
-@pytest.fixture
-def children() -> Iterator[h.Children]:
-    kids = h.Children()
-    try:
-        yield kids
-    finally:
-        kids.kill_all()
-
-
-@pytest.fixture
-def path(tmp_path: Path) -> str:
-    return str(tmp_path / "store")
 
 
 def _seqs_are_prefixes(entries: list[h.Entry]) -> None:
@@ -58,7 +44,7 @@ def _seqs_are_prefixes(entries: list[h.Entry]) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["spawn", pytest.param("fork", marks=needs_fork)])
 def test_concurrent_writer_processes_lose_nothing(
-    path: str, children: h.Children, method: str
+    path: str, children: Children, method: str
 ) -> None:
     """Writers in separate processes XADD with ``*`` at once: every entry lands, in order.
 
@@ -72,9 +58,9 @@ def test_concurrent_writer_processes_lose_nothing(
     results = ctx.Queue()
     for w in range(writers):
         target = store if method == "fork" else path
-        children.start(ctx, h.append_worker, target, w, count, 0, start, results, {})
-    returned = h.collect(results, writers, children)
-    children.join_all()
+        children.start(h.append_worker, target, w, count, 0, start, results, {}, ctx=ctx)
+    returned = collect(results, writers, children)
+    children.join()
 
     entries = h.check_stream(store)  # IDs strictly increasing, XLEN == XRANGE == XINFO
     assert len(entries) == writers * count
@@ -93,14 +79,13 @@ def test_concurrent_writer_processes_lose_nothing(
 
 
 @pytest.mark.slow
-def test_sigkilled_writer_keeps_every_acknowledged_xadd(path: str, children: h.Children) -> None:
+def test_sigkilled_writer_keeps_every_acknowledged_xadd(path: str, children: Children) -> None:
     """A writer killed with SIGKILL while XADDing: every XADD that returned is there, at most
     the one in flight is added besides, the stream stays consistent and writable."""
     rstore.Store(path).close()
-    ctx = mp.get_context("spawn")
     acknowledged: list[bytes] = []
     for run, kill_after in enumerate((25, 120, 300), start=1):
-        got = h.kill_xadd_writer(ctx, children, path, sync=True, kill_after=kill_after)
+        got = h.kill_xadd_writer(children, path, sync=True, kill_after=kill_after)
         assert len(got) >= kill_after
         acknowledged += got
         with rstore.Store(path) as store:
@@ -120,31 +105,31 @@ def test_sigkilled_writer_keeps_every_acknowledged_xadd(path: str, children: h.C
 
 
 @pytest.mark.slow
-def test_sigkilled_pipeline_is_all_or_nothing(path: str, children: h.Children) -> None:
+def test_sigkilled_pipeline_is_all_or_nothing(path: str, children: Children) -> None:
     """A writer killed with SIGKILL inside ``pipeline().execute()``: each pipeline is in the
     store whole or not at all, every pipeline that returned is there, writes go on."""
     batch, pad = 300, 300
     rstore.Store(path).close()
-    ctx = mp.get_context("spawn")
+    ctx = children.ctx
     done: set[tuple[int, int]] = set()  # (run, batch) of every execute() that returned
     interrupted = 0
     for run, fraction in enumerate((0.1, 0.5, 0.9), start=1):
         parent_end, child_end = ctx.Pipe(duplex=False)
-        proc = children.start(ctx, h.pipelines_until_killed, path, child_end, run, True, batch, pad)
+        proc = children.start(h.pipelines_until_killed, path, child_end, run, True, batch, pad)
         child_end.close()
         durations: list[float] = []
         while True:
-            msg = h.recv(parent_end)
+            msg = recv(parent_end)
             if msg[0] == "done":
                 done.add((run, msg[1]))
                 durations.append(msg[4])
             elif len(durations) >= 2:  # ("start", b): the child is entering execute()
                 # Not a synchronisation: this delay picks where inside execute() to kill.
                 time.sleep(fraction * statistics.median(durations))
-                h.sigkill(proc)
+                sigkill(proc)
                 killed_batch = msg[1]
                 break
-        for msg in h.drain(parent_end):
+        for msg in drain(parent_end):
             if msg[0] == "done":
                 done.add((run, msg[1]))
         parent_end.close()
@@ -168,17 +153,17 @@ def test_sigkilled_pipeline_is_all_or_nothing(path: str, children: h.Children) -
 
 @pytest.mark.slow
 def test_reader_killed_mid_transaction_frees_its_slot_at_next_open(
-    path: str, children: h.Children
+    path: str, children: Children
 ) -> None:
     """A reader holding a snapshot never blocks writers; SIGKILLed inside its read
     transaction, it leaves its LMDB reader slot behind (which would keep the pages of its
     snapshot from being reused); the next open of the store clears it."""
     with rstore.Store(path) as store:
         store.xadd(KEY, {"w": 0, "seq": 0})
-    ctx = mp.get_context("spawn")
+    ctx = children.ctx
     parent_end, child_end = ctx.Pipe()
-    proc = children.start(ctx, h.hold_read_until_killed, path, child_end)
-    assert h.recv(parent_end) == "inside"
+    proc = children.start(h.hold_read_until_killed, path, child_end)
+    assert recv(parent_end) == "inside"
     with rstore.Store(path) as store:
         assert proc.pid in _reader_pids(store)  # the slot exists while the child lives
 
@@ -187,7 +172,7 @@ def test_reader_killed_mid_transaction_frees_its_slot_at_next_open(
                 store.xadd(KEY, {"w": 0, "seq": seq})
 
         _run_threads([write])  # the open snapshot does not hold the writer up
-    h.sigkill(proc)
+    sigkill(proc)
     with rstore.Store(path) as store:  # opening runs LMDB's reader check
         assert proc.pid not in _reader_pids(store)
         assert store.xlen(KEY) == 51
@@ -196,7 +181,7 @@ def test_reader_killed_mid_transaction_frees_its_slot_at_next_open(
 
 @pytest.mark.slow
 def test_a_writer_clears_a_dead_readers_slot_once_the_file_grows(
-    path: str, children: h.Children
+    path: str, children: Children
 ) -> None:
     """A reader SIGKILLed inside its read transaction pins its snapshot,
     so every commit appends fresh pages; a process that keeps the store open and writes
@@ -204,11 +189,11 @@ def test_a_writer_clears_a_dead_readers_slot_once_the_file_grows(
     with rstore.Store(path) as store:
         for seq in range(200):
             store.xadd(KEY, {"w": 0, "seq": seq})
-        ctx = mp.get_context("spawn")
+        ctx = children.ctx
         parent_end, child_end = ctx.Pipe()
-        proc = children.start(ctx, h.hold_read_until_killed, path, child_end)
-        assert h.recv(parent_end) == "inside"
-        h.sigkill(proc)
+        proc = children.start(h.hold_read_until_killed, path, child_end)
+        assert recv(parent_end) == "inside"
+        sigkill(proc)
         assert proc.pid in _reader_pids(store)  # the dead reader's slot is still there
         for seq in range(200, 264):
             store.xadd(KEY, {"w": 0, "seq": seq})
@@ -233,9 +218,7 @@ def _reader_pids(store: rstore.Store) -> set[int]:
 
 
 @pytest.mark.slow
-def test_readers_in_other_processes_see_consistent_snapshots(
-    path: str, children: h.Children
-) -> None:
+def test_readers_in_other_processes_see_consistent_snapshots(path: str, children: Children) -> None:
     """While a writer process commits pipelines, reader processes only ever see whole
     pipelines, a stream whose views agree, and a history that only grows."""
     batch, batches, readers = 10, 150, 2
@@ -244,17 +227,17 @@ def test_readers_in_other_processes_see_consistent_snapshots(
         for j in range(batch):
             pipe.xadd(KEY, {"b": 0, "j": j})
         pipe.execute()
-    ctx = mp.get_context("spawn")
+    ctx = children.ctx
     ready = ctx.Barrier(readers + 1)  # the writer starts once each reader took a snapshot
     stop = ctx.Event()
     results = ctx.Queue()
     for r in range(readers):
-        children.start(ctx, h.snapshot_reader, path, r, batch, ready, stop, results)
-    children.start(ctx, h.batch_writer, path, 1, batches, batch, ready, results)
-    assert h.collect(results, 1, children) == {"writer": batches}
+        children.start(h.snapshot_reader, path, r, batch, ready, stop, results)
+    children.start(h.batch_writer, path, 1, batches, batch, ready, results)
+    assert collect(results, 1, children) == {"writer": batches}
     stop.set()
-    seen = h.collect(results, readers, children)
-    children.join_all()
+    seen = collect(results, readers, children)
+    children.join()
     final = batch * (batches + 1)
     for r, (snapshots, lengths) in seen.items():
         assert lengths[0] == batch and lengths[-1] == final, (r, lengths)
@@ -267,24 +250,22 @@ def test_readers_in_other_processes_see_consistent_snapshots(
 
 
 @pytest.mark.slow
-def test_map_grows_under_concurrent_writer_processes(path: str, children: h.Children) -> None:
+def test_map_grows_under_concurrent_writer_processes(path: str, children: Children) -> None:
     """Two processes write ~5 MB into a store opened with a 64 KiB map while a third reads:
     the map grows (and the others follow) without a MapFullError reaching anyone."""
     writers, count, pad = 2, 1200, 2000
     rstore.Store(path, map_size=TINY_MAP).close()
-    ctx = mp.get_context("spawn")
+    ctx = children.ctx
     start = ctx.Barrier(writers + 1)  # everyone has opened the store before anyone writes
     stop = ctx.Event()
     results = ctx.Queue()
-    children.start(ctx, h.tail_reader, path, TINY_MAP, start, stop, results)
+    children.start(h.tail_reader, path, TINY_MAP, start, stop, results)
     for w in range(writers):
-        children.start(
-            ctx, h.append_worker, path, w, count, pad, start, results, {"map_size": TINY_MAP}
-        )
-    returned = h.collect(results, writers, children)
+        children.start(h.append_worker, path, w, count, pad, start, results, {"map_size": TINY_MAP})
+    returned = collect(results, writers, children)
     stop.set()
-    assert h.collect(results, 1, children)["reader"] > 0
-    children.join_all()
+    assert collect(results, 1, children)["reader"] > 0
+    children.join()
     with rstore.Store(path, map_size=TINY_MAP) as store:
         entries = h.check_stream(store)
         assert h.by_writer(entries) == {w: list(range(count)) for w in range(writers)}
@@ -294,7 +275,7 @@ def test_map_grows_under_concurrent_writer_processes(path: str, children: h.Chil
 
 
 def test_open_while_another_process_grows_the_map(
-    path: str, children: h.Children, monkeypatch: pytest.MonkeyPatch
+    path: str, children: Children, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Opening a store races with another process growing it: LMDB maps the file at its
     size when opened, and if a writer elsewhere grows it before the opener's first
@@ -303,17 +284,17 @@ def test_open_while_another_process_grows_the_map(
     ``lmdb.open``, just after the environment was mapped."""
     with rstore.Store(path, map_size=TINY_MAP) as store:
         store.xadd(KEY, {"w": 0, "seq": 0})
-    ctx = mp.get_context("spawn")
+    ctx = children.ctx
     parent_end, child_end = ctx.Pipe()
-    children.start(ctx, h.grow_on_request, path, child_end, 400, 2000)
-    assert h.recv(parent_end) == "ready"
+    children.start(h.grow_on_request, path, child_end, 400, 2000)
+    assert recv(parent_end) == "ready"
     real_open = lmdb.open
     hooked: list[str] = []
 
     def open_then_let_the_store_grow(*args: Any, **kwargs: Any) -> Any:
         env = real_open(*args, **kwargs)
         parent_end.send("go")
-        assert h.recv(parent_end) == "done"
+        assert recv(parent_end) == "done"
         hooked.append("grown")
         return env
 
@@ -327,7 +308,7 @@ def test_open_while_another_process_grows_the_map(
 # --------------------------------------------------------------------------- (e) threads
 
 
-def _run_threads(targets: list[Any], timeout: float = h.WAIT_S) -> None:
+def _run_threads(targets: list[Any], timeout: float = WAIT_S) -> None:
     """Start threads on ``targets``; join them all; re-raise the first failure."""
     errors: list[BaseException] = []
 
@@ -374,7 +355,7 @@ def test_threads_share_one_store(path: str) -> None:
     snapshots: list[int] = []
 
     def writer(w: int) -> None:
-        start.wait(h.WAIT_S)
+        start.wait(WAIT_S)
         ids = returned.setdefault(w, [])
         for seq in range(count):
             ids.append(store.xadd(KEY, {"w": w, "seq": seq, "pad": "p" * pad}))
@@ -386,12 +367,12 @@ def test_threads_share_one_store(path: str) -> None:
             progress.notify_all()
 
     def reader() -> None:
-        start.wait(h.WAIT_S)
+        start.wait(WAIT_S)
         previous: list[h.Entry] = []
         seen = 0
         while True:
             with progress:
-                assert progress.wait_for(partial(_moved_on, state, seen), h.WAIT_S)
+                assert progress.wait_for(partial(_moved_on, state, seen), WAIT_S)
                 seen, left = state["writes"], state["writers_left"]
             entries = h.check_stream(store, paged=False)
             _seqs_are_prefixes(entries)
@@ -445,17 +426,17 @@ def test_two_stores_on_one_path_in_one_process(path: str) -> None:
 
 
 @needs_fork
-def test_forked_child_uses_the_inherited_store(path: str, children: h.Children) -> None:
+def test_forked_child_uses_the_inherited_store(path: str, children: Children) -> None:
     """A Store opened before a fork works in the child (which reopens LMDB behind the scenes)
     and keeps working in the parent, during and after the child's writes."""
     store = rstore.Store(path)
     mine = [store.xadd(KEY, {"w": 0, "seq": seq}) for seq in range(5)]
     ctx = mp.get_context("fork")
     results = ctx.Queue()
-    children.start(ctx, h.use_inherited_store, store, 20, results)
+    children.start(h.use_inherited_store, store, 20, results, ctx=ctx)
     mine.append(store.xadd(KEY, {"w": 0, "seq": 5}))  # the parent writes on meanwhile
-    before, theirs = h.collect(results, 1, children)["child"]
-    children.join_all()
+    before, theirs = collect(results, 1, children)["child"]
+    children.join()
     assert [eid for eid, _ in before][:5] == mine[:5]  # the child saw the parent's data
     mine.append(store.xadd(KEY, {"w": 0, "seq": 6}))
     entries = h.check_stream(store)
@@ -466,7 +447,7 @@ def test_forked_child_uses_the_inherited_store(path: str, children: h.Children) 
 @needs_fork
 @pytest.mark.parametrize("inherited_used_first", [False, True])
 def test_forked_child_can_open_the_same_path(
-    path: str, children: h.Children, inherited_used_first: bool
+    path: str, children: Children, inherited_used_first: bool
 ) -> None:
     """The usual worker pattern: the parent holds the store open, forks, and the child opens
     ``Store(path)`` itself (whether or not it touched the inherited Store first)."""
@@ -475,9 +456,9 @@ def test_forked_child_can_open_the_same_path(
     ctx = mp.get_context("fork")
     results = ctx.Queue()
     inherited = store if inherited_used_first else None
-    children.start(ctx, h.open_by_path, path, inherited, results)
-    length, new_id = h.collect(results, 1, children)["child"]
-    children.join_all()
+    children.start(h.open_by_path, path, inherited, results, ctx=ctx)
+    length, new_id = collect(results, 1, children)["child"]
+    children.join()
     assert length == 1
     assert store.xrange(KEY)[-1][0] == new_id
     store.close()
@@ -485,16 +466,16 @@ def test_forked_child_can_open_the_same_path(
 
 @needs_fork
 @pytest.mark.slow
-def test_forked_child_can_grow_the_map(path: str, children: h.Children) -> None:
+def test_forked_child_can_grow_the_map(path: str, children: Children) -> None:
     """A forked child writing through the inherited Store past the map's end grows the map
     (the resize gate must not be left unbalanced by the reopen after the fork)."""
     store = rstore.Store(path, map_size=TINY_MAP)
     store.xadd(KEY, {"w": 0, "seq": 0})
     ctx = mp.get_context("fork")
     results = ctx.Queue()
-    children.start(ctx, h.grow_inherited_store, store, 600, 2000, results)
-    assert h.collect(results, 1, children, timeout=15) == {"child": 601}
-    children.join_all()
+    children.start(h.grow_inherited_store, store, 600, 2000, results, ctx=ctx)
+    assert collect(results, 1, children, timeout=15) == {"child": 601}
+    children.join()
     assert store.xlen(KEY) == 601
     store.xadd(KEY, {"w": 0, "seq": 1})
     assert len(h.check_stream(store)) == 602

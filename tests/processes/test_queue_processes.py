@@ -10,14 +10,13 @@ The checks are the queue's contract:
   claims of the dead consumer's messages, each with delivery count 2;
 * nothing is lost, nothing stays pending, and ``store.check()`` finds the store consistent.
 
-Children live in ``helpers_queue``; every wait has a timeout and a hanging child fails the
+Children run the bodies in ``helpers_queue``; every wait has a timeout and a hanging child fails the
 test.  See ``docs/queue.md`` for the same queue as a user would write it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing as mp
 import signal
 import subprocess
 import sys
@@ -28,12 +27,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import helpers_queue as h
 import pytest
 
 import rstore
 
-ROOT = Path(__file__).resolve().parent.parent
+from . import helpers_queue as h
+from .children import WAIT_S, Children, next_report, sigkill, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "docs" / "examples"
 
 PRODUCERS = 4
@@ -44,26 +45,6 @@ BATCH = 10  # the victim's batch
 DONE_BEFORE_KILL = 5  # messages of that batch the victim processed before it died
 CLAIM_IDLE_MS = 1000
 CLAIM_EVERY_S = 0.2
-
-
-@pytest.fixture
-def children() -> Iterator[h.Children]:
-    kids = h.Children(mp.get_context("spawn"))
-    try:
-        yield kids
-    finally:
-        kids.kill_all()
-
-
-@pytest.fixture
-def path(tmp_path: Path) -> str:
-    return str(tmp_path / "store")
-
-
-@pytest.fixture
-def store(path: str) -> Iterator[rstore.Store]:
-    with rstore.Store(path) as s:
-        yield s
 
 
 def _group_state(store: rstore.Store) -> dict[str, Any]:
@@ -105,7 +86,7 @@ def _every_message(store: rstore.Store) -> dict[str, tuple[int, int]]:
 
 @pytest.mark.slow
 def test_consumer_processes_survive_a_sigkilled_consumer(
-    path: str, store: rstore.Store, tmp_path: Path, children: h.Children
+    path: str, store: rstore.Store, tmp_path: Path, children: Children
 ) -> None:
     store.xgroup_create(h.STREAM, h.GROUP, "0", mkstream=True)
     ctx = children.ctx
@@ -129,26 +110,26 @@ def test_consumer_processes_survive_a_sigkilled_consumer(
 
     # The victim reads a full batch first, then the others start while producers go on.
     for event in first_parts:
-        assert event.wait(h.WAIT_S), "a producer did not start"
+        assert event.wait(WAIT_S), "a producer did not start"
     victim_go.set()
-    assert batch_read.wait(h.WAIT_S), "the victim read nothing"
+    assert batch_read.wait(WAIT_S), "the victim read nothing"
     live_go.set()
     owed = store.xpending_range(h.STREAM, h.GROUP, "-", "+", 100, "c0")
-    h.sigkill(victim)
+    sigkill(victim)
     victim_batch = [p["message_id"].decode() for p in owed]
     assert len(victim_batch) == BATCH, owed
 
     # Wait for every message to be acknowledged (the XACK replies add up), and the producers.
     acked = 0
     produced: dict[int, list[str]] = {}
-    deadline = time.monotonic() + h.WAIT_S
+    deadline = time.monotonic() + WAIT_S
     while acked < TOTAL or len(produced) < PRODUCERS:
         remaining = deadline - time.monotonic()
         assert remaining > 0, (
             f"only {acked} of {TOTAL} acknowledged; group {_group_state(store)}; "
             f"pending {store.xpending(h.STREAM, h.GROUP)}"
         )
-        who, status, value = h.get(progress, timeout=remaining)
+        who, status, value = next_report(progress, timeout=remaining)
         if status == "acked":
             acked += value
         else:
@@ -157,7 +138,7 @@ def test_consumer_processes_survive_a_sigkilled_consumer(
     stop.set()
     finished: set[str] = set()
     while len(finished) < len(live):
-        who, status, value = h.get(progress)
+        who, status, value = next_report(progress)
         if status == "acked":
             acked += value
         else:
@@ -209,7 +190,7 @@ WORKER_OPTIONS: dict[str, Any] = {
 
 @pytest.mark.slow
 def test_consumer_workers_dead_letter_a_poison_message(
-    path: str, store: rstore.Store, tmp_path: Path, children: h.Children
+    path: str, store: rstore.Store, tmp_path: Path, children: Children
 ) -> None:
     store.xgroup_create(h.STREAM, h.GROUP, "0", mkstream=True)
     ctx = children.ctx
@@ -238,30 +219,30 @@ def test_consumer_workers_dead_letter_a_poison_message(
     ]
 
     for event in first_parts:
-        assert event.wait(h.WAIT_S), "a producer did not start"
+        assert event.wait(WAIT_S), "a producer did not start"
     victim_go.set()
-    assert hanging.wait(h.WAIT_S), "the victim never got its second message"
+    assert hanging.wait(WAIT_S), "the victim never got its second message"
     live_go.set()
     owed = store.xpending_range(h.STREAM, h.GROUP, "-", "+", 100, "w0")
-    h.sigkill(victim)
+    sigkill(victim)
     victim_owed = [p["message_id"].decode() for p in owed]
     # The victim's batch was 5: the first acknowledged, the second hung, three unread.
     assert len(victim_owed) == WORKER_OPTIONS["count"] - 1, owed
 
     produced: dict[int, list[str]] = {}
     while len(produced) < PRODUCERS:
-        who, _, value = h.get(results)
+        who, _, value = next_report(results)
         assert who[0] == "producer", f"{who} stopped early"
         produced[who[1]] = value
     total = TOTAL + 1
-    h.wait_for(
+    wait_for(
         lambda: _drained(store) and store.xlen(h.DEAD_LETTER) == 1,
         "every message processed or dead-lettered",
-        timeout=h.WAIT_S,
+        timeout=WAIT_S,
         interval=0.05,
     )
     stop.set()
-    assert {h.get(results)[0] for _ in live} == {"w1", "w2", "w3"}
+    assert {next_report(results)[0] for _ in live} == {"w1", "w2", "w3"}
     children.join(producers + live)
 
     # --- the store.
@@ -304,7 +285,7 @@ def test_consumer_workers_dead_letter_a_poison_message(
 
 @pytest.mark.slow
 def test_restarted_worker_gets_its_own_unacknowledged_messages_first(
-    path: str, store: rstore.Store, tmp_path: Path, children: h.Children
+    path: str, store: rstore.Store, tmp_path: Path, children: Children
 ) -> None:
     """A worker restarted under the same name needs no claim: its own pending messages come
     back first (history read), with their delivery count raised."""
@@ -321,16 +302,16 @@ def test_restarted_worker_gets_its_own_unacknowledged_messages_first(
     victim = children.start(
         h.worker, path, "w", first, go, victim_stop, results, options, 2, hanging
     )
-    assert hanging.wait(h.WAIT_S)
-    h.sigkill(victim)
+    assert hanging.wait(WAIT_S)
+    sigkill(victim)
     assert [r["outcome"] for r in h.read_records(first)] == ["ok", "hung"]
     owed = [p["message_id"].decode() for p in store.xpending_range(h.STREAM, h.GROUP, "-", "+", 9)]
     assert owed == ids[1:5]
 
     again = children.start(h.worker, path, "w", second, go, stop, results, options)
-    h.wait_for(lambda: _drained(store), "the restarted worker to finish", interval=0.05)
+    wait_for(lambda: _drained(store), "the restarted worker to finish", interval=0.05)
     stop.set()
-    assert h.get(results)[0] == "w"
+    assert next_report(results)[0] == "w"
     children.join([again])
     records = h.read_records(second)
     assert [r["id"] for r in records] == ids[1:]
@@ -362,7 +343,7 @@ def test_claimed_message_carries_its_true_delivery_count(store: rstore.Store) ->
         return {f[b"rstore:id"]: f[b"rstore:deliveries"] for _, f in store.xrange(h.DEAD_LETTER)}
 
     def stop_when_both_are_dead() -> None:
-        deadline = time.monotonic() + h.WAIT_S
+        deadline = time.monotonic() + WAIT_S
         while time.monotonic() < deadline and not {ids[0], ids[99]} <= dead_letters().keys():
             time.sleep(0.02)
         consumer.stop()
@@ -372,7 +353,7 @@ def test_claimed_message_carries_its_true_delivery_count(store: rstore.Store) ->
     watcher.start()
     for msg in consumer.messages():  # "me"'s own 98 (history), then the claim
         yielded[msg.id] = msg.deliveries
-    watcher.join(h.WAIT_S)
+    watcher.join(WAIT_S)
     dead = dead_letters()
     assert dead.get(ids[0]) == b"6"
     assert dead.get(ids[99]) == b"6"
@@ -384,7 +365,7 @@ def test_claimed_message_carries_its_true_delivery_count(store: rstore.Store) ->
 # =========================================================================== docs/queue.md
 
 
-def _run(*args: str, timeout: float = h.WAIT_S) -> str:
+def _run(*args: str, timeout: float = WAIT_S) -> str:
     done = subprocess.run(
         [sys.executable, *args], capture_output=True, text=True, timeout=timeout, check=False
     )
@@ -407,10 +388,10 @@ def _worker(store_path: str, name: str, *extra: str) -> Iterator[list[str]]:
         yield lines
     except BaseException:
         proc.kill()
-        proc.communicate(timeout=h.WAIT_S)
+        proc.communicate(timeout=WAIT_S)
         raise
     proc.send_signal(signal.SIGTERM)
-    stdout, stderr = proc.communicate(timeout=h.WAIT_S)
+    stdout, stderr = proc.communicate(timeout=WAIT_S)
     assert proc.returncode == 0, stderr
     lines.extend(stdout.splitlines())
     lines.extend(stderr.splitlines())
@@ -429,7 +410,7 @@ def _killed_mid_job(store_path: str) -> None:
         assert proc.stdout.readline().startswith("working on")
     finally:
         proc.kill()
-        proc.communicate(timeout=h.WAIT_S)
+        proc.communicate(timeout=WAIT_S)
 
 
 def test_queue_doc_shows_the_example_files_verbatim() -> None:
@@ -463,7 +444,7 @@ def test_queue_doc_example_runs(tmp_path: Path) -> None:
         _worker(store_path, "worker-1", "--claim-idle-ms", "300") as lines,
         rstore.Store(store_path) as store,
     ):
-        h.wait_for(
+        wait_for(
             lambda: _drained(store) and store.xlen(h.DEAD_LETTER) == 1,
             "the worker to finish",
             interval=0.05,
@@ -485,7 +466,7 @@ def test_queue_doc_example_runs(tmp_path: Path) -> None:
     _run(producer, restart, "5")
     _killed_mid_job(restart)
     with _worker(restart, "worker-1") as lines, rstore.Store(restart) as store:
-        h.wait_for(lambda: _drained(store), "the restarted worker", interval=0.05)
+        wait_for(lambda: _drained(store), "the restarted worker", interval=0.05)
     done = [line for line in lines if line.startswith("done")]
     assert len(done) == 5 and all("(delivery 2)" in line for line in done), lines
 
@@ -497,6 +478,6 @@ def test_queue_doc_example_runs(tmp_path: Path) -> None:
         _worker(claim, "worker-2", "--claim-idle-ms", "300") as lines,
         rstore.Store(claim) as store,
     ):
-        h.wait_for(lambda: _drained(store), "the claims of worker-2", interval=0.05)
+        wait_for(lambda: _drained(store), "the claims of worker-2", interval=0.05)
     done = [line for line in lines if line.startswith("done")]
     assert len(done) == 5 and all("(delivery 2)" in line for line in done), lines

@@ -2,11 +2,9 @@
 
 Everything a child runs lives here, at module level, so that the ``spawn`` start method (which
 pickles the target by name) can import it.  Children report through a ``multiprocessing``
-queue as ``(who, status, value)``: ``status`` is ``"ok"``, ``"refused"`` (an
-:class:`rstore.ResponseError`, ``value`` is its error line) or ``"error"`` (``value`` is a
-traceback).  Consumers also write what they processed to a per-consumer JSON-lines file,
-fsynced *before* they acknowledge, so the file survives a SIGKILL and shows exactly what a
-consumer had done when it died.
+queue as ``(who, status, value)`` (:func:`.children.report`).  Consumers also write what they
+processed to a per-consumer JSON-lines file, fsynced *before* they acknowledge, so the file
+survives a SIGKILL and shows exactly what a consumer had done when it died.
 
 Probes read what the kernel and the store say about a blocked reader:
 
@@ -30,20 +28,16 @@ import json
 import logging
 import os
 import platform
-import queue
-import signal
 import struct
 import threading
 import time
-import traceback
-from collections.abc import Callable, Iterator, Sequence
-from multiprocessing.context import BaseContext
-from multiprocessing.process import BaseProcess
-from typing import Any, Protocol
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import rstore
 
-WAIT_S = 60.0  # no wait in a child or the parent is longer than this
+from .children import WAIT_S, Event, Reports, report, wait_for
+
 STREAM = "jobs"
 GROUP = "workers"
 DEAD_LETTER = "jobs:dead"
@@ -52,16 +46,6 @@ NO_RECHECK_S = 30.0  # a safety re-check interval no test waits for
 _NOTIFY_FILE = "notify.shm"
 _IN_USE = struct.Struct("<I")
 _IN_USE_OFFSET = 12  # header: magic (8 bytes), u32 version, u32 slots in use, ...
-
-
-class _Queue(Protocol):
-    def put(self, obj: Any) -> None: ...
-
-
-class _Event(Protocol):
-    def wait(self, timeout: float | None = None) -> bool: ...
-    def set(self) -> None: ...
-    def is_set(self) -> bool: ...
 
 
 # =========================================================================== probes
@@ -101,17 +85,6 @@ def in_select(pid: int, tid: int | None = None) -> bool:
     return number in _SELECT_SYSCALLS.get(platform.machine(), set())
 
 
-def wait_for(
-    predicate: Callable[[], bool], what: str, timeout: float = WAIT_S, interval: float = 0.002
-) -> None:
-    """Poll ``predicate`` (every ``interval`` s) until it holds; fail after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
-
-
 def wait_blocked(path: str, slots: int, pids: Sequence[int] = (), tids: Sequence[int] = ()) -> None:
     """Wait until ``slots`` waiter slots are taken and every given process (or thread of this
     process) sleeps in select -- registered *and* done with its re-check."""
@@ -133,71 +106,6 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def process_state(pid: int) -> str:
-    """The one-letter state in /proc/<pid>/stat (``Z``: a zombie, dead but not reaped)."""
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0]
-
-
-# =========================================================================== parent side
-
-
-class Children:
-    """The child processes a test started; whatever is still alive at teardown is killed."""
-
-    def __init__(self, ctx: BaseContext) -> None:
-        self.ctx = ctx
-        self.started: list[BaseProcess] = []
-
-    def start(self, target: Callable[..., None], *args: Any) -> BaseProcess:
-        proc: BaseProcess = self.ctx.Process(  # type: ignore[attr-defined]
-            target=target, args=args, daemon=True
-        )
-        proc.start()
-        self.started.append(proc)
-        return proc
-
-    def join(self, procs: Sequence[BaseProcess], timeout: float = WAIT_S) -> None:
-        deadline = time.monotonic() + timeout
-        for proc in procs:
-            proc.join(max(0.0, deadline - time.monotonic()))
-            assert proc.exitcode is not None, f"child {proc.pid} still running after {timeout} s"
-            assert proc.exitcode == 0, f"child {proc.pid} exited with {proc.exitcode}"
-
-    def kill_all(self) -> None:
-        for proc in self.started:
-            if proc.exitcode is None:
-                proc.kill()
-            proc.join(10)
-
-
-def sigkill(proc: BaseProcess, reap: bool = True) -> None:
-    """SIGKILL ``proc``; with ``reap``, wait for it, else only until it is a zombie."""
-    assert proc.pid is not None
-    os.kill(proc.pid, signal.SIGKILL)
-    if reap:
-        proc.join(WAIT_S)
-        assert proc.exitcode == -signal.SIGKILL, f"child ended with {proc.exitcode}"
-    else:
-        pid = proc.pid
-        wait_for(lambda: process_state(pid) == "Z", "the killed child to die")
-
-
-def get(results: Any, who: Any = None, timeout: float = WAIT_S) -> tuple[Any, str, Any]:
-    """The next report (from ``who``, if given, which must be the next one); a child's crash
-    fails the test with its traceback."""
-    try:
-        report = results.get(timeout=timeout)
-    except queue.Empty:
-        raise AssertionError(f"no report within {timeout} s: a child hangs") from None
-    sender, status, value = report
-    if status == "error":
-        raise AssertionError(f"child {sender} failed:\n{value}")
-    if who is not None:
-        assert sender == who, f"expected a report from {who}, got {report}"
-    return sender, status, value
-
-
 def read_records(path: str) -> list[dict[str, Any]]:
     """The JSON lines a consumer wrote (none if it never wrote its file)."""
     if not os.path.exists(path):
@@ -207,17 +115,6 @@ def read_records(path: str) -> list[dict[str, Any]]:
 
 
 # =========================================================================== child plumbing
-
-
-def _report(results: _Queue, who: Any, body: Callable[[], Any]) -> None:
-    try:
-        value = body()
-    except rstore.ResponseError as exc:
-        results.put((who, "refused", (time.monotonic(), exc.line)))
-    except BaseException:
-        results.put((who, "error", traceback.format_exc()))
-    else:
-        results.put((who, "ok", value))
 
 
 def _set_recheck(seconds: float | None) -> None:
@@ -262,9 +159,9 @@ def blocking_call(
     path: str,
     argv: list[Any],
     who: Any,
-    results: _Queue,
+    results: Reports,
     recheck_s: float | None = NO_RECHECK_S,
-    go: _Event | None = None,
+    go: Event | None = None,
 ) -> None:
     """Run one (blocking) command; report ``(monotonic time it returned, reply)``.
 
@@ -279,10 +176,10 @@ def blocking_call(
         reply = store.execute(*argv)
         return time.monotonic(), _text(reply)
 
-    _report(results, who, body)
+    report(results, who, body)
 
 
-def xread_rounds(path: str, key: str, rounds: int, results: _Queue) -> None:
+def xread_rounds(path: str, key: str, rounds: int, results: Reports) -> None:
     """``rounds`` times: XREAD BLOCK after the last entry seen; report each return time."""
 
     def body() -> None:
@@ -296,10 +193,10 @@ def xread_rounds(path: str, key: str, rounds: int, results: _Queue) -> None:
             last = reply[0][1][-1][0].decode()
             results.put((i, "ok", (done, last)))
 
-    _report(results, "rounds", body)
+    report(results, "rounds", body)
 
 
-def idle_reader(path: str, argv: list[Any], results: _Queue) -> None:
+def idle_reader(path: str, argv: list[Any], results: Reports) -> None:
     """A reader blocked forever (BLOCK 0) with rstore's normal safety re-check; reports its
     own CPU time (``os.times``) once woken."""
 
@@ -309,10 +206,10 @@ def idle_reader(path: str, argv: list[Any], results: _Queue) -> None:
         t = os.times()
         return t.user + t.system, _text(reply)
 
-    _report(results, "idle", body)
+    report(results, "idle", body)
 
 
-def xadd_batch(path: str, key: str, count: int, results: _Queue) -> None:
+def xadd_batch(path: str, key: str, count: int, results: Reports) -> None:
     """XADD ``count`` entries in one pipeline (one transaction); report their IDs."""
 
     def body() -> list[str]:
@@ -323,10 +220,10 @@ def xadd_batch(path: str, key: str, count: int, results: _Queue) -> None:
         ids: list[str] = _text(pipe.execute())
         return ids
 
-    _report(results, "writer", body)
+    report(results, "writer", body)
 
 
-def xadd_without_wakeup(path: str, key: str, results: _Queue) -> None:
+def xadd_without_wakeup(path: str, key: str, results: Reports) -> None:
     """XADD as a writer that died between its commit and waking anyone would: committed,
     nobody notified.  Reports ``(monotonic time of the commit, ID)``."""
 
@@ -338,7 +235,7 @@ def xadd_without_wakeup(path: str, key: str, results: _Queue) -> None:
         new_id = store.xadd(key, {"lost": "wake-up"})
         return time.monotonic(), new_id.decode()
 
-    _report(results, "writer", body)
+    report(results, "writer", body)
 
 
 # =========================================================================== queue children
@@ -349,8 +246,8 @@ def producer(
     number: int,
     count: int,
     first_part: int,
-    first_part_done: _Event,
-    results: _Queue,
+    first_part_done: Event,
+    results: Reports,
     poison: bool = False,
 ) -> None:
     """XADD ``count`` messages carrying ``producer`` and ``seq``; set ``first_part_done``
@@ -368,7 +265,7 @@ def producer(
         first_part_done.set()
         return ids
 
-    _report(results, ("producer", number), body)
+    report(results, ("producer", number), body)
 
 
 def _message(eid: bytes, fields: dict[bytes, bytes]) -> dict[str, Any]:
@@ -376,7 +273,7 @@ def _message(eid: bytes, fields: dict[bytes, bytes]) -> dict[str, Any]:
 
 
 def victim_consumer(
-    path: str, name: str, out_path: str, go: _Event, batch_read: _Event, batch: int, done: int
+    path: str, name: str, out_path: str, go: Event, batch_read: Event, batch: int, done: int
 ) -> None:
     """Read one batch with XREADGROUP, process (record) its first ``done`` messages, then
     hang before acknowledging anything -- the parent SIGKILLs us there."""
@@ -397,9 +294,9 @@ def queue_consumer(
     path: str,
     name: str,
     out_path: str,
-    go: _Event,
-    stop: _Event,
-    progress: _Queue,
+    go: Event,
+    stop: Event,
+    progress: Reports,
     claim_idle_ms: int,
     claim_every_s: float,
 ) -> None:
@@ -448,19 +345,19 @@ def queue_consumer(
             progress.put((name, "acked", acked))
         records.close()
 
-    _report(progress, name, body)
+    report(progress, name, body)
 
 
 def worker(
     path: str,
     name: str,
     out_path: str,
-    go: _Event,
-    stop: _Event,
-    results: _Queue,
+    go: Event,
+    stop: Event,
+    results: Reports,
     options: dict[str, Any],
     hang_on: int | None = None,
-    hanging: _Event | None = None,
+    hanging: Event | None = None,
 ) -> None:
     """An :class:`rstore.Consumer` running a handler that records each message (fsynced).
 
@@ -502,7 +399,7 @@ def worker(
         consumer.run(handle)
         records.close()
 
-    _report(results, name, body)
+    report(results, name, body)
 
 
 # =========================================================================== docs
