@@ -113,6 +113,7 @@ def test_sigkilled_pipeline_is_all_or_nothing(path: str, children: Children) -> 
     ctx = children.ctx
     done: set[tuple[int, int]] = set()  # (run, batch) of every execute() that returned
     interrupted = 0
+    killed: set[tuple[int, int]] = set()  # the batch each run was killed in
     for run, fraction in enumerate((0.1, 0.5, 0.9), start=1):
         parent_end, child_end = ctx.Pipe(duplex=False)
         proc = children.start(h.pipelines_until_killed, path, child_end, run, True, batch, pad)
@@ -133,6 +134,7 @@ def test_sigkilled_pipeline_is_all_or_nothing(path: str, children: Children) -> 
             if msg[0] == "done":
                 done.add((run, msg[1]))
         parent_end.close()
+        killed.add((run, killed_batch))
         interrupted += (run, killed_batch) not in done
 
         with rstore.Store(path) as store:
@@ -146,7 +148,9 @@ def test_sigkilled_pipeline_is_all_or_nothing(path: str, children: Children) -> 
             for key, js in batches.items():
                 assert js == list(range(batch)), f"pipeline {key} is torn: {len(js)} entries"
             assert done <= set(batches), f"returned pipelines lost: {done - set(batches)}"
-            assert set(batches) - done <= {(run, killed_batch)}
+            # A kill after the commit but before execute() returned leaves a whole pipeline
+            # that never reported: allowed only for the batches runs so far were killed in.
+            assert set(batches) - done <= killed
             store.xadd(KEY, {"after": run})  # the store takes writes again
     assert interrupted >= 1, "no kill landed inside execute(); the test proves little"
 
