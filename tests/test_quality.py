@@ -35,7 +35,16 @@ def test_mypy_strict_is_clean() -> None:
 
 def test_codec_is_pure() -> None:
     """codec/ does no I/O and reads no clock: it imports only the stdlib basics and layer 0."""
-    allowed = {"__future__", "collections", "struct", "typing", "crcmod", "lzf", "rstore"}
+    allowed = {
+        "__future__",
+        "collections",
+        "itertools",
+        "struct",
+        "typing",
+        "crcmod",
+        "lzf",
+        "rstore",
+    }
     for path in ROOT.joinpath("rstore", "codec").rglob("*.py"):
         # speedups.py only reads RSTORE_NO_SPEEDUPS, once, to choose C or Python
         permitted = allowed | {"os"} if path.name == "speedups.py" else allowed

@@ -15,10 +15,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ENABLED", "c_check_node", "c_scan_forward"]
+__all__ = ["ENABLED", "c_check_node", "c_columns_append", "c_scan_forward"]
 
 c_scan_forward: Callable[..., bool | None] | None = None
 c_check_node: Callable[..., tuple[int, int, int, bool, int, int, int, int] | None] | None = None
+c_columns_append: Callable[..., tuple[int, bool] | None] | None = None
 
 if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
     try:
@@ -28,6 +29,12 @@ if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
     if _c is not None:
         c_scan_forward = _c.scan_forward
         c_check_node = _c.check_node
+    try:
+        from rstore.codec import _columns as _cc  # type: ignore[attr-defined]
+    except ImportError:  # not built: rstore.codec.columns decodes in Python
+        _cc: Any = None  # type: ignore[no-redef]
+    if _cc is not None:
+        c_columns_append = _cc.append_node
 
 #: Whether the C accelerator is in use.
 ENABLED = c_scan_forward is not None
