@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rstore.version import __version__
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
+    from rstore.codec.columns import Columns
     from rstore.commands.reply import NIL_ARRAY
     from rstore.errors import (
         CorruptDataError,
@@ -39,7 +40,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         UnsupportedRDBError,
     )
     from rstore.ids import StreamID, parse_range_bound, parse_time_ms
-    from rstore.model import ConsumerInfo, GroupInfo, StreamInfo
+    from rstore.model import ConsumerInfo, GroupInfo, NodeSpan, StreamInfo
     from rstore.pipeline import Pipeline
     from rstore.queue.consumer import Consumer, Message
     from rstore.ranges import iter_range, iter_range_pages
@@ -49,7 +50,10 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         read_rdb_entries,
         read_rdb_range,
     )
+    from rstore.snapshot.rdb_index import RDBStream, index_rdb, read_rdb_nodes
     from rstore.store import DEFAULT_PATH, Store, check_store, upgrade_store
+    from rstore.streams.columns import iter_columns
+    from rstore.streams.view import StoreView
 
 #: Each public name and the module that defines it.
 _LAZY: dict[str, str] = {
@@ -80,6 +84,13 @@ _LAZY: dict[str, str] = {
     "parse_time_ms": "rstore.ids",
     "RDBSummary": "rstore.snapshot.inspection",
     "StreamInfo": "rstore.model",
+    "NodeSpan": "rstore.model",
+    "Columns": "rstore.codec.columns",
+    "iter_columns": "rstore.streams.columns",
+    "StoreView": "rstore.streams.view",
+    "RDBStream": "rstore.snapshot.rdb_index",
+    "index_rdb": "rstore.snapshot.rdb_index",
+    "read_rdb_nodes": "rstore.snapshot.rdb_index",
     "GroupInfo": "rstore.model",
     "ConsumerInfo": "rstore.model",
     "inspect_rdb": "rstore.snapshot.inspection",
@@ -99,6 +110,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "DEFAULT_PATH",
     "NIL_ARRAY",
+    "Columns",
     "Consumer",
     "ConsumerInfo",
     "CorruptDataError",
@@ -110,8 +122,10 @@ __all__ = [
     "InconsistentSnapshotError",
     "KeyExistsError",
     "Message",
+    "NodeSpan",
     "NotAStoreError",
     "Pipeline",
+    "RDBStream",
     "RDBSummary",
     "RStoreError",
     "ReadOnlyStoreError",
@@ -120,18 +134,22 @@ __all__ = [
     "Store",
     "StoreClosedError",
     "StoreNotFoundError",
+    "StoreView",
     "StreamID",
     "StreamInfo",
     "UnsupportedFormatError",
     "UnsupportedRDBError",
     "__version__",
     "check_store",
+    "index_rdb",
     "inspect_rdb",
+    "iter_columns",
     "iter_range",
     "iter_range_pages",
     "parse_range_bound",
     "parse_time_ms",
     "read_rdb_entries",
+    "read_rdb_nodes",
     "read_rdb_range",
     "upgrade_store",
 ]

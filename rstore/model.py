@@ -21,6 +21,7 @@ __all__ = [
     "GroupInfo",
     "GroupSnapshot",
     "GroupState",
+    "NodeSpan",
     "PendingEntry",
     "StreamInfo",
     "StreamNode",
@@ -45,6 +46,17 @@ class StreamNode:
 
     master_id: ID
     listpack: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpan:
+    """Where a node lies, for planning reads of parts of a stream: its master ID, its live
+    entries (from its master entry) and, in an RDB file, the offset of its first byte (``None``
+    in a store).  Given by :meth:`rstore.StoreView.node_index` and :func:`rstore.index_rdb`."""
+
+    master_id: ID
+    entries: int
+    offset: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

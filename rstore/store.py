@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rstore.client import Callback, RedisCommands
 from rstore.client.shapes import Decoder, finish, make_decoder
@@ -24,10 +24,13 @@ if TYPE_CHECKING:
     from rstore.model import StreamInfo
     from rstore.snapshot.restore import RestoreReport
     from rstore.snapshot.save import Progress, SaveReport
+    from rstore.streams.view import StoreView
 
 __all__ = ["DEFAULT_PATH", "Store", "check_store", "upgrade_store"]
 
 DEFAULT_PATH = "rstore-data"
+
+T = TypeVar("T")
 
 
 class Store(RedisCommands):
@@ -148,6 +151,22 @@ class Store(RedisCommands):
         from rstore.snapshot.inspection import inspect_store  # noqa: PLC0415 - loaded on first use
 
         return inspect_store(self._live_env(), key=name, progress=progress)
+
+    def view(self, fn: Callable[[StoreView], T]) -> T:
+        """Run ``fn`` on a :class:`rstore.StoreView`: one consistent read snapshot of the whole
+        store (stream names, states, node indexes, raw nodes) and return what it returns.  The
+        view is valid only while ``fn`` runs; ``fn`` may be run again (when another process
+        grew the map meanwhile), so it must not have effects outside what it returns."""
+        from rstore.streams.view import StoreView  # noqa: PLC0415 - loaded on first use
+
+        def run(txn: Any) -> T:
+            view = StoreView(txn)
+            try:
+                return fn(view)
+            finally:
+                view._close()
+
+        return self._live_env().read(run)
 
     def check(self) -> list[str]:
         """Verify the whole store: LMDB's structure in the file, every record's checksum, every

@@ -23,6 +23,7 @@ from rstore.codec import listpack as lp
 from rstore.codec.node_validate import node_facts
 from rstore.errors import CorruptDataError, CorruptRDBError, UnsupportedRDBError
 from rstore.model import (
+    ID,
     ConsumerPending,
     ConsumerState,
     GroupState,
@@ -38,6 +39,7 @@ __all__ = [
     "TYPE_NAMES",
     "StreamRecord",
     "node_error",
+    "read_nodes",
     "read_stream",
     "skip_value",
 ]
@@ -81,16 +83,14 @@ def node_error(src: Source, exc: CorruptDataError) -> CorruptRDBError:
     return src.corrupt(f"Stream listpack integrity check failed ({text})", offset)
 
 
-def read_stream(src: Source, rdb_type: int, *, deep: bool = True) -> Iterator[StreamRecord]:
-    """The records of one stream value, checked as they are read.
-
-    Every node gets the listpack header checks; with ``deep`` also the whole check a restore
-    makes (:func:`~rstore.codec.node_validate.node_facts`: the listpack walk, the stream-node
-    layout, entry IDs rising, live counts agreeing).  Damage is reported by :func:`node_error`.
-    """
-    nodes = src.length()
-    previous = None
-    for _ in range(nodes):
+def read_nodes(
+    src: Source, count: int, *, deep: bool = True, after: ID | None = None
+) -> Iterator[StreamNode]:
+    """``count`` stream nodes (master ID string, listpack string) from where ``src`` stands,
+    checked as :func:`read_stream` checks them; ``after`` is the master ID of the node before
+    them, when known (master IDs must rise)."""
+    previous = after
+    for _ in range(count):
         at = src.offset
         key = src.string()
         if len(key) != 16:
@@ -110,6 +110,17 @@ def read_stream(src: Source, rdb_type: int, *, deep: bool = True) -> Iterator[St
         if listpack[lp.HEADER_SIZE] == lp.EOF:
             raise src.corrupt("Empty listpack inside stream", at)
         yield StreamNode(master_id, listpack)
+
+
+def read_stream(src: Source, rdb_type: int, *, deep: bool = True) -> Iterator[StreamRecord]:
+    """The records of one stream value, checked as they are read.
+
+    Every node gets the listpack header checks; with ``deep`` also the whole check a restore
+    makes (:func:`~rstore.codec.node_validate.node_facts`: the listpack walk, the stream-node
+    layout, entry IDs rising, live counts agreeing).  Damage is reported by :func:`node_error`.
+    """
+    nodes = src.length()
+    yield from read_nodes(src, nodes, deep=deep)
     at = src.offset
     length = src.length()
     last_id = src.length_id()
