@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         UnsupportedFormatError,
         UnsupportedRDBError,
     )
+    from rstore.glob import key_matches
     from rstore.ids import StreamID, parse_range_bound, parse_time_ms
     from rstore.model import ConsumerInfo, GroupInfo, NodeSpan, StreamInfo
     from rstore.pipeline import Pipeline
@@ -80,6 +81,7 @@ _LAZY: dict[str, str] = {
         "rstore.errors",
     ),
     "StreamID": "rstore.ids",
+    "key_matches": "rstore.glob",
     "parse_range_bound": "rstore.ids",
     "parse_time_ms": "rstore.ids",
     "RDBSummary": "rstore.snapshot.inspection",
@@ -146,6 +148,7 @@ __all__ = [
     "iter_columns",
     "iter_range",
     "iter_range_pages",
+    "key_matches",
     "parse_range_bound",
     "parse_time_ms",
     "read_rdb_entries",

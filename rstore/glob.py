@@ -8,7 +8,7 @@ An unterminated ``[`` class ends at the end of the pattern.  Patterns nesting mo
 
 from __future__ import annotations
 
-__all__ = ["match"]
+__all__ = ["key_matches", "match"]
 
 _MAX_NESTING = 1000
 
@@ -98,3 +98,9 @@ def _match(pat: bytes, p: int, s: bytes, i: int, nesting: int) -> bool:
                 p += 1
             break
     return p >= plen and i == slen
+
+
+def key_matches(pattern: bytes, key: bytes) -> bool:
+    """Whether ``key`` matches the KEYS-style glob ``pattern`` (public as
+    ``rstore.key_matches``)."""
+    return match(pattern, key)

@@ -229,6 +229,7 @@ _IMPORT_TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "facade": (("rstore",), ()),  # store.py, pipeline.py, ranges.py, __init__.py: anything
     "rstore_cli": (("rstore_cli", "rstore"), ("click",)),
+    "rstore.spark": (("rstore.spark", "rstore"), ("pyspark", "pyarrow")),
 }
 _FACADE = ("rstore.store", "rstore.pipeline", "rstore.ranges", "rstore")
 
@@ -284,8 +285,9 @@ def test_layers_import_only_what_the_table_allows() -> None:
                 if top in sys.stdlib_module_names or top == "__future__":
                     continue
                 if top in ("rstore", "rstore_cli"):
-                    if layer == "rstore_cli" and top == "rstore" and not _public(name):
-                        bad.append(f"{path.relative_to(ROOT)}:{line}: {name} (the CLI uses the "
+                    outer = layer in ("rstore_cli", "rstore.spark")
+                    if outer and not name.startswith(layer) and not _public(name):
+                        bad.append(f"{path.relative_to(ROOT)}:{line}: {name} ({layer} uses the "
                                    "public names of `rstore` only)")  # fmt: skip
                     elif not any(name == a or name.startswith(a + ".") for a in allowed):
                         bad.append(f"{path.relative_to(ROOT)}:{line}: {layer} imports {name}")
