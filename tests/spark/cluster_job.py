@@ -14,6 +14,15 @@ import sys
 from typing import Any
 
 
+def ancestors() -> list[int]:
+    """This process's PID and its ancestors' (from /proc), nearest first."""
+    chain = [os.getpid()]
+    while chain[-1] > 1:
+        with open(f"/proc/{chain[-1]}/stat", encoding="utf-8") as f:
+            chain.append(int(f.read().rsplit(")", 1)[1].split()[1]))
+    return chain
+
+
 def run_job(spark: Any, inputs: str, output: str) -> dict[str, Any]:
     df = spark.read.format("rstore").load(inputs)
     entries = sorted(
@@ -23,9 +32,9 @@ def run_job(spark: Any, inputs: str, output: str) -> dict[str, Any]:
         [r["stream"], r["action"], int(r["count"])]
         for r in df.groupBy("stream", df.fields["action"].alias("action")).count().collect()
     )
-    # Which Python processes read the rows: their process group is the worker JVM's in a
-    # standalone cluster (executors are children of their worker).
-    where = df.rdd.mapPartitions(lambda rows: [[os.getpgid(0), os.getpid(), sum(1 for _ in rows)]])
+    # Which Python processes handled the rows, and their ancestors: in a standalone cluster an
+    # executor JVM is a child of its worker, and Python workers descend from their executor.
+    where = df.rdd.mapPartitions(lambda rows: [[ancestors(), sum(1 for _ in rows)]])
     df.select("stream", "id", "fields").write.format("rstore").option("output", "rdb").mode(
         "append"
     ).save(output)
