@@ -441,12 +441,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.entries < DUMP_FILES or args.repeat < 1:
         parser.error("--entries must be at least 4 and --repeat at least 1")
     work = tempfile.mkdtemp(prefix="bench-spark-", dir=args.dir)
+    load_before = os.getloadavg()
     try:
         report = run(args.entries, args.repeat, work, cluster=not args.no_cluster)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    report["load_average"] = {"start": load_before, "end": os.getloadavg()}
     print()
-    print(f"{args.entries:,} entries; best of {args.repeat} timed runs after a warm-up")
+    print(
+        f"{args.entries:,} entries; best of {args.repeat} timed runs after a warm-up "
+        f"(the end-to-end rows: of {max(1, args.repeat - 1)}); rstore {rstore.__file__}; "
+        f"load average (1, 5, 15 min) {', '.join(f'{x:.2f}' for x in load_before)} at the "
+        f"start, {', '.join(f'{x:.2f}' for x in report['load_average']['end'])} at the end"
+    )
     print()
     print(table(report["rows"]))
     if args.json:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -32,9 +33,18 @@ def run_job(spark: Any, inputs: str, output: str) -> dict[str, Any]:
         [r["stream"], r["action"], int(r["count"])]
         for r in df.groupBy("stream", df.fields["action"].alias("action")).count().collect()
     )
+
     # Which Python processes handled the rows, and their ancestors: in a standalone cluster an
     # executor JVM is a child of its worker, and Python workers descend from their executor.
-    where = df.rdd.mapPartitions(lambda rows: [[ancestors(), sum(1 for _ in rows)]])
+    def where_and_how_many(rows: Iterator[Any]) -> list[list[Any]]:
+        # defined here, so that Spark ships it by value: executors cannot import this module
+        chain = [os.getpid()]
+        while chain[-1] > 1:
+            with open(f"/proc/{chain[-1]}/stat", encoding="utf-8") as f:
+                chain.append(int(f.read().rsplit(")", 1)[1].split()[1]))
+        return [[chain, sum(1 for _ in rows)]]
+
+    where = df.rdd.mapPartitions(where_and_how_many)
     df.select("stream", "id", "fields").write.format("rstore").option("output", "rdb").mode(
         "append"
     ).save(output)

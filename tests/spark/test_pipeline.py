@@ -56,19 +56,15 @@ def test_help_and_bad_arguments_need_no_spark(tmp_path: Path) -> None:
     assert "no such directory" in missing.stderr
 
 
-def _utc(ms: int) -> datetime.datetime:
-    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
-
-
-def _expected(store_path: Path) -> tuple[dict[tuple[Any, str], int], dict[str, tuple[int, int]]]:
+def _expected(store_path: Path) -> tuple[dict[tuple[int, str], int], dict[str, tuple[int, int]]]:
     """From the stored events: {(minute, action): events} and {user: (sessions, events)}."""
     with rstore.Store(store_path, decode_responses=True) as store:
         entries = store.xrange("clicks")
-    per_minute: Counter[tuple[Any, str]] = Counter()
+    per_minute: Counter[tuple[int, str]] = Counter()
     times: dict[str, list[int]] = defaultdict(list)
     for entry_id, fields in entries:
         ms = int(entry_id.split("-")[0])
-        per_minute[(_utc(ms - ms % 60_000), fields["action"])] += 1
+        per_minute[(ms - ms % 60_000, fields["action"])] += 1
         times[fields["user"]].append(ms)  # in ID order
     sessions = {}
     for user, stamps in times.items():
@@ -77,10 +73,19 @@ def _expected(store_path: Path) -> tuple[dict[tuple[Any, str], int], dict[str, t
     return dict(per_minute), sessions
 
 
-def _parquet(out: Path) -> tuple[dict[tuple[Any, str], int], dict[str, tuple[int, int]]]:
+def _parquet(out: Path) -> tuple[dict[tuple[int, str], int], dict[str, tuple[int, int]]]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    minutes = pq.read_table(out / "actions_per_minute.parquet").to_pylist()
+    table = pq.read_table(out / "actions_per_minute.parquet")
+    # Spark writes timestamps as INT96 (read back in ns) or in µs: either way, to Unix ms
+    stamps = table.column("minute")
+    unit = stamps.type.unit
+    ms = [
+        v // {"ns": 1_000_000, "us": 1_000, "ms": 1}[unit]
+        for v in stamps.cast(pa.int64()).to_pylist()
+    ]
+    minutes = table.drop_columns(["minute"]).append_column("minute", pa.array(ms)).to_pylist()
     users = pq.read_table(out / "sessions_per_user.parquet").to_pylist()
     return (
         {(r["minute"], r["action"]): r["events"] for r in minutes},
@@ -88,16 +93,19 @@ def _parquet(out: Path) -> tuple[dict[tuple[Any, str], int], dict[str, tuple[int
     )
 
 
-def _streams(store_path: Path) -> tuple[dict[tuple[Any, str], int], dict[str, tuple[int, int]]]:
+def _streams(store_path: Path) -> tuple[dict[tuple[int, str], int], dict[str, tuple[int, int]]]:
     """The results the pipeline wrote back into the store, one entry per row."""
     with rstore.Store(store_path, decode_responses=True) as store:
         minutes = [f for _, f in store.xrange("stats:actions_per_minute")]
         users = [f for _, f in store.xrange("stats:sessions_per_user")]
     per_minute = {
         (
-            datetime.datetime.strptime(f["minute"], "%Y-%m-%d %H:%M:%S").replace(
-                tzinfo=datetime.timezone.utc
-            ),
+            int(
+                datetime.datetime.strptime(f["minute"], "%Y-%m-%d %H:%M:%S")
+                .replace(tzinfo=datetime.timezone.utc)
+                .timestamp()
+            )
+            * 1000,
             f["action"],
         ): int(f["events"])
         for f in minutes
