@@ -105,7 +105,9 @@ class _StreamBuilder:
             self.state = rec
         elif isinstance(rec, GroupState):
             assert self.state is not None, "a group before its stream's state"
-            lag = group_lag(counters(self.state), rec.last_id, rec.entries_read)
+            lag = group_lag(
+                counters(self.state, self.first_entry_id), rec.last_id, rec.entries_read
+            )
             self.groups.append((rec, lag, []))
         elif isinstance(rec, ConsumerState):
             self.groups[-1][2].append(ConsumerInfo(rec))
