@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import pickle
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -372,4 +373,27 @@ def test_commit_moves_the_group_and_creates_it(tmp_path: Path, reader_factory: A
     for name in ("a", "b"):
         g = _group(store, name, "g")
         assert (g["last-delivered-id"], g["entries-read"], g["lag"]) == (b"10-0", 10, 20)
+    store.close()
+
+
+def test_reader_pickles_between_calls_and_reports_latest(
+    tmp_path: Path, reader_factory: Any
+) -> None:
+    store = _store(tmp_path)
+    for i in range(1, 31):
+        store.xadd("a", {"f": str(i)}, id=f"{i}-0")
+    store.xadd("empty", {"f": "x"}, id="1-0")
+    store.xdel("empty", "1-0")
+    reader = reader_factory(maxEntriesPerTrigger="10", group="g")
+    start = reader.initialOffset()
+    reader.prepareForTriggerAvailableNow()
+    end = reader.latestOffset(start, _limit(reader))
+    parts = reader.partitions(start, end)
+    reader.commit(end)
+    copy = pickle.loads(pickle.dumps(reader))  # what Spark ships to executors
+    rows = [
+        r for p in pickle.loads(pickle.dumps(parts)) for b in copy.read(p) for r in b.to_pylist()
+    ]
+    assert [r["id"] for r in rows] == [f"{i}-0" for i in range(1, 11)]
+    assert reader.reportLatestOffset() == {"a": "30-0"}  # streams holding entries
     store.close()
