@@ -362,18 +362,19 @@ def advance(
     """The end offset of the next batch from ``start``: every stream read up to its last ID
     (or to ``target``'s, the AvailableNow snapshot; streams outside it wait), at most
     ``max_rows`` entries in all (split by :func:`allocate`).  Streams not in ``start`` that
-    match the query are new: read from 0-0, and named in the offset once they hold entries."""
-    names = sorted(set(stream_names(view, opts.read)) | set(start))
+    match the query are new: read from 0-0, and named in the offset once they hold entries;
+    streams in ``start`` that the query no longer reads keep their offset."""
+    wanted = set(stream_names(view, opts.read))
     end: dict[bytes, ID] = {}
     new_seen: dict[bytes, Seen] = {}
     lost: list[str] = []
     backlog: dict[bytes, int] = {}
     bounds: dict[bytes, tuple[ID, ID, int, Any]] = {}
-    for name in names:
+    for name in sorted(wanted | set(start)):
         at = start.get(name)
         if at is not None:
-            end[name] = at
-        state = view.state(name)
+            end[name] = at  # kept as it is: a stream the query no longer reads, or gone
+        state = view.state(name) if name in wanted else None
         if state is None:
             continue
         live = _live_after(view, name, at or ZERO, state.last_id)

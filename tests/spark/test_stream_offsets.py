@@ -237,6 +237,10 @@ def test_new_streams_are_picked_up_and_restart_resumes(tmp_path: Path, reader_fa
     assert set(end2) == {"ev:1", "ev:2"}
     assert sorted(rows1 + rows2) == sorted(_all_rows(store, "ev:1", "ev:2"))
     assert len(set(rows1 + rows2)) == len(rows1 + rows2)
+    # restarted with fewer streams: the others keep their offset and are not read
+    store.xadd("ev:2", {"f": "more"})
+    narrower = reader_factory(streams="ev:1")
+    assert narrower.latestOffset(end2, None) == end2
     store.close()
 
 
