@@ -119,7 +119,7 @@ class StreamOptions:
 
 
 _EARLIEST = ("earliest", "0", "0-0", "-")
-_LATEST = ("latest", "$", "+")
+_LATEST = ("latest", "$")
 
 
 def _start_id(text: str, what: str) -> ID | None:
