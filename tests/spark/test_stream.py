@@ -112,6 +112,41 @@ def test_restart_from_checkpoint_loses_nothing_and_repeats_nothing(
         assert last == {"ev:1": "150-0", "ev:2": "40-0"}
 
 
+class FailingOnce(Batches):
+    """Keeps each batch's ids by batch ID (a replayed batch replaces its rows, as an idempotent
+    sink does); the first time batch 1 comes, XADDs more entries and fails."""
+
+    def __init__(self, store: rstore.Store) -> None:
+        super().__init__()
+        self.store = store
+        self.by_batch: dict[int, list[str]] = {}
+        self.first_attempt: list[str] | None = None
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        ids = [r["id"] for r in df.collect()]
+        self.by_batch[batch_id] = ids
+        if batch_id == 1 and self.first_attempt is None:
+            self.first_attempt = ids
+            _fill(self.store, "s", 91, 100)  # written while the batch runs
+            raise RuntimeError("the sink failed")
+
+
+def test_a_failed_batch_is_replayed_with_the_same_entries(spark: Any, tmp_path: Path) -> None:
+    ck = tmp_path / "ck"
+    with rstore.Store(tmp_path / "store") as store:
+        _fill(store, "s", 1, 90)
+        sink = FailingOnce(store)
+        opts = {"maxEntriesPerTrigger": "30"}
+        assert "the sink failed" in str(
+            _run(spark, tmp_path / "store", ck, sink, **opts).exception()
+        )
+        assert _run(spark, tmp_path / "store", ck, sink, **opts).exception() is None
+        assert sink.by_batch[1] == sink.first_attempt == [f"{i}-0" for i in range(31, 61)]
+        assert {b: len(ids) for b, ids in sink.by_batch.items()} == {0: 30, 1: 30, 2: 30, 3: 10}
+        delivered = sorted(i for ids in sink.by_batch.values() for i in ids)
+        assert delivered == sorted(i.decode() for i, _ in store.xrange("s"))
+
+
 def _group(store: rstore.Store, stream: str) -> dict[str, Any]:
     return next(g for g in store.xinfo_groups(stream) if g["name"] == b"spark")
 
