@@ -23,7 +23,6 @@ from typing import Any
 
 import rstore
 from rstore.spark.options import ReadOptions, read_options
-from rstore.spark.plan import _wanted
 
 __all__ = [
     "ZERO",
@@ -195,6 +194,13 @@ def stream_options(options: Mapping[str, str]) -> StreamOptions:
 
 
 # ------------------------------------------------------------------ counting over a view
+
+
+def _wanted(read: ReadOptions, name: bytes) -> bool:
+    """Whether option ``streams`` (names, or one glob) covers stream ``name``."""
+    if read.streams is not None:
+        return name in read.streams
+    return read.pattern is None or rstore.key_matches(read.pattern, name)
 
 
 def stream_names(view: rstore.StoreView, read: ReadOptions) -> list[bytes]:
