@@ -112,6 +112,30 @@ def test_restart_from_checkpoint_loses_nothing_and_repeats_nothing(
         assert last == {"ev:1": "150-0", "ev:2": "40-0"}
 
 
+def test_a_running_query_picks_up_new_entries_and_streams(spark: Any, tmp_path: Path) -> None:
+    with rstore.Store(tmp_path / "store") as store:
+        _fill(store, "ev:1", 1, 10)
+        sink = Batches()
+        query = (
+            spark.readStream.format("rstore")
+            .option("streams", "ev:*")
+            .load(str(tmp_path / "store"))
+            .writeStream.option("checkpointLocation", str(tmp_path / "ck"))
+            .foreachBatch(sink)
+            .start()
+        )
+        try:
+            query.processAllAvailable()
+            assert len(sink.rows) == 10
+            _fill(store, "ev:1", 11, 15)
+            _fill(store, "ev:2", 1, 5)  # created while the query runs
+            query.processAllAvailable()
+        finally:
+            query.stop()
+        assert query.exception() is None
+        assert _rows(sink.rows) == _expected(store, "ev:1", "ev:2")
+
+
 class FailingOnce(Batches):
     """Keeps each batch's ids by batch ID (a replayed batch replaces its rows, as an idempotent
     sink does); the first time batch 1 comes, XADDs more entries and fails."""
