@@ -401,3 +401,19 @@ def test_reader_pickles_between_calls_and_reports_latest(
     assert [r["id"] for r in rows] == [f"{i}-0" for i in range(1, 11)]
     assert reader.reportLatestOffset() == {"a": "30-0"}  # streams holding entries
     store.close()
+
+
+def test_partitions_of_a_batch(tmp_path: Path, reader_factory: Any) -> None:
+    store = _store(tmp_path)  # nodes of 10 entries
+    for i in range(1, 301):
+        store.xadd("a", {"f": str(i)}, id=f"{i}-0")
+    start, end = {"a": "0-0"}, {"a": "300-0"}
+    assert reader_factory().partitions(start, start) == []
+    assert len(reader_factory().partitions(start, end)) == 1
+    split = reader_factory(numPartitions="3").partitions({"a": "55-0"}, end)
+    # 25 nodes (51-60 .. 291-300) of about 84 entries a partition, cut at node boundaries
+    assert [p.value.entries for p in split] == [90, 90, 70]
+    reader = reader_factory(numPartitions="3")
+    got = [i for p in split for b in reader.read(p) for i in b.column("id").to_pylist()]
+    assert got == [f"{i}-0" for i in range(56, 301)]
+    store.close()
