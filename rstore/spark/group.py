@@ -31,13 +31,14 @@ def _tombstone_after(state: Any, at: ID) -> bool:
 def group_entries_read(view: rstore.StoreView, name: bytes, at: ID) -> int | None:
     """The entries-read counter of a group positioned at ``at`` -- what XREADGROUP would have
     left after delivering up to ``at`` -- or ``None`` when it cannot be known (a deletion
-    after ``at``; Valkey then estimates, or reports the lag as unknown)."""
+    after ``at``, or ``at`` past the last ID; Valkey then estimates, or reports the lag as
+    unknown)."""
     state = view.state(name)
     if state is None or state.entries_added is None:
         return None
-    if state.length == 0 or at >= state.last_id:
+    if at == state.last_id or (state.length == 0 and at < state.last_id):
         return state.entries_added
-    if _tombstone_after(state, at):
+    if at > state.last_id or _tombstone_after(state, at):  # after the end: not known yet
         return None
     after = next_id(at)
     live = 0 if after is None else count_range(view, name, after, state.last_id)
@@ -53,13 +54,10 @@ def commit_group(store: rstore.Store, group: bytes, end: Mapping[bytes, ID]) -> 
         return {n: group_entries_read(view, n, at) for n, at in end.items() if view.state(n)}
 
     read = store.view(counters)
-    have = {
-        n: any(g["name"] == group for g in store.xinfo_groups(n)) for n in read
-    }  # fmt: skip
     pipe = store.pipeline()
     for name, entries_read in read.items():
         sid = format_id(end[name])
-        if have[name]:
+        if any(g["name"] == group for g in store.xinfo_groups(name)):
             pipe.xgroup_setid(name, group, sid, entries_read=entries_read)
         else:
             pipe.xgroup_create(name, group, sid, entries_read=entries_read)

@@ -360,6 +360,7 @@ def test_group_lag_counts_what_is_left(tmp_path: Path, deleted: str | None) -> N
     # past a deletion XREADGROUP loses its count for good (it knows it again at the last entry)
     assert compared == (5 if deleted is None else 1)
     assert store.view(lambda v: group_entries_read(v, b"missing", (1, 0))) is None
+    assert store.view(lambda v: group_entries_read(v, b"s", (41, 0))) is None
     store.close()
 
 
