@@ -95,7 +95,7 @@ def test_restart_from_checkpoint_loses_nothing_and_repeats_nothing(
     with rstore.Store(tmp_path / "store", node_max_entries=25) as store:
         _fill(store, "ev:1", 1, 120)
         _fill(store, "other", 1, 5)  # does not match the glob
-        opts = {"streams": "ev:*", "maxEntriesPerTrigger": "50"}
+        opts = {"streams": "ev:*", "maxEntriesPerTrigger": "100"}
         assert _run(spark, tmp_path / "store", ck, _parquet(out), **opts).exception() is None
         first = spark.read.parquet(str(out)).count()
         assert first == 120
