@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     )
     from rstore.glob import key_matches
     from rstore.ids import StreamID, parse_range_bound, parse_time_ms
-    from rstore.model import ConsumerInfo, GroupInfo, NodeSpan, StreamInfo
+    from rstore.model import ConsumerInfo, GroupInfo, NodeSpan, StreamInfo, StreamState
     from rstore.pipeline import Pipeline
     from rstore.queue.consumer import Consumer, Message
     from rstore.ranges import iter_range, iter_range_pages
@@ -86,6 +86,7 @@ _LAZY: dict[str, str] = {
     "parse_time_ms": "rstore.ids",
     "RDBSummary": "rstore.snapshot.inspection",
     "StreamInfo": "rstore.model",
+    "StreamState": "rstore.model",
     "NodeSpan": "rstore.model",
     "Columns": "rstore.codec.columns",
     "iter_columns": "rstore.streams.columns",
@@ -139,6 +140,7 @@ __all__ = [
     "StoreView",
     "StreamID",
     "StreamInfo",
+    "StreamState",
     "UnsupportedFormatError",
     "UnsupportedRDBError",
     "__version__",

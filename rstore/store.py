@@ -142,15 +142,21 @@ class Store(RedisCommands):
         self._live_env().sync()
 
     def inspect(
-        self, key: bytes | str | None = None, *, progress: Progress | None = None
+        self,
+        key: bytes | str | None = None,
+        *,
+        progress: Progress | None = None,
+        pending: bool = False,
     ) -> list[StreamInfo]:
         """Per-stream summaries (length, nodes, edge IDs, counters, groups with pending counts,
         lag and consumers), the same records :func:`rstore.inspect_rdb` gives for a file.
-        ``progress(keys_done, keys_total)`` is called as the keys are read."""
+        ``progress(keys_done, keys_total)`` is called as the keys are read.  With ``pending``,
+        each group's ``pending`` holds its whole PEL with owners, and each consumer's its own
+        entries (as :func:`rstore.inspect_rdb` with ``pending=True``)."""
         name = None if key is None else encode_arg(key)
         from rstore.snapshot.inspection import inspect_store  # noqa: PLC0415 - loaded on first use
 
-        return inspect_store(self._live_env(), key=name, progress=progress)
+        return inspect_store(self._live_env(), key=name, progress=progress, pending=pending)
 
     def view(self, fn: Callable[[StoreView], T]) -> T:
         """Run ``fn`` on a :class:`rstore.StoreView`: one consistent read snapshot of the whole

@@ -19,9 +19,11 @@ from rstore.codec import stream_node as sn
 from rstore.ids import ID, MAX_ID, MIN_ID, format_id, parse_range_bound
 from rstore.model import (
     ConsumerInfo,
+    ConsumerPending,
     ConsumerState,
     GroupInfo,
     GroupState,
+    PendingEntry,
     StreamInfo,
     StreamNode,
     StreamState,
@@ -80,19 +82,48 @@ class RDBSummary:
     checksum_verified: bool = False
 
 
+class _Group:
+    """One group as the records come: its state, lag, consumers and (when kept) its PEL."""
+
+    def __init__(self, state: GroupState, lag: int | None) -> None:
+        self.state = state
+        self.lag = lag
+        self.consumers: list[tuple[ConsumerState, list[ID]]] = []
+        self.pel: list[PendingEntry] = []
+
+    def finish(self, pending: bool) -> GroupInfo:
+        if not pending:
+            members = tuple(ConsumerInfo(c) for c, _ in self.consumers)
+            return GroupInfo(self.state, self.lag, members)
+        owner = {i: c.name for c, ids in self.consumers for i in ids}
+        pel = tuple(
+            PendingEntry(p.id, p.delivery_time_ms, p.delivery_count, owner.get(p.id, p.consumer))
+            for p in self.pel
+        )
+        by_id = {p.id: p for p in pel}
+        members = tuple(
+            ConsumerInfo(c, tuple(by_id[i] for i in ids if i in by_id)) for c, ids in self.consumers
+        )
+        return GroupInfo(self.state, self.lag, members, pel)
+
+
 class _StreamBuilder:
     """Folds one stream's records -- from a file, or a store's snapshot, alike -- into a
-    :class:`StreamInfo` (constant memory: node counts and edge IDs, not entries)."""
+    :class:`StreamInfo` (constant memory: node counts and edge IDs, not entries; with
+    ``pending``, every group's whole PEL too)."""
 
-    def __init__(self, key: bytes, db: int = 0, expire_ms: int | None = None) -> None:
+    def __init__(
+        self, key: bytes, db: int = 0, expire_ms: int | None = None, pending: bool = False
+    ) -> None:
         self.key = key
         self.db = db
         self.expire_ms = expire_ms
+        self.pending = pending
         self.nodes = 0
         self.first_entry_id: ID | None = None
         self.last_entry_id: ID | None = None
         self.state: StreamState | None = None
-        self.groups: list[tuple[GroupState, int | None, list[ConsumerInfo]]] = []
+        self.groups: list[_Group] = []
 
     def add(self, rec: object) -> None:
         if isinstance(rec, StreamNode):
@@ -105,14 +136,20 @@ class _StreamBuilder:
             self.state = rec
         elif isinstance(rec, GroupState):
             assert self.state is not None, "a group before its stream's state"
-            lag = group_lag(counters(self.state), rec.last_id, rec.entries_read)
-            self.groups.append((rec, lag, []))
+            lag = group_lag(
+                counters(self.state, self.first_entry_id), rec.last_id, rec.entries_read
+            )
+            self.groups.append(_Group(rec, lag))
         elif isinstance(rec, ConsumerState):
-            self.groups[-1][2].append(ConsumerInfo(rec))
+            self.groups[-1].consumers.append((rec, []))
+        elif self.pending and isinstance(rec, PendingEntry):
+            self.groups[-1].pel.append(rec)
+        elif self.pending and isinstance(rec, ConsumerPending):
+            self.groups[-1].consumers[-1][1].append(rec.id)
 
     def finish(self, size: int = 0) -> StreamInfo:
         assert self.state is not None, "a stream without its state"
-        groups = tuple(GroupInfo(st, lag, tuple(members)) for st, lag, members in self.groups)
+        groups = tuple(g.finish(self.pending) for g in self.groups)
         return StreamInfo(
             key=self.key, state=self.state, nodes=self.nodes,
             first_entry_id=self.first_entry_id, last_entry_id=self.last_entry_id,
@@ -125,20 +162,30 @@ def inspect_rdb(
     *,
     key: bytes | None = None,
     progress: Progress | None = None,
+    pending: bool = False,
 ) -> RDBSummary:
     """Summarise an RDB file; with ``key``, only that stream is summarised in ``streams``.
+
+    With ``pending``, each group's :attr:`GroupInfo.pending` holds its whole PEL (every
+    pending entry with its delivery time, delivery count and owner, as XPENDING's extended
+    form lists them) and each consumer's :attr:`ConsumerInfo.pending` its own entries; memory
+    then grows with the PELs.
 
     Every stream summarised is checked in depth as a restore would check it; damage raises
     :class:`CorruptRDBError` at the offset of the damaged byte (the offset a restore of the
     same file reports)."""
     summary = RDBSummary(path)
     with open(path, "rb") as f:
-        _inspect(f, summary, key, progress)
+        _inspect(f, summary, key, progress, pending)
     return summary
 
 
 def _inspect(
-    f: BinaryIO, summary: RDBSummary, key: bytes | None, progress: Progress | None
+    f: BinaryIO,
+    summary: RDBSummary,
+    key: bytes | None,
+    progress: Progress | None,
+    pending: bool = False,
 ) -> None:
     reader = RDBReader(f, deep=True if key is None else lambda db, name: name == key)
     summary.size = reader.size
@@ -158,7 +205,7 @@ def _inspect(
             summary.rdb_version = reader.version
             expiring = event.expire_ms is not None
             if event.type_name == "stream" and (key is None or event.key == key):
-                builder = _StreamBuilder(event.key, db, event.expire_ms)
+                builder = _StreamBuilder(event.key, db, event.expire_ms, pending)
         elif isinstance(event, KeyEnd):
             types = summary.databases.setdefault(db, {})
             t = types.setdefault(event.type_name, TypeSummary())
@@ -300,11 +347,15 @@ def read_rdb_range(
 
 
 def inspect_store(
-    env: Env, *, key: bytes | None = None, progress: Progress | None = None
+    env: Env,
+    *,
+    key: bytes | None = None,
+    progress: Progress | None = None,
+    pending: bool = False,
 ) -> list[StreamInfo]:
     """The same per-stream reports for a live store (one consistent snapshot), built from the
     same records as a file's.  ``progress(keys_done, keys_total)`` is called as the keys are
-    read."""
+    read; ``pending`` as in :func:`inspect_rdb`."""
 
     def collect(txn: Txn) -> list[StreamInfo]:
         out = []
@@ -315,14 +366,20 @@ def inspect_store(
             if key is not None and name != key:
                 continue
             snap = snapshot_stream(txn, stream)
-            builder = _StreamBuilder(name)
+            builder = _StreamBuilder(name, pending=pending)
             for node in snap.nodes:
                 builder.add(node)
             builder.add(snap.state)
             for group in snap.groups:
                 builder.add(group.state)
+                if pending:
+                    for entry in group.pending:
+                        builder.add(entry)
                 for consumer in group.consumers:
                     builder.add(consumer.state)
+                    if pending:
+                        for entry_id in consumer.ids:
+                            builder.add(ConsumerPending(entry_id))
             out.append(builder.finish())
         return out
 

@@ -44,9 +44,9 @@ ENTRY_SCHEMAS = {
 #: Unix ms (absolute: a file has no "now"); IDs are "ms-seq" text.
 TABLE_SCHEMAS = {
     "streams": (
-        "stream string, length bigint, nodes bigint, first_id string, last_id string, "
-        "last_generated_id string, max_deleted_entry_id string, entries_added bigint, "
-        "groups bigint"
+        "stream string, length bigint, radix_tree_keys bigint, last_generated_id string, "
+        "max_deleted_entry_id string, entries_added bigint, recorded_first_entry_id string, "
+        "groups bigint, first_entry_id string, last_entry_id string"
     ),
     "groups": (
         "stream string, group string, consumers bigint, pending bigint, "
@@ -83,6 +83,7 @@ class ReadOptions:
     values: str  # "string" | "binary"
     entries_per_partition: int
     num_partitions: int | None
+    names: str = "string"  # "string" | "binary": stream and field names
 
     @property
     def dedupe(self) -> bool:
@@ -184,11 +185,18 @@ def read_options(options: Mapping[str, str]) -> ReadOptions:
         )
         or DEFAULT_ENTRIES_PER_PARTITION,
         num_partitions=_positive(options, "numPartitions", None),
+        names=_choice(options, "names", ("string", "binary"), "string"),
     )
 
 
-def entry_schema(fields: str, values: str) -> str:
-    return ENTRY_SCHEMAS[(fields, values)]
+def entry_schema(fields: str, values: str, names: str = "string") -> str:
+    """The DDL of the entries table; ``names=binary`` makes the stream name and the field
+    names ``binary`` too (for names that are not UTF-8 text: Redis keys are binary-safe)."""
+    ddl = ENTRY_SCHEMAS[(fields, values)]
+    if names == "binary":
+        ddl = ddl.replace("stream string", "stream binary").replace("field:string", "field:binary")
+        ddl = ddl.replace("map<string,", "map<binary,")
+    return ddl
 
 
 def read_schema(options: Mapping[str, str]) -> str:
@@ -199,4 +207,5 @@ def read_schema(options: Mapping[str, str]) -> str:
     return entry_schema(
         _choice(options, "fields", ("map", "pairs"), "map"),
         _choice(options, "values", ("string", "binary"), "string"),
+        _choice(options, "names", ("string", "binary"), "string"),
     )

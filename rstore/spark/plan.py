@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import rstore
 from rstore.spark.options import ReadOptions
 
-__all__ = ["Part", "Slice", "plan_read", "plan_store_ranges"]
+__all__ = ["Part", "Slice", "plan_parts", "plan_read", "plan_store_ranges", "wanted"]
 
 ID = tuple[int, int]
 
@@ -60,7 +60,8 @@ def _decrement(i: ID) -> ID:
     return (ms, seq - 1) if seq else (ms - 1, 2**64 - 1)
 
 
-def _wanted(opts: ReadOptions, name: bytes) -> bool:
+def wanted(opts: ReadOptions, name: bytes) -> bool:
+    """Whether the read covers stream ``name`` (option ``streams``: names or a glob)."""
     if opts.streams is not None:
         return name in opts.streams
     if opts.pattern is not None:
@@ -140,7 +141,7 @@ def plan_store_ranges(
 
 def _plan_store(opts: ReadOptions) -> list[Part]:
     with rstore.Store(opts.path, create=False) as store:
-        names = [n for n in store.view(lambda v: v.keys(opts.pattern)) if _wanted(opts, n)]
+        names = [n for n in store.view(lambda v: v.keys(opts.pattern)) if wanted(opts, n)]
         totals = store.view(lambda v: sum((v.state(n) or _EMPTY).length for n in names))
     per = _per_partition(opts, totals)
     slices, _ = plan_store_ranges(opts.path, dict.fromkeys(names, (opts.start, opts.end)), per)
@@ -161,7 +162,7 @@ def _plan_rdb(opts: ReadOptions) -> list[Part]:
         if f not in big:
             parts.append(Part("rdb", f, whole=True))
             continue
-        index = [s for s in rstore.index_rdb(f) if s.db == opts.db and _wanted(opts, s.key)]
+        index = [s for s in rstore.index_rdb(f) if s.db == opts.db and wanted(opts, s.key)]
         total = sum(s.state.length for s in index)
         per = _per_partition(opts, total)
         slices: list[Slice] = []
@@ -181,3 +182,13 @@ def _plan_rdb(opts: ReadOptions) -> list[Part]:
 def plan_read(opts: ReadOptions) -> list[Part]:
     """The partitions of a batch read of the entries table."""
     return _plan_store(opts) if opts.kind == "store" else _plan_rdb(opts)
+
+
+def plan_parts(opts: ReadOptions) -> list[Part]:
+    """The partitions of a batch read of any table: the entries at node boundaries, or one
+    partition per source for the tables of consumer-group state."""
+    if opts.table == "entries":
+        return plan_read(opts)
+    from rstore.spark.tables import plan_table  # noqa: PLC0415 - tables imports this module
+
+    return plan_table(opts)

@@ -47,12 +47,13 @@ class StreamCounters(Protocol):
     def entries_added(self) -> int: ...
 
 
-def counters(state: StreamState) -> StreamCounters:
+def counters(state: StreamState, first_entry_id: ID | None = None) -> StreamCounters:
     """A file's stream state with the counters RDB type 15 lacks filled in as Redis does when
-    it loads such a file (no deletions known, every live entry added)."""
+    it loads such a file: no deletions known, every live entry added, and the first ID that of
+    the first live entry (``first_entry_id``, found in the nodes; 0-0 when empty)."""
     return replace(  # type: ignore[return-value]  # the Nones are gone
         state,
-        first_id=state.first_id or _ZERO,
+        first_id=state.first_id if state.first_id is not None else first_entry_id or _ZERO,
         max_deleted_entry_id=state.max_deleted_entry_id or _ZERO,
         entries_added=state.entries_added if state.entries_added is not None else state.length,
     )
