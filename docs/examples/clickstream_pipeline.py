@@ -117,6 +117,11 @@ def session(master: str) -> Any:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    from rstore.spark import register
+
+    # format("rstore") also works without this once rstore[spark] is installed; an editable
+    # install (pip install -e) hides the module Spark looks for, so register explicitly.
+    register(spark)
     return spark
 
 

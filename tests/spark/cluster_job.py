@@ -80,6 +80,9 @@ def main(master: str, inputs: str, output: str, answer: str) -> None:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    from rstore.spark import register
+
+    register(spark)  # explicit, as in the tests' fixture: an editable install hides pyspark_rstore
     try:
         result = run_job(spark, inputs, output)
     finally:
