@@ -284,6 +284,15 @@ class Txn:
 
     # ------------------------------------------------------------------ keyspace
 
+    def batch_get(self, name: bytes) -> int | None:
+        """The last batch number recorded under ``name`` (``Store.last_batch``), or ``None``."""
+        key = layout.META_BATCH_PREFIX + name
+        raw = self.get(layout.DB_META, key)
+        return None if raw is None else self.decode(layout.DB_META, key, layout.unpack_u64, raw)
+
+    def batch_put(self, name: bytes, number: int) -> None:
+        self.put(layout.DB_META, layout.META_BATCH_PREFIX + name, layout.pack_u64(number))
+
     def key_get(self, name: bytes) -> KeyRecord | None:
         """The record of key ``name``, or ``None`` when it does not exist."""
         try:
@@ -397,6 +406,14 @@ class Txn:
     def node_put(self, handle: int, master_id: ID, node: bytearray) -> None:
         """Store a (new or replaced) node; written back at flush."""
         self._track(layout.node_key(handle, master_id), node)
+
+    def node_write(self, handle: int, master_id: ID, node: bytes | bytearray) -> None:
+        """Store a node now, keeping no copy of it (bulk loads: memory stays bounded by what
+        the caller holds, not by what the transaction wrote)."""
+        key = layout.node_key(handle, master_id)
+        self._dirty_nodes.pop(key, None)
+        self._clean_nodes.pop(key, None)
+        self.put(layout.DB_NODES, key, node)
 
     def _track(self, key: bytes, node: bytearray) -> None:
         self._clean_nodes.pop(key, None)
