@@ -18,6 +18,7 @@ from rstore.ids import format_id
 from rstore.model import AppendReport
 from rstore.pipeline import Pipeline
 from rstore.storage import registry
+from rstore.storage.batch_marks import batch_get, batch_put
 from rstore.storage.env import Env
 from rstore.storage.layout import MAX_BATCH_NAME, StoreConfig
 
@@ -296,10 +297,10 @@ class Store(RedisCommands):
                     "(pass a re-iterable, or open the store with a larger map_size)"
                 )
             if mark is not None:
-                last = ctx.txn.batch_get(mark)
+                last = batch_get(ctx.txn, mark)
                 if last is not None and last >= number:
                     return AppendReport(0, {}, False)
-                ctx.txn.batch_put(mark, number)
+                batch_put(ctx.txn, mark, number)
             added = add_many(ctx.txn, entries, ctx.now_ms)
             for name in added:
                 ctx.signal(name)
@@ -314,7 +315,7 @@ class Store(RedisCommands):
     def last_batch(self, name: str | bytes) -> int | None:
         """The last batch number :meth:`append_entries` applied under ``name``, or ``None``."""
         mark = self._batch_key(name)
-        return self._live_env().read(lambda txn: txn.batch_get(mark))
+        return self._live_env().read(lambda txn: batch_get(txn, mark))
 
     @staticmethod
     def _batch_key(name: str | bytes) -> bytes:

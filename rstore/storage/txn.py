@@ -284,15 +284,6 @@ class Txn:
 
     # ------------------------------------------------------------------ keyspace
 
-    def batch_get(self, name: bytes) -> int | None:
-        """The last batch number recorded under ``name`` (``Store.last_batch``), or ``None``."""
-        key = layout.META_BATCH_PREFIX + name
-        raw = self.get(layout.DB_META, key)
-        return None if raw is None else self.decode(layout.DB_META, key, layout.unpack_u64, raw)
-
-    def batch_put(self, name: bytes, number: int) -> None:
-        self.put(layout.DB_META, layout.META_BATCH_PREFIX + name, layout.pack_u64(number))
-
     def key_get(self, name: bytes) -> KeyRecord | None:
         """The record of key ``name``, or ``None`` when it does not exist."""
         try:
