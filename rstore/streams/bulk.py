@@ -18,6 +18,7 @@ from typing import Any
 
 from rstore import messages
 from rstore.codec import stream_node as sn
+from rstore.codec.speedups import c_entry_size
 from rstore.errors import ResponseError
 from rstore.ids import ID, MAX_ID, format_id, parse_xadd_id
 from rstore.storage.layout import StreamMeta
@@ -103,6 +104,7 @@ def add_many(
     stats: dict[bytes, tuple[int, ID]] = {}
     new_node = sn.new_node
     append_entry = sn.append_entry
+    entry_size = c_entry_size
     index = -1
     name: Any = None
     raw_id: Any = None
@@ -117,24 +119,26 @@ def add_many(
                 t = tails[name] = _open(txn, name)
                 if stats:
                     t.added = stats.get(name, (0, MAX_ID))[0]
+            # XADD's checks in XADD's order: the ID's syntax, the arity, then the semantics.
             if raw_id is None:
                 explicit = None
             else:
                 if type(raw_id) is not bytes:
                     raw_id = _as_bytes(raw_id)
                 explicit = None if raw_id == b"*" else parse_xadd_id(raw_id)
-                if explicit == (0, 0):
-                    raise messages.error(messages.XADD_ID_ZERO)
             nfv = len(fv)
             if nfv < 2 or nfv & 1:
                 raise messages.error(messages.WRONG_ARITY, name="xadd")
-            if not all(type(x) is bytes for x in fv):
+            if explicit == (0, 0):
+                raise messages.error(messages.XADD_ID_ZERO)
+            totelelen = None if entry_size is None else entry_size(fv)
+            if totelelen is None:  # not all bytes (or no C helper)
                 fv = [x if type(x) is bytes else _as_bytes(x) for x in fv]
+                totelelen = sn.entry_size(fv)
             meta = t.meta
             if meta.last_id == MAX_ID:
                 raise messages.error(messages.XADD_EXHAUSTED)
             new_id = next_id(meta.last_id, explicit, now_ms)
-            totelelen = sn.entry_size(fv)
             if totelelen > STREAM_LISTPACK_MAX_SIZE:
                 raise messages.error(messages.XADD_TOO_LARGE)
             node = t.node
