@@ -99,6 +99,7 @@ def test_automatic_ids_follow_xadd_under_one_time_snapshot(tmp_path: Path) -> No
         ([("s", "0-0", ["f", "v"])], 0),
         ([("t", "1-1", ["f", "v"]), ("s", "5-x", ["f", "v"])], 1),
         ([("s", None, ["f"])], 0),
+        ([("s", "0-0", ["f"])], 0),  # XADD checks the arity before the 0-0 rule
         ([("s", None, [])], 0),
         ([("t", "18446744073709551615-18446744073709551615", ["f", "v"]), ("t", None, ["f"])], 1),
         (

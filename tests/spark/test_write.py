@@ -198,6 +198,15 @@ def test_rdb_output_loads_in_valkey_server(spark: Any, tmp_path: Path) -> None:
                     assert server.call(b"XLEN", key) == restored.xlen(key)
     with pytest.raises(Exception, match="already holds RDB parts"):
         _save(df, out, output="rdb")
+    # Redis 7.0 reads RDB version 10: option("rdbVersion", "10").
+    redis_binary = valkey_server.find_server_binary("redis")
+    if redis_binary is not None:
+        out10 = tmp_path / "rdb10"
+        _save(df.coalesce(1), out10, output="rdb", rdbVersion="10")
+        (part,) = out10.iterdir()
+        with valkey_server.ValkeyServer(redis_binary, rdb_file=str(part)) as server:
+            assert server.call(b"XRANGE", b"a", b"-", b"+") == expected_a
+            assert server.call(b"XLEN", b"b") == 2
 
 
 def test_streaming_sink_applies_a_replayed_batch_once(spark: Any, tmp_path: Path) -> None:
