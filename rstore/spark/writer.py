@@ -103,14 +103,21 @@ class RStoreWriter(DataSourceArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         return _stage_task(iterator, self.layout, self.staging)
 
+    def _cleanup(self, messages: list[WriterCommitMessage | None]) -> None:
+        # The messages' directories too: Spark may commit through another copy of the writer.
+        for staging in {self.staging} | {
+            os.path.dirname(m.path) for m in messages if isinstance(m, Staged) and m.path
+        }:
+            remove_staging(staging)
+
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         try:
             commit_staged(self.path, messages)
         finally:
-            remove_staging(self.staging)
+            self._cleanup(messages)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        remove_staging(self.staging)
+        self._cleanup(messages)
 
 
 class RStoreStreamWriter(DataSourceStreamArrowWriter):
