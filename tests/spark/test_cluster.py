@@ -6,9 +6,9 @@ and writing RDB files back (``option("output", "rdb")``).
 The answers must equal local mode's (the ``spark`` fixture) and valkey-server's after it loads
 the same files; the files written back must load into valkey-server and hold the same entries.
 
-Marked ``spark_cluster`` (and ``spark``): one and a half to three and a half minutes on this 2-core machine
-(two JVM daemons, two executors and a driver JVM start), so it is not in the default run; CI runs
-it as a step of its own (``.ci/run``): ``python -m pytest -m spark_cluster``.
+Marked ``spark_cluster`` (and ``spark``): 1.5 to 3.5 minutes on this 2-core machine (two JVM
+daemons, two executors and a driver JVM start), so it is not in the default run; CI runs it as a
+step of its own (``.ci/run``): ``python -m pytest -m spark_cluster``.
 Bounded in time: the cluster must come up within 120 s and the driver finish within 240 s;
 every daemon is stopped by its PID (with its executors and Python workers, by process group),
 also when the test fails.
