@@ -41,7 +41,14 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     )
     from rstore.glob import key_matches
     from rstore.ids import StreamID, parse_range_bound, parse_time_ms
-    from rstore.model import ConsumerInfo, GroupInfo, NodeSpan, StreamInfo, StreamState
+    from rstore.model import (
+        AppendReport,
+        ConsumerInfo,
+        GroupInfo,
+        NodeSpan,
+        StreamInfo,
+        StreamState,
+    )
     from rstore.pipeline import Pipeline
     from rstore.queue.consumer import Consumer, Message
     from rstore.ranges import iter_range, iter_range_pages
@@ -95,6 +102,7 @@ _LAZY: dict[str, str] = {
     "index_rdb": "rstore.snapshot.rdb_index",
     "read_rdb_nodes": "rstore.snapshot.rdb_index",
     "GroupInfo": "rstore.model",
+    "AppendReport": "rstore.model",
     "ConsumerInfo": "rstore.model",
     "inspect_rdb": "rstore.snapshot.inspection",
     "read_rdb_entries": "rstore.snapshot.inspection",
@@ -113,6 +121,7 @@ _LAZY: dict[str, str] = {
 __all__ = [
     "DEFAULT_PATH",
     "NIL_ARRAY",
+    "AppendReport",
     "Columns",
     "Consumer",
     "ConsumerInfo",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 __all__ = [
     "ID",
     "INVALID_ENTRIES_READ",
+    "AppendReport",
     "ConsumerInfo",
     "ConsumerPending",
     "ConsumerSnapshot",
@@ -46,6 +47,17 @@ class StreamNode:
 
     master_id: ID
     listpack: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class AppendReport:
+    """What :meth:`rstore.Store.append_entries` did: ``added`` entries in all; per stream
+    ``streams[name] = (entries added, last ID)`` (the ID as XADD replies it, ``b"ms-seq"``);
+    ``applied`` false when the batch had been applied before (then nothing was added)."""
+
+    added: int
+    streams: dict[bytes, tuple[int, bytes]]
+    applied: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,14 +10,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from rstore.client import Callback, RedisCommands
 from rstore.client.shapes import Decoder, finish, make_decoder
 from rstore.commands.argv import encode_arg, encode_argv
-from rstore.commands.executor import execute, now_ms, run_batch
-from rstore.commands.registry import lookup
+from rstore.commands.executor import execute, in_transaction, now_ms, run_batch
+from rstore.commands.registry import Context, lookup
 from rstore.commands.reply import to_public
 from rstore.errors import CorruptStoreError, ResponseError, StoreClosedError
+from rstore.ids import format_id
+from rstore.model import AppendReport
 from rstore.pipeline import Pipeline
 from rstore.storage import registry
+from rstore.storage.batch_marks import batch_get, batch_put
 from rstore.storage.env import Env
-from rstore.storage.layout import StoreConfig
+from rstore.storage.layout import MAX_BATCH_NAME, StoreConfig
 
 # Snapshots, inspection and checks load when first used (start-up of one-command processes).
 if TYPE_CHECKING:
@@ -247,6 +250,85 @@ class Store(RedisCommands):
             self._live_env(), os.fspath(path), db=db, replace=replace,
             now_ms=now_ms(), progress=progress,
         )  # fmt: skip
+
+    def append_entries(
+        self,
+        entries: Iterable[tuple[Any, Any, Sequence[Any]]],
+        *,
+        batch: tuple[str | bytes, int] | None = None,
+    ) -> AppendReport:
+        """Append many entries in ONE write transaction: all of them or none.
+
+        ``entries`` yields ``(stream, id, [field, value, field, value, ...])``; ``id`` is
+        ``None`` or ``"*"`` for an automatic ID, else an explicit ID as XADD takes it
+        (``"<ms>-<seq>"``, ``"<ms>"``, ``"<ms>-*"``).  Each entry is appended exactly as
+        ``XADD stream id field value ...`` would append it at that point, in order: the same
+        IDs (automatic ones by XADD's rule, all under one time snapshot), the same nodes, the
+        same errors.  The first entry XADD would refuse (an explicit ID not above the stream's
+        last ID, a missing value, ...) raises :class:`ResponseError` with XADD's exact line (on
+        Python 3.11+ with a note naming the entry), and nothing is written.  Names, IDs,
+        fields and values are ``bytes`` or ``str`` (UTF-8).
+
+        ``entries`` is read once, in one pass, so a load of any size runs in bounded memory
+        when it is an iterator.  It may be read a second time: when the store's map must grow
+        mid-way LMDB rolls the transaction back and the load starts over.  A re-iterable
+        (a list, or an object whose ``__iter__`` starts over) is then read again; a one-shot
+        iterator (a generator) cannot be, and the call raises ``ValueError`` having written
+        nothing (``Store(map_size=...)`` large enough avoids growing mid-way).
+
+        ``batch=(name, number)`` makes the load idempotent: it is applied only when
+        ``number`` is greater than the last number applied under ``name`` (see
+        :meth:`last_batch`), and the number is recorded in the same transaction -- a load
+        replayed after a crash is skipped (``report.applied`` is false, ``entries`` is not
+        read).  Readers blocked on the streams are woken after the commit.
+        """
+        from rstore.streams.bulk import add_many  # noqa: PLC0415 - loaded on first use
+
+        mark = None
+        if batch is not None:
+            mark = self._batch_key(batch[0])
+            number = batch[1]
+            if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number < 1 << 64:
+                raise ValueError(f"batch number must be an integer in [0, 2**64), not {number!r}")
+        one_shot = iter(entries) is entries
+        attempts = 0
+
+        def body(ctx: Context) -> AppendReport:
+            nonlocal attempts
+            attempts += 1
+            if attempts > 1 and one_shot:
+                raise ValueError(
+                    "append_entries: the store's map had to grow during the load and the "
+                    "entries, a one-shot iterator, cannot be read again; nothing was written "
+                    "(pass a re-iterable, or open the store with a larger map_size)"
+                )
+            if mark is not None:
+                last = batch_get(ctx.txn, mark)
+                if last is not None and last >= number:
+                    return AppendReport(0, {}, False)
+                batch_put(ctx.txn, mark, number)
+            added = add_many(ctx.txn, entries, ctx.now_ms)
+            for name in added:
+                ctx.signal(name)
+            return AppendReport(
+                sum(n for n, _ in added.values()),
+                {name: (n, format_id(last_id)) for name, (n, last_id) in added.items()},
+                True,
+            )
+
+        return in_transaction(self._live_env(), body, write=True, in_batch=True)
+
+    def last_batch(self, name: str | bytes) -> int | None:
+        """The last batch number :meth:`append_entries` applied under ``name``, or ``None``."""
+        mark = self._batch_key(name)
+        return self._live_env().read(lambda txn: batch_get(txn, mark))
+
+    @staticmethod
+    def _batch_key(name: str | bytes) -> bytes:
+        key = name.encode("utf-8") if isinstance(name, str) else bytes(name)
+        if not key or len(key) > MAX_BATCH_NAME:
+            raise ValueError(f"batch name must be 1 to {MAX_BATCH_NAME} bytes, not {len(key)}")
+        return key
 
     @property
     def config(self) -> StoreConfig:

@@ -15,11 +15,20 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ENABLED", "c_check_node", "c_columns_append", "c_scan_forward"]
+__all__ = [
+    "ENABLED",
+    "c_append_entry",
+    "c_check_node",
+    "c_columns_append",
+    "c_entry_size",
+    "c_scan_forward",
+]
 
 c_scan_forward: Callable[..., bool | None] | None = None
 c_check_node: Callable[..., tuple[int, int, int, bool, int, int, int, int] | None] | None = None
 c_columns_append: Callable[..., tuple[int, bool] | None] | None = None
+c_append_entry: Callable[..., bool | None] | None = None
+c_entry_size: Callable[[object], int | None] | None = None
 
 if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
     try:
@@ -35,6 +44,13 @@ if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
         _cc: Any = None  # type: ignore[no-redef]
     if _cc is not None:
         c_columns_append = _cc.append_node
+    try:
+        from rstore.codec import _append as _ca  # type: ignore[attr-defined]
+    except ImportError:  # not built: entries are appended in Python
+        _ca: Any = None  # type: ignore[no-redef]
+    if _ca is not None:
+        c_append_entry = _ca.append_entry
+        c_entry_size = _ca.entry_size
 
 #: Whether the C accelerator is in use.
 ENABLED = c_scan_forward is not None

@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 from rstore.codec import listpack as lp
 from rstore.codec.listpack import _INT_TEXT, element_text, read_element, read_int, skip_element
+from rstore.codec.speedups import c_append_entry as _c_append_entry
 from rstore.codec.speedups import c_scan_forward as _c_scan_forward
 from rstore.errors import CorruptDataError
 from rstore.model import ID, Entry
@@ -180,8 +181,13 @@ def append_entry(
     """Append an entry to ``node`` in place, exactly as Redis's ``streamAppendItem`` does.
 
     The live count goes up by one; SAMEFIELDS is set when the field names equal the master's
-    (same count, same order, compared as text).
+    (same count, same order, compared as text).  The C version (``_append.c``) does the plain
+    cases; this one is the reference, and does the rest.
     """
+    if _c_append_entry is not None and _c_append_entry(
+        node, master_id[0], master_id[1], entry_id[0], entry_id[1], fields_values
+    ):
+        return
     b = node[lp.HEADER_SIZE]
     if b < 127:  # live count stays a one-byte integer: bump it in place
         node[lp.HEADER_SIZE] = b + 1

@@ -60,6 +60,10 @@ DATA_DBS = ALL_DBS[1:]  # everything FLUSHALL empties
 META_FORMAT = b"format"
 META_CONFIG = b"config"
 META_NEXT_HANDLE = b"next_handle"
+#: ``Store.append_entries(batch=(name, number))``: the last batch number applied per name.
+META_BATCH_PREFIX = b"batch:"
+#: The longest batch name (LMDB keys are at most 511 bytes).
+MAX_BATCH_NAME = 400
 
 TYPE_STREAM = 1
 TYPE_NAMES = {TYPE_STREAM: "stream"}

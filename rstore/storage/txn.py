@@ -398,6 +398,14 @@ class Txn:
         """Store a (new or replaced) node; written back at flush."""
         self._track(layout.node_key(handle, master_id), node)
 
+    def node_write(self, handle: int, master_id: ID, node: bytes | bytearray) -> None:
+        """Store a node now, keeping no copy of it (bulk loads: memory stays bounded by what
+        the caller holds, not by what the transaction wrote)."""
+        key = layout.node_key(handle, master_id)
+        self._dirty_nodes.pop(key, None)
+        self._clean_nodes.pop(key, None)
+        self.put(layout.DB_NODES, key, node)
+
     def _track(self, key: bytes, node: bytearray) -> None:
         self._clean_nodes.pop(key, None)
         if len(self._dirty_nodes) >= _MAX_DIRTY_NODES and key not in self._dirty_nodes:

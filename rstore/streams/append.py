@@ -19,7 +19,7 @@ from rstore.storage.txn import Txn
 from rstore.streams.keyspace import StreamRef, create_stream, lookup_stream
 from rstore.streams.trim import TrimSpec, trim
 
-__all__ = ["add", "next_id"]
+__all__ = ["add", "count_entry", "next_id", "node_limits", "stored_tail", "tail_full"]
 
 STREAM_LISTPACK_MAX_SIZE = 1 << 30
 
@@ -85,29 +85,55 @@ def add(
     return new_id
 
 
+def node_limits(txn: Txn) -> tuple[int, int]:
+    """``(max_bytes, max_entries)`` of the store's node rule (0 entries = no limit)."""
+    config = txn.config()
+    max_bytes = config.node_max_bytes
+    if max_bytes == 0 or max_bytes > STREAM_LISTPACK_MAX_SIZE:
+        max_bytes = STREAM_LISTPACK_MAX_SIZE
+    return max_bytes, config.node_max_entries
+
+
+def tail_full(node_len: int, used: int, totelelen: int, max_bytes: int, max_entries: int) -> bool:
+    """Whether a new entry of ``totelelen`` raw bytes must open a new node rather than go into
+    the tail node of ``node_len`` bytes holding ``used`` entries (tombstones counted)."""
+    return node_len + totelelen >= max_bytes or (0 < max_entries <= used)
+
+
+def count_entry(meta: layout.StreamMeta, new_id: ID) -> None:
+    """The stream counters after appending the entry ``new_id``."""
+    meta.length += 1
+    meta.entries_added += 1
+    meta.last_id = new_id
+    if meta.length == 1:
+        meta.first_id = new_id
+
+
+def stored_tail(txn: Txn, stream: StreamRef) -> bytes | bytearray | None:
+    """The stream's last node, or ``None`` when it has none."""
+    meta = stream.meta
+    if not meta.node_count:
+        return None
+    tail = txn.node_get(stream.handle, meta.tail_id)
+    if tail is None:
+        raise txn.inconsistent(
+            layout.DB_NODES, "the stream's metadata names a last node that is not stored",
+            txn.stream_name(stream.handle),
+        )  # fmt: skip
+    return tail
+
+
 def _append(
     txn: Txn, stream: StreamRef, new_id: ID, fields_values: Sequence[bytes], totelelen: int
 ) -> None:
     meta = stream.meta
     handle = stream.handle
-    config = txn.config()
-    tail = None
-    if meta.node_count:
-        tail = txn.node_get(handle, meta.tail_id)
-        if tail is None:
-            raise txn.inconsistent(
-                layout.DB_NODES, "the stream's metadata names a last node that is not stored",
-                txn.stream_name(handle),
-            )  # fmt: skip
-        max_bytes = config.node_max_bytes
-        if max_bytes == 0 or max_bytes > STREAM_LISTPACK_MAX_SIZE:
-            max_bytes = STREAM_LISTPACK_MAX_SIZE
-        if len(tail) + totelelen >= max_bytes:
+    tail = stored_tail(txn, stream)
+    if tail is not None:
+        max_bytes, max_entries = node_limits(txn)
+        count, deleted = sn.node_counts(tail) if max_entries else (0, 0)
+        if tail_full(len(tail), count + deleted, totelelen, max_bytes, max_entries):
             tail = None
-        elif config.node_max_entries:
-            count, deleted = sn.node_counts(tail)
-            if count + deleted >= config.node_max_entries:
-                tail = None
     if tail is None:
         txn.node_put(handle, new_id, sn.new_node(fields_values))
         meta.node_count += 1
@@ -116,9 +142,5 @@ def _append(
         node = txn.node_for_update(handle, meta.tail_id)
         assert node is not None
         sn.append_entry(node, meta.tail_id, new_id, fields_values)
-    meta.length += 1
-    meta.entries_added += 1
-    meta.last_id = new_id
-    if meta.length == 1:
-        meta.first_id = new_id
+    count_entry(meta, new_id)
     txn.stream_put(handle, meta)
