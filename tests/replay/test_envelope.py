@@ -161,3 +161,41 @@ def test_encode_columns_writes_what_encode_entry_writes(
     want = [(stream, (i, i), flat) for i, flat in enumerate(entries, 1)]
     assert text == b"".join(encode_entry(*e) + b"\n" for e in want)
     assert list(decode_lines(io.BytesIO(text))) == want
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    stream=ANY_BYTES,
+    names=st.lists(ANY_BYTES, min_size=1, max_size=4),
+    values=st.lists(st.lists(ANY_BYTES, min_size=4, max_size=4), min_size=1, max_size=14),
+)
+def test_a_batch_whose_entries_share_their_field_names(
+    store: rstore.Store, stream: bytes, names: list[bytes], values: list[list[bytes]]
+) -> None:
+    """One schema for every entry (encode_columns fills one line template for the batch):
+    the same bytes as entry by entry, '%' in names and streams included."""
+    store.execute("DEL", stream)
+    want = []
+    for i, row in enumerate(values, 1):
+        flat = [item for pair in zip(names, row) for item in pair]
+        store.execute("XADD", stream, f"{i}-0", *flat)
+        want.append((stream, (i, 0), flat))
+    nodes = store.view(lambda v: list(v.nodes(stream)))
+    text = b"".join(encode_columns(stream, cols) for cols in rstore.iter_columns(nodes))
+    assert text == b"".join(encode_entry(*e) + b"\n" for e in want)
+
+
+def test_shared_names_with_percent_signs_and_a_schema_change(store: rstore.Store) -> None:
+    for i in range(1, 30):
+        store.execute("XADD", "100%", f"{i}-0", "a%s", f"{i}%d", "b", "x")
+    store.execute("XADD", "100%", "30-0", "a%s", "1", "c", "x")  # the schema changes
+    store.execute("XADD", "100%", "31-0", "a%", "s1", "b", "x")  # same bytes, split elsewhere
+    nodes = store.view(lambda v: list(v.nodes(b"100%")))
+    text = b"".join(encode_columns(b"100%", c) for c in rstore.iter_columns(nodes))
+    want = [
+        encode_entry(b"100%", (int(i.split(b"-")[0]), 0), f) + b"\n"
+        for i, f in store.execute("XRANGE", "100%", "-", "+")
+    ]
+    assert text == b"".join(want)
