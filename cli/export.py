@@ -53,7 +53,10 @@ def _output(path: str | None, force: bool) -> Iterator[BinaryIO]:
     if os.path.exists(path) and not force:
         raise click.ClickException(f"{show_path(path)} exists; give --force to replace it")
     folder = os.path.dirname(os.path.abspath(path))
-    fd, temp = tempfile.mkstemp(prefix=".rstore-export-", dir=folder)
+    try:
+        fd, temp = tempfile.mkstemp(prefix=".rstore-export-", dir=folder)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {show_path(path)}: {exc.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as out:
             yield out

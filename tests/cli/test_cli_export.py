@@ -123,6 +123,12 @@ def test_errors_are_one_line(run: Run, events: rstore.Store, tmp_path: Path) -> 
         if stderr is not None:
             assert result.stderr == stderr
         assert result.stdout == ""
+    nowhere = run("export", "-o", str(tmp_path / "no-dir" / "x.jsonl"))
+    assert nowhere.exit_code == 1
+    assert (
+        nowhere.stderr
+        == f"Error: cannot write {tmp_path}/no-dir/x.jsonl: No such file or directory\n"
+    )
     missing = run("--store", str(tmp_path / "none"), "export")
     assert missing.exit_code == 1 and missing.stderr.startswith("Error: no store at ")
 
