@@ -179,3 +179,14 @@ def test_export_as_a_process_to_a_pipe(events: rstore.Store, store_path: Path) -
         env=env,
     )
     assert head.stdout == done.stdout[:10] and head.stderr == b""
+
+
+def test_progress_on_request(run: Run, events: rstore.Store, tmp_path: Path) -> None:
+    """--progress draws the bar on stderr (only its label when stderr is no terminal) and
+    changes nothing else; --from-dump too."""
+    result = run("export", "--progress")
+    assert result.exit_code == 0 and result.stdout_bytes == _lines(events, b"events")
+    assert "exporting" in result.stderr
+    result = run("export", "--from-dump", str(FIXTURE), "jobs", "--progress", "-o", "-")
+    assert result.exit_code == 0 and "exporting" in result.stderr
+    assert len(result.stdout_bytes.splitlines()) == 399
