@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         encode_entry,
     )
     from rstore.replay.pacing import Pacer, PaceSchedule, parse_duration, parse_rate, parse_speed
+    from rstore.replay.remote import entries_from_url
     from rstore.replay.sources import (
         SelectionError,
         batches_from_rdb,
@@ -62,7 +63,6 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         entries_from_jsonl,
         entries_from_rdb,
         entries_from_store,
-        entries_from_url,
         field_filter,
         select_streams,
     )
@@ -143,6 +143,7 @@ _LAZY: dict[str, str] = {
         ("PaceSchedule", "Pacer", "parse_duration", "parse_rate", "parse_speed"),
         "rstore.replay.pacing",
     ),
+    "entries_from_url": "rstore.replay.remote",
     **dict.fromkeys(
         (
             "SelectionError",
@@ -152,7 +153,6 @@ _LAZY: dict[str, str] = {
             "entries_from_jsonl",
             "entries_from_rdb",
             "entries_from_store",
-            "entries_from_url",
             "field_filter",
             "select_streams",
         ),

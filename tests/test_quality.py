@@ -230,8 +230,8 @@ _IMPORT_TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "facade": (("rstore",), ()),  # store.py, pipeline.py, ranges.py, __init__.py: anything
     "rstore_cli": (("rstore_cli", "rstore"), ("click",)),
     "rstore.spark": (("rstore.spark", "rstore"), ("pyspark", "pyarrow")),
-    # replay: public names and its own modules; redis-py (an extra) in the URL source only
-    "rstore.replay.sources": (("rstore.replay", "rstore"), ("redis",)),
+    # replay: public names and its own modules; redis-py (an extra) in the server source only
+    "rstore.replay.remote": (("rstore.replay", "rstore"), ("redis",)),
     "rstore.replay": (("rstore.replay", "rstore"), ()),
 }
 #: The outer layers (public names of ``rstore`` only) and the package each one's own imports
@@ -240,7 +240,7 @@ _OUTER = {
     "rstore_cli": "rstore_cli",
     "rstore.spark": "rstore.spark",
     "rstore.replay": "rstore.replay",
-    "rstore.replay.sources": "rstore.replay",
+    "rstore.replay.remote": "rstore.replay",
 }
 _FACADE = ("rstore.store", "rstore.pipeline", "rstore.ranges", "rstore")
 

@@ -32,9 +32,10 @@ import re
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import pairwise
-from sys import byteorder
 
 from rstore import Columns, RStoreError
+
+from .buffers import int32s, little, strings
 
 __all__ = [
     "MARKER",
@@ -101,42 +102,17 @@ def encode_entry(stream: bytes, entry_id: tuple[int, int], flat: Sequence[bytes]
     )
 
 
-def _int32s(buf: bytearray) -> list[int]:
-    return _int32_array(buf).tolist()
-
-
-def _int32_array(buf: bytes | bytearray) -> array[int]:
-    values = array("i")
-    values.frombytes(buf)
-    if byteorder == "big":  # the column buffers are little-endian
-        values.byteswap()
-    return values
-
-
-def _little(values: array[int]) -> bytes:
-    if byteorder == "big":
-        values = array(values.typecode, values)
-        values.byteswap()
-    return values.tobytes()
-
-
-def _strings(offsets: bytearray, data: bytearray) -> list[bytes]:
-    whole = bytes(data)
-    bounds = _int32s(offsets)
-    return [whole[a:b] for a, b in pairwise(bounds)]
-
-
 def _shared_names(cols: Columns) -> list[bytes] | None:
     """The field names of the batch's first entry when every entry has exactly those, in that
     order (the usual case: one producer, one schema); else ``None``.  Checked on the buffers
     as a whole, without a Python step per entry."""
     n = cols.count
     first_pairs = int.from_bytes(cols.entry_offsets[4:8], "little")
-    if _little(array("i", range(0, n * first_pairs + 1, first_pairs or 1))) != cols.entry_offsets:
+    if little(array("i", range(0, n * first_pairs + 1, first_pairs or 1))) != cols.entry_offsets:
         return None
     if first_pairs == 0:
         return None
-    base = _int32s(cols.key_offsets[: 4 * (first_pairs + 1)])
+    base = int32s(cols.key_offsets[: 4 * (first_pairs + 1)])
     size = base[-1]  # bytes of one entry's names
     if cols.key_data != cols.key_data[:size] * n:
         return None
@@ -144,7 +120,7 @@ def _shared_names(cols: Columns) -> list[bytes] | None:
     if size:
         for j in range(1, first_pairs + 1):
             expected[j::first_pairs] = array("i", range(base[j], base[j] + n * size, size))
-    if _little(expected) != cols.key_offsets:
+    if little(expected) != cols.key_offsets:
         return None
     data = bytes(cols.key_data[:size])
     return [data[a:b] for a, b in pairwise(base)]
@@ -157,8 +133,8 @@ def encode_columns(stream: bytes, cols: Columns) -> bytes:
     n = cols.count
     if not n:
         return b""
-    ids = _strings(cols.id_offsets, cols.id_data)
-    values = _strings(cols.value_offsets, cols.value_data)
+    ids = strings(cols.id_offsets, cols.id_data)
+    values = strings(cols.value_offsets, cols.value_data)
     head = b'{"stream":' + _json_string(stream) + b',"id":"'
     if _PLAIN(cols.value_data):  # nothing to escape: the usual case
         value_format = b'"%s"'
@@ -178,10 +154,10 @@ def encode_columns(stream: bytes, cols: Columns) -> bytes:
         for j in range(len(names)):
             args[j + 1 :: width] = values[j :: len(names)]
         return (line * n) % tuple(args)
-    keys = [_json_string(k) for k in _strings(cols.key_offsets, cols.key_data)]
+    keys = [_json_string(k) for k in strings(cols.key_offsets, cols.key_data)]
     pair_format = b"[%s," + value_format + b"]"
     pairs_list = [pair_format % kv for kv in zip(keys, values)]
-    bounds = _int32s(cols.entry_offsets)
+    bounds = int32s(cols.entry_offsets)
     join = b",".join
     return b"".join(
         [

@@ -1,5 +1,6 @@
-"""Where replayed and exported entries come from: a store, an RDB dump, a JSONL file (the
-envelope of :mod:`rstore.replay.envelope`), or a live Redis/Valkey server.
+"""Where replayed and exported entries come from: a store, an RDB dump or a JSONL file (the
+envelope of :mod:`rstore.replay.envelope`); a live Redis/Valkey server is in
+:mod:`rstore.replay.remote`, with the same selection rules.
 
 Every source gives entries as :data:`~rstore.replay.envelope.ReplayEntry` tuples,
 ``(stream, (ms, seq), [field, value, ...])``: streams one after another in name order, each
@@ -27,12 +28,8 @@ file and checks its checksum), then read a page of nodes at a time.
 from __future__ import annotations
 
 import bisect
-from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
-from itertools import pairwise
-from sys import byteorder
-from typing import Any
 
 from rstore import (
     Columns,
@@ -46,6 +43,7 @@ from rstore import (
     read_rdb_nodes,
 )
 
+from .buffers import int32s, int64s, strings
 from .envelope import ReplayEntry, decode_lines
 
 __all__ = [
@@ -56,8 +54,8 @@ __all__ = [
     "entries_from_jsonl",
     "entries_from_rdb",
     "entries_from_store",
-    "entries_from_url",
     "field_filter",
+    "is_glob",
     "select_streams",
 ]
 
@@ -70,15 +68,13 @@ _GLOB_BYTES = frozenset(b"*?[\\")
 #: Nodes read per page (a node holds about 100 entries) and the bytes a page stops at.
 PAGE_NODES = 256
 PAGE_BYTES = 8 << 20
-#: Entries per XRANGE call on a server.
-URL_PAGE = 1000
 
 
 class SelectionError(RStoreError):
     """A stream named for reading does not exist, or a glob matches none."""
 
 
-def show_name(name: bytes) -> str:
+def _show_name(name: bytes) -> str:
     """A stream name as the errors of this module show it: quoted, ``\\xHH`` for bytes that are
     not UTF-8."""
     return "'" + name.decode("utf-8", "backslashreplace") + "'"
@@ -104,45 +100,24 @@ def select_streams(
         if is_glob(item):
             found = [name for name in available if key_matches(item, name)]
             if not found:
-                raise SelectionError(f"no stream matches {show_name(item)}{where}")
+                raise SelectionError(f"no stream matches {_show_name(item)}{where}")
             chosen.update(found)
         elif item in present:
             chosen.add(item)
         else:
-            raise SelectionError(f"no stream {show_name(item)}{where}")
+            raise SelectionError(f"no stream {_show_name(item)}{where}")
     return sorted(chosen)
-
-
-def _int64s(buf: bytearray) -> list[int]:
-    values = array("q")
-    values.frombytes(buf)
-    if byteorder == "big":  # the column buffers are little-endian
-        values.byteswap()
-    return values.tolist()
-
-
-def _int32s(buf: bytearray) -> list[int]:
-    values = array("i")
-    values.frombytes(buf)
-    if byteorder == "big":
-        values.byteswap()
-    return values.tolist()
-
-
-def _strings(offsets: bytearray, data: bytearray) -> list[bytes]:
-    whole = bytes(data)
-    return [whole[a:b] for a, b in pairwise(_int32s(offsets))]
 
 
 def entries_from_columns(stream: bytes, cols: Columns) -> Iterator[ReplayEntry]:
     """The entries of one batch of columns of ``stream``, as replay entries."""
     wrap = 1 << 64
-    ms_list = [v % wrap for v in _int64s(cols.ms)]  # IDs above 2**63 are negative there
-    seq_list = [v % wrap for v in _int64s(cols.seq)]
-    keys = _strings(cols.key_offsets, cols.key_data)
-    values = _strings(cols.value_offsets, cols.value_data)
+    ms_list = [v % wrap for v in int64s(cols.ms)]  # IDs above 2**63 are negative there
+    seq_list = [v % wrap for v in int64s(cols.seq)]
+    keys = strings(cols.key_offsets, cols.key_data)
+    values = strings(cols.value_offsets, cols.value_data)
     flat = [item for pair in zip(keys, values) for item in pair]
-    bounds = _int32s(cols.entry_offsets)
+    bounds = int32s(cols.entry_offsets)
     for ms, seq, a, b in zip(ms_list, seq_list, bounds, bounds[1:]):
         yield stream, (ms, seq), flat[2 * a : 2 * b]
 
@@ -304,99 +279,6 @@ def entries_from_jsonl(
     for entry in decode_lines(lines, name=name):
         if start <= entry[1] <= end and (wanted is None or wanted(entry[0])):
             yield entry
-
-
-# -- a live server -----------------------------------------------------------------------------
-
-
-def _shown_url(url: str) -> str:
-    """``url`` without its user and password, for messages."""
-    from urllib.parse import urlsplit  # noqa: PLC0415
-
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}{parts.path}" if parts.scheme else url
-
-
-def _parse_id(raw: bytes) -> ID:
-    ms, _, seq = raw.partition(b"-")
-    return int(ms), int(seq)
-
-
-def _server_streams(client: Any, streams: Sequence[bytes] | None) -> list[bytes]:
-    """The stream names on the server that ``streams`` selects (SCAN ... TYPE stream for
-    globs and for "all", TYPE for plain names)."""
-    globs = [item for item in streams or () if is_glob(item)]
-    plain = [item for item in streams or () if not is_glob(item)]
-    found: set[bytes] = set()
-    if globs or not streams:
-        patterns: list[bytes | None] = [*globs] or [None]
-        for pattern in patterns:
-            found.update(client.scan_iter(match=pattern, count=1000, _type="stream"))
-    found.update(item for item in plain if client.type(item) == b"stream")
-    return select_streams(found, streams, where=" on the server")
-
-
-def _next_id(entry_id: ID) -> ID | None:
-    ms, seq = entry_id
-    if seq < _UINT64_MAX:
-        return ms, seq + 1
-    return (ms + 1, 0) if ms < _UINT64_MAX else None
-
-
-def _server_entries(
-    client: Any, streams: Sequence[bytes] | None, start: ID, end: ID, page: int
-) -> Iterator[ReplayEntry]:
-    for key in _server_streams(client, streams):
-        newest = client.execute_command("XREVRANGE", key, "+", "-", "COUNT", 1)
-        if not newest:
-            continue
-        last = min(end, _parse_id(newest[0][0]))
-        cursor: ID | None = start
-        while cursor is not None and cursor <= last:
-            reply = client.execute_command(
-                "XRANGE", key, b"%d-%d" % cursor, b"%d-%d" % last, "COUNT", page
-            )
-            for raw_id, flat in reply:
-                yield key, _parse_id(raw_id), list(flat)
-            if len(reply) < page:
-                break
-            cursor = _next_id(_parse_id(reply[-1][0]))
-
-
-def entries_from_url(
-    url: str,
-    streams: Sequence[bytes] | None = None,
-    start: ID = MIN_ID,
-    end: ID = MAX_ID,
-    *,
-    page: int = URL_PAGE,
-) -> Iterator[ReplayEntry]:
-    """The selected entries of a live Redis or Valkey server (``redis://``, ``rediss://`` or
-    ``unix://`` URL, as redis-py reads it), through XRANGE pages of ``page`` entries.  Streams
-    are found with SCAN ... TYPE stream (Redis 6.0 or later).  Needs redis-py (``pip install
-    'rstore[redis]'``); a server error or a lost connection raises :class:`rstore.RStoreError`
-    with the server's message and the URL without its password."""
-    try:
-        import redis  # noqa: PLC0415 - an extra, loaded only for this source
-    except ImportError:
-        raise RStoreError(
-            "reading from a server needs redis-py: pip install 'rstore[redis]'"
-        ) from None
-    try:
-        client = redis.Redis.from_url(url)
-        # the raw reply keeps repeated field names (redis-py's own parsing makes a dict)
-        client.set_response_callback("XRANGE", lambda reply, **_: reply)
-        client.set_response_callback("XREVRANGE", lambda reply, **_: reply)
-    except ValueError as exc:
-        raise RStoreError(f"{_shown_url(url)}: {exc}") from None
-    try:
-        yield from _server_entries(client, streams, start, end, page)
-    except redis.RedisError as exc:
-        raise RStoreError(f"{_shown_url(url)}: {exc}") from None
-    finally:
-        client.close()
 
 
 # -- field filters -----------------------------------------------------------------------------
