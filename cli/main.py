@@ -42,6 +42,7 @@ __all__ = [
 COMMAND_INDEX: dict[str, str] = {
     "add": "streams",
     "range": "reading",
+    "export": "export",
     "len": "streams",
     "info": "streams",
     "trim": "streams",

@@ -52,6 +52,27 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from rstore.pipeline import Pipeline
     from rstore.queue.consumer import Consumer, Message
     from rstore.ranges import iter_range, iter_range_pages
+    from rstore.replay.envelope import (
+        EnvelopeError,
+        ReplayEntry,
+        decode_entry,
+        decode_lines,
+        encode_columns,
+        encode_entry,
+    )
+    from rstore.replay.pacing import Pacer, PaceSchedule, parse_duration, parse_rate, parse_speed
+    from rstore.replay.remote import entries_from_url
+    from rstore.replay.sources import (
+        SelectionError,
+        batches_from_rdb,
+        batches_from_store,
+        entries_from_columns,
+        entries_from_jsonl,
+        entries_from_rdb,
+        entries_from_store,
+        field_filter,
+        select_streams,
+    )
     from rstore.snapshot.inspection import (
         RDBSummary,
         inspect_rdb,
@@ -116,6 +137,36 @@ _LAZY: dict[str, str] = {
     "upgrade_store": "rstore.store",
     "Consumer": "rstore.queue.consumer",
     "Message": "rstore.queue.consumer",
+    **dict.fromkeys(
+        (
+            "EnvelopeError",
+            "ReplayEntry",
+            "decode_entry",
+            "decode_lines",
+            "encode_columns",
+            "encode_entry",
+        ),
+        "rstore.replay.envelope",
+    ),
+    **dict.fromkeys(
+        ("PaceSchedule", "Pacer", "parse_duration", "parse_rate", "parse_speed"),
+        "rstore.replay.pacing",
+    ),
+    "entries_from_url": "rstore.replay.remote",
+    **dict.fromkeys(
+        (
+            "SelectionError",
+            "batches_from_rdb",
+            "batches_from_store",
+            "entries_from_columns",
+            "entries_from_jsonl",
+            "entries_from_rdb",
+            "entries_from_store",
+            "field_filter",
+            "select_streams",
+        ),
+        "rstore.replay.sources",
+    ),
 }
 
 __all__ = [
@@ -130,18 +181,23 @@ __all__ = [
     "CorruptStoreError",
     "DataError",
     "DiskFullError",
+    "EnvelopeError",
     "GroupInfo",
     "InconsistentSnapshotError",
     "KeyExistsError",
     "Message",
     "NodeSpan",
     "NotAStoreError",
+    "PaceSchedule",
+    "Pacer",
     "Pipeline",
     "RDBStream",
     "RDBSummary",
     "RStoreError",
     "ReadOnlyStoreError",
+    "ReplayEntry",
     "ResponseError",
+    "SelectionError",
     "StorageError",
     "Store",
     "StoreClosedError",
@@ -153,18 +209,34 @@ __all__ = [
     "UnsupportedFormatError",
     "UnsupportedRDBError",
     "__version__",
+    "batches_from_rdb",
+    "batches_from_store",
     "check_store",
+    "decode_entry",
+    "decode_lines",
+    "encode_columns",
+    "encode_entry",
+    "entries_from_columns",
+    "entries_from_jsonl",
+    "entries_from_rdb",
+    "entries_from_store",
+    "entries_from_url",
+    "field_filter",
     "index_rdb",
     "inspect_rdb",
     "iter_columns",
     "iter_range",
     "iter_range_pages",
     "key_matches",
+    "parse_duration",
     "parse_range_bound",
+    "parse_rate",
+    "parse_speed",
     "parse_time_ms",
     "read_rdb_entries",
     "read_rdb_nodes",
     "read_rdb_range",
+    "select_streams",
     "upgrade_store",
 ]
 

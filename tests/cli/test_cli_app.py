@@ -100,6 +100,7 @@ def test_help_and_version(runner: CliRunner) -> None:
     assert listed == [
         "add",
         "range",
+        "export",
         "len",
         "info",
         "trim",
