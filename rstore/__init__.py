@@ -52,6 +52,15 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from rstore.pipeline import Pipeline
     from rstore.queue.consumer import Consumer, Message
     from rstore.ranges import iter_range, iter_range_pages
+    from rstore.replay.engine import (
+        ReplayConflict,
+        ReplayReport,
+        StreamPlan,
+        StreamTally,
+        load_checkpoint_file,
+        plan_replay,
+        run_replay,
+    )
     from rstore.replay.envelope import (
         EnvelopeError,
         ReplayEntry,
@@ -62,6 +71,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     )
     from rstore.replay.pacing import Pacer, PaceSchedule, parse_duration, parse_rate, parse_speed
     from rstore.replay.remote import entries_from_url
+    from rstore.replay.sinks import LinesSink, Sink, SinkError, StoreSink, UrlSink
     from rstore.replay.sources import (
         SelectionError,
         batches_from_rdb,
@@ -155,6 +165,21 @@ _LAZY: dict[str, str] = {
     "entries_from_url": "rstore.replay.remote",
     **dict.fromkeys(
         (
+            "ReplayConflict",
+            "ReplayReport",
+            "StreamPlan",
+            "StreamTally",
+            "load_checkpoint_file",
+            "plan_replay",
+            "run_replay",
+        ),
+        "rstore.replay.engine",
+    ),
+    **dict.fromkeys(
+        ("LinesSink", "Sink", "SinkError", "StoreSink", "UrlSink"), "rstore.replay.sinks"
+    ),
+    **dict.fromkeys(
+        (
             "SelectionError",
             "batches_from_rdb",
             "batches_from_store",
@@ -185,6 +210,7 @@ __all__ = [
     "GroupInfo",
     "InconsistentSnapshotError",
     "KeyExistsError",
+    "LinesSink",
     "Message",
     "NodeSpan",
     "NotAStoreError",
@@ -195,19 +221,27 @@ __all__ = [
     "RDBSummary",
     "RStoreError",
     "ReadOnlyStoreError",
+    "ReplayConflict",
     "ReplayEntry",
+    "ReplayReport",
     "ResponseError",
     "SelectionError",
+    "Sink",
+    "SinkError",
     "StorageError",
     "Store",
     "StoreClosedError",
     "StoreNotFoundError",
+    "StoreSink",
     "StoreView",
     "StreamID",
     "StreamInfo",
+    "StreamPlan",
     "StreamState",
+    "StreamTally",
     "UnsupportedFormatError",
     "UnsupportedRDBError",
+    "UrlSink",
     "__version__",
     "batches_from_rdb",
     "batches_from_store",
@@ -228,14 +262,17 @@ __all__ = [
     "iter_range",
     "iter_range_pages",
     "key_matches",
+    "load_checkpoint_file",
     "parse_duration",
     "parse_range_bound",
     "parse_rate",
     "parse_speed",
     "parse_time_ms",
+    "plan_replay",
     "read_rdb_entries",
     "read_rdb_nodes",
     "read_rdb_range",
+    "run_replay",
     "select_streams",
     "upgrade_store",
 ]

@@ -141,8 +141,11 @@ class Pacer:
         """The mean lag behind schedule of the entries released so far, in seconds."""
         return self.total_lag / self.count if self.count else 0.0
 
-    def wait(self, ms: int) -> float:
-        """Wait until the next entry (ID time ``ms``) is due; its lag in seconds."""
+    def wait(self, ms: int, before_sleep: Callable[[], None] | None = None) -> float:
+        """Wait until the next entry (ID time ``ms``) is due; its lag in seconds.
+
+        ``before_sleep`` is called once when the entry is not due yet, before sleeping (a
+        replay delivers the entries it holds then: entries due together go in one write)."""
         offset = self.schedule.due(ms)
         self.count += 1
         if offset is None:
@@ -151,6 +154,9 @@ class Pacer:
         if self.t0 is None:
             self.t0 = now
         due = self.t0 + offset
+        if now < due and before_sleep is not None:
+            before_sleep()
+            now = self._clock()
         while now < due:
             self._sleep(due - now)
             now = self._clock()

@@ -15,7 +15,7 @@ from rstore import RStoreError
 from .envelope import ReplayEntry
 from .sources import MAX_ID, MIN_ID, is_glob, select_streams
 
-__all__ = ["URL_PAGE", "entries_from_url"]
+__all__ = ["URL_PAGE", "connect", "entries_from_url", "shown_url"]
 
 ID = tuple[int, int]
 _UINT64_MAX = (1 << 64) - 1
@@ -24,7 +24,7 @@ _UINT64_MAX = (1 << 64) - 1
 URL_PAGE = 1000
 
 
-def _shown_url(url: str) -> str:
+def shown_url(url: str) -> str:
     """``url`` without its user and password, for messages."""
     from urllib.parse import urlsplit  # noqa: PLC0415
 
@@ -80,6 +80,27 @@ def _server_entries(
             cursor = _next_id(_parse_id(reply[-1][0]))
 
 
+def connect(url: str) -> tuple[Any, tuple[type[Exception], ...]]:
+    """A redis-py client of ``url`` whose XRANGE/XREVRANGE give raw replies, and the
+    exceptions its calls raise; :class:`rstore.RStoreError` without redis-py or for a URL
+    redis-py cannot read."""
+    try:
+        import redis  # noqa: PLC0415 - an extra, loaded only for a server
+    except ImportError:
+        raise RStoreError(
+            "reading from or writing to a server needs redis-py: pip install 'rstore[redis]'"
+        ) from None
+    try:
+        client = redis.Redis.from_url(url)
+        # the raw reply keeps repeated field names (redis-py's own parsing makes a dict)
+        client.set_response_callback("XRANGE", lambda reply, **_: reply)
+        client.set_response_callback("XREVRANGE", lambda reply, **_: reply)
+        client.set_response_callback("XINFO STREAM", lambda reply, **_: reply)
+    except ValueError as exc:
+        raise RStoreError(f"{shown_url(url)}: {exc}") from None
+    return client, (redis.RedisError, OSError)
+
+
 def entries_from_url(
     url: str,
     streams: Sequence[bytes] | None = None,
@@ -93,22 +114,10 @@ def entries_from_url(
     are found with SCAN ... TYPE stream (Redis 6.0 or later).  Needs redis-py (``pip install
     'rstore[redis]'``); a server error or a lost connection raises :class:`rstore.RStoreError`
     with the server's message and the URL without its password."""
-    try:
-        import redis  # noqa: PLC0415 - an extra, loaded only for this source
-    except ImportError:
-        raise RStoreError(
-            "reading from a server needs redis-py: pip install 'rstore[redis]'"
-        ) from None
-    try:
-        client = redis.Redis.from_url(url)
-        # the raw reply keeps repeated field names (redis-py's own parsing makes a dict)
-        client.set_response_callback("XRANGE", lambda reply, **_: reply)
-        client.set_response_callback("XREVRANGE", lambda reply, **_: reply)
-    except ValueError as exc:
-        raise RStoreError(f"{_shown_url(url)}: {exc}") from None
+    client, errors = connect(url)
     try:
         yield from _server_entries(client, streams, start, end, page)
-    except redis.RedisError as exc:
-        raise RStoreError(f"{_shown_url(url)}: {exc}") from None
+    except errors as exc:
+        raise RStoreError(f"{shown_url(url)}: {exc}") from None
     finally:
         client.close()
