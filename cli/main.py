@@ -43,6 +43,8 @@ COMMAND_INDEX: dict[str, str] = {
     "add": "streams",
     "range": "reading",
     "export": "export",
+    "replay": "replay",
+    "import": "replay",
     "len": "streams",
     "info": "streams",
     "trim": "streams",

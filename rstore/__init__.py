@@ -59,6 +59,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         StreamTally,
         load_checkpoint_file,
         plan_replay,
+        read_checkpoint,
         run_replay,
     )
     from rstore.replay.envelope import (
@@ -171,6 +172,7 @@ _LAZY: dict[str, str] = {
             "StreamTally",
             "load_checkpoint_file",
             "plan_replay",
+            "read_checkpoint",
             "run_replay",
         ),
         "rstore.replay.engine",
@@ -269,6 +271,7 @@ __all__ = [
     "parse_speed",
     "parse_time_ms",
     "plan_replay",
+    "read_checkpoint",
     "read_rdb_entries",
     "read_rdb_nodes",
     "read_rdb_range",

@@ -45,6 +45,7 @@ __all__ = [
     "StreamTally",
     "load_checkpoint_file",
     "plan_replay",
+    "read_checkpoint",
     "run_replay",
 ]
 
@@ -135,6 +136,14 @@ def load_checkpoint_file(path: str) -> dict[bytes, ID]:
     except FileNotFoundError:
         return {}
     return _decode_position(raw, f"checkpoint file {path}")
+
+
+def read_checkpoint(sink: Sink, name: str) -> dict[bytes, ID]:
+    """The position recorded under checkpoint ``name`` for ``sink``: in the sink's store when
+    it is transactional, else in the file ``name`` (``{}`` when there is none yet)."""
+    if sink.transactional:
+        return _decode_position(sink.load_checkpoint(name), f"checkpoint {name}")
+    return load_checkpoint_file(name)
 
 
 def _save_checkpoint_file(path: str, value: bytes) -> None:
@@ -234,8 +243,8 @@ def plan_replay(
     on_conflict: OnConflict = "fail",
     schedule: PaceSchedule | None = None,
     position: dict[bytes, ID] | None = None,
-) -> tuple[list[StreamPlan], float]:
-    """What :func:`run_replay` would do, writing nothing: per source stream its plan (entries,
+) -> tuple[dict[bytes, StreamPlan], float]:
+    """What :func:`run_replay` would do, writing nothing: ``{source stream: plan}`` with (entries,
     first/last ID, bytes of fields and values, conflicts with the target as it is now) and the
     seconds the paced replay would take (0.0 at top speed).  Entries at or below ``position``
     (a checkpoint's) are left out, as a resumed replay would."""
@@ -260,7 +269,7 @@ def plan_replay(
         plan.first_id = plan.first_id or entry_id
         plan.last_id = entry_id
         plan.bytes += _size(flat)
-    return list(plans.values()), seconds
+    return plans, seconds
 
 
 def run_replay(
@@ -291,13 +300,8 @@ def run_replay(
     began = time.perf_counter()
     report = ReplayReport()
     ids = _Ids(sink, new_ids, on_conflict)
-    if checkpoint is None:
-        position: dict[bytes, ID] = {}
-    elif sink.transactional:
-        position = _decode_position(sink.load_checkpoint(checkpoint), f"checkpoint {checkpoint}")
-    else:
-        position = load_checkpoint_file(checkpoint)
-    done = dict(position)  # the position as last recorded
+    # the position as last recorded
+    done = {} if checkpoint is None else read_checkpoint(sink, checkpoint)
     pending: list[TargetEntry] = []
     moved: dict[bytes, ID] = {}  # the position the pending batch moves to
     pending_counts: list[tuple[bytes, StreamTally, ID, int]] = []

@@ -175,7 +175,7 @@ def test_plan_writes_nothing(source: Store, tmp_path: Path) -> None:
         plans, seconds = rstore.plan_replay(
             rstore.entries_from_store(source), StoreSink(dst), schedule=PaceSchedule(speed=1.0)
         )
-        by = {p.target: p for p in plans}
+        by = plans
         assert (by[b"a"].entries, by[b"a"].conflicts, by[b"a"].target_last_id) == (50, 10, (10, 0))
         assert (by[b"b"].first_id, by[b"b"].last_id, by[b"b"].conflicts) == ((100, 1), (129, 1), 0)
         assert by[b"b"].bytes == 30 * (1 + 3 + 3 + 2)
