@@ -17,15 +17,19 @@ import rstore
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .entry import EXIT_INTERRUPTED
-from .export import _bound
 from .format import show_path
-from .params import to_bytes
+from .params import range_bound, to_bytes
 from .progress import progress_option
 from .replay_out import echo_plan, line_format, replay_progress, summary
 
 __all__ = ["COMMANDS"]
 
 ID = tuple[int, int]
+
+
+def _bound(text: str, *, is_end: bool, param: str) -> ID:
+    ms, _, seq = range_bound(text, is_end=is_end, param=param).partition(b"-")
+    return int(ms), int(seq)
 
 
 def _pacer(

@@ -101,6 +101,8 @@ def test_help_and_version(runner: CliRunner) -> None:
         "add",
         "range",
         "export",
+        "replay",
+        "import",
         "len",
         "info",
         "trim",
