@@ -95,7 +95,6 @@ def connect(url: str) -> tuple[Any, tuple[type[Exception], ...]]:
         # the raw reply keeps repeated field names (redis-py's own parsing makes a dict)
         client.set_response_callback("XRANGE", lambda reply, **_: reply)
         client.set_response_callback("XREVRANGE", lambda reply, **_: reply)
-        client.set_response_callback("XINFO STREAM", lambda reply, **_: reply)
     except ValueError as exc:
         raise RStoreError(f"{shown_url(url)}: {exc}") from None
     return client, (redis.RedisError, OSError)

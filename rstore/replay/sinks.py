@@ -140,8 +140,9 @@ class UrlSink:
             info: Any = self.client.execute_command("XINFO", "STREAM", stream)
         except self._errors as exc:
             raise self._fail(exc) from None
-        flat = dict(zip(info[::2], info[1::2]))
-        ms, _, seq = flat[b"last-generated-id"].partition(b"-")
+        fields = info if isinstance(info, dict) else dict(zip(info[::2], info[1::2]))
+        raw: Any = fields.get(b"last-generated-id", fields.get("last-generated-id"))
+        ms, _, seq = (raw.encode() if isinstance(raw, str) else bytes(raw)).partition(b"-")
         return int(ms), int(seq)
 
     def load_checkpoint(self, name: str) -> bytes | None:
