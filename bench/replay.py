@@ -128,7 +128,7 @@ def main() -> None:
 
         def in_store() -> int:
             with rstore.Store(target, create=False) as t:
-                return t.xlen(STREAM)
+                return int(t.xlen(STREAM))
 
         sides: dict[str, tuple[Callable[[], None], Callable[[], int]]] = {
             "store -> store (rstore replay)": (
