@@ -262,12 +262,13 @@ class Store(RedisCommands):
 
         ``entries`` yields ``(stream, id, [field, value, field, value, ...])``; ``id`` is
         ``None`` or ``"*"`` for an automatic ID, else an explicit ID as XADD takes it
-        (``"<ms>-<seq>"``, ``"<ms>"``, ``"<ms>-*"``).  Each entry is appended exactly as
-        ``XADD stream id field value ...`` would append it at that point, in order: the same
-        IDs (automatic ones by XADD's rule, all under one time snapshot), the same nodes, the
-        same errors.  The first entry XADD would refuse (an explicit ID not above the stream's
-        last ID, a missing value, ...) raises :class:`ResponseError` with XADD's exact line (on
-        Python 3.11+ with a note naming the entry), and nothing is written.  Names, IDs,
+        (``"<ms>-<seq>"``, ``"<ms>"``, ``"<ms>-*"``) or an ``(ms, seq)`` tuple of ints.  Each
+        entry is appended exactly as ``XADD stream id field value ...`` would append it at that
+        point, in order: the same IDs (automatic ones by XADD's rule, all under one time
+        snapshot), the same nodes, the same errors.  The first entry XADD would refuse (an
+        explicit ID not above the stream's last ID, a missing value, ...) raises
+        :class:`ResponseError` with XADD's exact line (on Python 3.11+ with a note naming the
+        entry), and nothing is written.  Names, IDs,
         fields and values are ``bytes`` or ``str`` (UTF-8).
 
         ``entries`` is read once, in one pass, so a load of any size runs in bounded memory

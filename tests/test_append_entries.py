@@ -225,3 +225,15 @@ def test_checkpoints_are_recorded_with_the_entries_or_not_at_all(tmp_path: Path)
             store.append_entries([], checkpoint=("r", "text"))  # type: ignore[arg-type]
         with pytest.raises(ValueError):
             store.append_entries([], checkpoint=("", b"x"))
+
+
+def test_ids_as_tuples_are_explicit_ids(tmp_path: Path) -> None:
+    with Store(tmp_path / "s") as store:
+        store.append_entries([("s", (5, 1), ["k", "1"]), ("s", (5, 2), ["k", "2"])])
+        assert [e[0] for e in store.xrange("s")] == [b"5-1", b"5-2"]
+        for bad in [(5, -1), (1 << 64, 0), (5,), ("5", 3)]:
+            with pytest.raises(ResponseError) as err:
+                store.append_entries([("s", bad, ["k", "v"])])
+            assert err.value.line == "ERR Invalid stream ID specified as stream command argument"
+        with pytest.raises(ResponseError, match="equal or smaller"):
+            store.append_entries([("s", (5, 2), ["k", "3"])])

@@ -62,7 +62,8 @@ class ReplayConflict(RStoreError):
 
 @dataclass
 class StreamTally:
-    """What a replay did (or would do) for one source stream."""
+    """What a replay did (or would do) for one source stream (``bytes`` of fields and values:
+    counted by :func:`plan_replay` only)."""
 
     target: bytes
     entries: int = 0
@@ -303,16 +304,15 @@ def run_replay(
     # the position as last recorded
     done = {} if checkpoint is None else read_checkpoint(sink, checkpoint)
     pending: list[TargetEntry] = []
+    pending_from: list[tuple[bytes, ID]] = []  # the source stream and ID of each pending entry
     moved: dict[bytes, ID] = {}  # the position the pending batch moves to
-    pending_counts: list[tuple[bytes, StreamTally, ID, int]] = []
     writing = False
 
     def flush() -> None:
         nonlocal writing
         if not pending and not moved:
             return
-        new = {**done, **moved}
-        value = _encode_position(new) if checkpoint is not None else None
+        value = None if checkpoint is None else _encode_position({**done, **moved})
         writing = True
         try:
             if sink.transactional and checkpoint is not None and value is not None:
@@ -322,40 +322,69 @@ def run_replay(
         except SinkError as exc:
             writing = False
             if exc.delivered and checkpoint is not None and not sink.transactional:
-                part: dict[bytes, ID] = {}
-                for source, _tally, source_id, _ in pending_counts[: exc.delivered]:
-                    part[source] = source_id
+                part = dict(pending_from[: exc.delivered])
                 _save_checkpoint_file(checkpoint, _encode_position({**done, **part}))
             raise
         writing = False
         if checkpoint is not None and value is not None and not sink.transactional:
             _save_checkpoint_file(checkpoint, value)
         done.update(moved)
-        for _source, tally, source_id, size in pending_counts:
+        tallies = report.streams
+        tally: StreamTally | None = None
+        source = None
+        for stream, source_id in pending_from:
+            if stream is not source:
+                source, tally = stream, tallies[stream]
+            assert tally is not None
             tally.entries += 1
-            tally.first_id = tally.first_id or source_id
+            if tally.first_id is None:
+                tally.first_id = source_id
             tally.last_id = source_id
-            tally.bytes += size
         report.delivered += len(pending)
         pending.clear()
-        pending_counts.clear()
+        pending_from.clear()
         moved.clear()
         if progress is not None:
             report.seconds = time.perf_counter() - began
             progress(report)
 
+    # the usual case inline: kept IDs checked against the target's last ID
+    fast = sink.checks_ids and not new_ids
+    lasts = ids.lasts
+    current: bytes | None = None
+    seen: ID | None = None
+    tally = StreamTally(b"")
+    to = b""
+    selected = entries if not where and count is None else _selected(entries, where, count)
     try:
-        for stream, entry_id, flat in _selected(entries, where, count):
-            seen = done.get(stream)
+        for stream, entry_id, flat in selected:
+            if stream != current:
+                current, seen = stream, done.get(stream)
+                found = report.streams.get(stream)
+                if found is None:
+                    found = report.streams[stream] = StreamTally(
+                        target(stream) if target else stream
+                    )
+                tally, to = found, found.target
+                if fast:
+                    ids.last(to)
             if seen is not None and entry_id <= seen:
                 report.resumed += 1
                 continue
-            tally = report.streams.get(stream)
-            if tally is None:
-                tally = report.streams[stream] = StreamTally(target(stream) if target else stream)
             if pacer is not None:
                 pacer.wait(entry_id[0], flush)
-            chosen, conflict = ids.choose(stream, tally.target, entry_id)
+            if fast:
+                last = lasts.get(to)
+                if (last is None and entry_id != (0, 0)) or (last is not None and entry_id > last):
+                    lasts[to] = entry_id
+                    chosen: ID | None = entry_id
+                    conflict = False
+                else:
+                    chosen, conflict = ids.choose(stream, to, entry_id)
+            elif sink.checks_ids or new_ids:
+                chosen, conflict = ids.choose(stream, to, entry_id)
+            else:
+                chosen, conflict = entry_id, False
             moved[stream] = entry_id
             if conflict:
                 tally.conflicts += 1
@@ -363,8 +392,8 @@ def run_replay(
                     report.skipped += 1
                     continue
                 report.renumbered += 1
-            pending.append((tally.target, chosen, flat))  # type: ignore[arg-type]
-            pending_counts.append((stream, tally, entry_id, _size(flat)))
+            pending.append((to, chosen, flat))  # type: ignore[arg-type]
+            pending_from.append((stream, entry_id))
             if len(pending) >= batch_entries:
                 flush()
         flush()

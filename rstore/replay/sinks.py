@@ -112,8 +112,7 @@ class StoreSink:
         return self.store.checkpoint(name)
 
     def write(self, batch: Sequence[TargetEntry], checkpoint: tuple[str, bytes] | None) -> None:
-        rows = [(s, _format_id(i), f) for s, i, f in batch]
-        self.store.append_entries(rows, checkpoint=checkpoint)
+        self.store.append_entries(batch, checkpoint=checkpoint)  # IDs as (ms, seq) tuples
 
 
 class UrlSink:
