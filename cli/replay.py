@@ -141,6 +141,7 @@ def _run(
 @click.option("--top-speed", is_flag=True, help="No pacing (the default).")
 @click.option("--checkpoint", metavar="NAME", help="Record progress under NAME; rerun resumes.")
 @click.option("--dry-run", is_flag=True, help="Print the plan; write nothing.")
+@click.option("--follow", is_flag=True, help="Then go on with new entries, until ^C.")
 @progress_option
 @json_option
 @unescape_option
@@ -169,6 +170,7 @@ def replay_command(
     top_speed: bool,
     checkpoint: str | None,
     dry_run: bool,
+    follow: bool,
     progress: bool | None,
     as_json: bool,
     unescape: bool,
@@ -181,7 +183,8 @@ def replay_command(
     Streams are names or globs (all when none); --start/--end take IDs or times (2h,
     2026-11-01T10:00); --where field=glob keeps matching entries.  Original IDs are kept
     unless --new-ids; --on-conflict says what to do with a kept ID not above the target's last
-    one.  Top speed unless --speed (10, 0.5; --max-gap caps idle gaps) or --rate.  With
+    one.  Top speed unless --speed (10, 0.5; --max-gap caps idle gaps) or --rate.  --follow
+    goes on with entries added later, like `tail -f`, until ^C.  With
     --checkpoint NAME progress is recorded after each write (in the target store's
     transaction, exactly once; else in the file NAME, at least once): rerun to resume.  ^C
     stops between entries (exit 130).  docs/replay.md has the details.
@@ -205,6 +208,9 @@ def replay_command(
         raise click.UsageError("give one of --to-stream and --prefix")
     if fmt is not None and (to_store or to_url or to_stream or prefix):
         raise click.UsageError("--format is for stdout")
+    if follow and (sources or end != "+" or count is not None or dry_run):
+        raise click.UsageError("--follow reads this store to its end: no --from-*, --end, "
+                               "--count or --dry-run")  # fmt: skip
     keys = [to_bytes(s, unescape, "STREAM") for s in streams] or None
     low = _bound(start, is_end=False, param="--start")
     high = _bound(end, is_end=True, param="--end")
@@ -249,8 +255,11 @@ def replay_command(
             entries = rstore.entries_from_url(from_url, keys, low, high)
         else:
             source_store = stack.enter_context(opener.open(create=False))
-            total = _store_total(source_store, keys, low, high)
-            entries = rstore.entries_from_store(source_store, keys, low, high)
+            total = None if follow else _store_total(source_store, keys, low, high)
+            if follow:
+                entries = rstore.follow_store(source_store, keys, low)
+            else:
+                entries = rstore.entries_from_store(source_store, keys, low, high)
         to_stdout = False
         if to_url is not None:
             sink: Any = rstore.UrlSink(to_url)

@@ -70,6 +70,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         encode_columns,
         encode_entry,
     )
+    from rstore.replay.follow import follow_store
     from rstore.replay.pacing import Pacer, PaceSchedule, parse_duration, parse_rate, parse_speed
     from rstore.replay.remote import entries_from_url
     from rstore.replay.sinks import LinesSink, Sink, SinkError, StoreSink, UrlSink
@@ -164,6 +165,7 @@ _LAZY: dict[str, str] = {
         "rstore.replay.pacing",
     ),
     "entries_from_url": "rstore.replay.remote",
+    "follow_store": "rstore.replay.follow",
     **dict.fromkeys(
         (
             "ReplayConflict",
@@ -258,6 +260,7 @@ __all__ = [
     "entries_from_store",
     "entries_from_url",
     "field_filter",
+    "follow_store",
     "index_rdb",
     "inspect_rdb",
     "iter_columns",

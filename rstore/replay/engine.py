@@ -163,14 +163,16 @@ def _save_checkpoint_file(path: str, value: bytes) -> None:
 
 
 def _selected(
-    entries: Iterable[ReplayEntry], where: Sequence[bytes], count: int | None
-) -> Iterable[ReplayEntry]:
+    entries: Iterable[ReplayEntry | None], where: Sequence[bytes], count: int | None
+) -> Iterable[ReplayEntry | None]:
     keep = field_filter(where) if where else None
     n = 0
     for entry in entries:
         if count is not None and n >= count:
             return
-        if keep is None or keep(entry[2]):
+        if entry is None:
+            yield entry
+        elif keep is None or keep(entry[2]):
             n += 1
             yield entry
 
@@ -254,7 +256,10 @@ def plan_replay(
     pace = schedule or PaceSchedule()
     seconds = 0.0
     done = position or {}
-    for stream, entry_id, flat in _selected(entries, where, count):
+    for item in _selected(entries, where, count):
+        if item is None:
+            continue
+        stream, entry_id, flat = item
         seen = done.get(stream)
         if seen is not None and entry_id <= seen:
             continue
@@ -274,7 +279,7 @@ def plan_replay(
 
 
 def run_replay(
-    entries: Iterable[ReplayEntry],
+    entries: Iterable[ReplayEntry | None],
     sink: Sink,
     *,
     target: Callable[[bytes], bytes] | None = None,
@@ -288,6 +293,8 @@ def run_replay(
     progress: Callable[[ReplayReport], None] | None = None,
 ) -> ReplayReport:
     """Replay ``entries`` (a source's, in its order) into ``sink``: see the module docstring.
+    A ``None`` among the entries (:func:`rstore.follow_store` between waits) delivers the
+    entries held at once.
 
     ``target`` maps a source stream name to the target stream's (default: the same name);
     ``where`` holds ``field=glob`` conditions (:func:`rstore.field_filter`); ``count`` the most
@@ -357,7 +364,11 @@ def run_replay(
     to = b""
     selected = entries if not where and count is None else _selected(entries, where, count)
     try:
-        for stream, entry_id, flat in selected:
+        for item in selected:
+            if item is None:  # a source following live has nothing more for now
+                flush()
+                continue
+            stream, entry_id, flat = item
             if stream != current:
                 current, seen = stream, done.get(stream)
                 found = report.streams.get(stream)

@@ -4,6 +4,10 @@ errors, through click's runner (a live valkey-server for the server target)."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -179,3 +183,45 @@ def test_to_url_writes_through_xadd(run: Run, store_path: Path, tmp_path: Path) 
         client.close()
     gone = run("replay", "--to-url", url)
     assert gone.exit_code == 1 and gone.stderr.startswith(f"Error: redis://{HOST}")
+
+
+def test_follow_delivers_new_entries_live_and_sigint_exits_130(
+    store_path: Path, tmp_path: Path
+) -> None:
+
+    _seed(store_path)
+    dst = tmp_path / "live"
+    argv = [sys.executable, "-m", "rstore_cli", "--store", str(store_path), "replay", "clicks",
+            "--follow", "--to-store", str(dst), "--checkpoint", "live", "--json"]  # fmt: skip
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def wait_for(n: int) -> int:
+        deadline = time.monotonic() + 30
+        got = 0
+        while time.monotonic() < deadline:
+            if dst.exists():
+                with rstore.Store(dst) as t:
+                    got = t.xlen("clicks")
+                if got >= n:
+                    break
+            time.sleep(0.05)
+        return got
+
+    try:
+        assert wait_for(20) == 20  # the history
+        with rstore.Store(store_path) as src:
+            src.execute("XADD", "clicks", "30-0", "user", "9", "action", "late")
+            src.execute("XADD", "raw", "200-0", "not", "followed")
+        assert wait_for(21) == 21  # the new entry, while the replay runs
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 130, err
+    report = json.loads(out)
+    assert report["interrupted"] is True and report["delivered"] == 21
+    with rstore.Store(dst) as t:
+        assert json.loads(t.checkpoint("live") or b"") == {"clicks": "30-0"}
+        assert t.keys() == [b"clicks"]
