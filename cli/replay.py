@@ -85,8 +85,9 @@ def _run(
     verb: str,
     target_text: str,
     to_stdout: bool,
-) -> None:
-    """Run (or plan) the replay and print its summary; exit 130 when ^C stopped it."""
+) -> bool:
+    """Run (or plan) the replay and print its summary; exit 130 when ^C stopped it; whether
+    a replay ran to its end."""
     pacer = options.pop("pacer")
     as_json = options.pop("as_json")
     progress = options.pop("progress")
@@ -103,7 +104,7 @@ def _run(
         if not plans:
             raise click.ClickException("no entries to replay in the selected streams and window")
         echo_plan(plans, seconds, target_text, as_json, pacer is not None)
-        return
+        return False
     with replay_progress(verb, progress, total) as report_progress:
         report = rstore.run_replay(entries, sink, pacer=pacer, progress=report_progress, **options)
     if not (report.delivered or report.resumed or report.skipped or report.interrupted):
@@ -111,6 +112,7 @@ def _run(
     summary(verb, report, as_json, to_stdout, target_text)
     if report.interrupted:
         raise click.exceptions.Exit(EXIT_INTERRUPTED)
+    return True
 
 
 @click.command("replay", short_help="Re-send stream history: paced, resumable, anywhere.")
@@ -142,6 +144,7 @@ def _run(
 @click.option("--checkpoint", metavar="NAME", help="Record progress under NAME; rerun resumes.")
 @click.option("--dry-run", is_flag=True, help="Print the plan; write nothing.")
 @click.option("--follow", is_flag=True, help="Then go on with new entries, until ^C.")
+@click.option("--with-groups", is_flag=True, help="Copy consumer groups and PELs along.")
 @progress_option
 @json_option
 @unescape_option
@@ -171,6 +174,7 @@ def replay_command(
     checkpoint: str | None,
     dry_run: bool,
     follow: bool,
+    with_groups: bool,
     progress: bool | None,
     as_json: bool,
     unescape: bool,
@@ -211,6 +215,9 @@ def replay_command(
     if follow and (sources or end != "+" or count is not None or dry_run):
         raise click.UsageError("--follow reads this store to its end: no --from-*, --end, "
                                "--count or --dry-run")  # fmt: skip
+    if with_groups and (jsonl or from_url or follow or dry_run or not (to_store or to_url)):
+        raise click.UsageError("--with-groups copies from this store or a dump into --to-store or "
+                               "--to-url, without --follow or --dry-run")  # fmt: skip
     keys = [to_bytes(s, unescape, "STREAM") for s in streams] or None
     low = _bound(start, is_end=False, param="--start")
     high = _bound(end, is_end=True, param="--end")
@@ -279,7 +286,14 @@ def replay_command(
             to_stdout = True
         if options["count"] is not None and total is not None:
             total = min(total, options["count"])
-        _run(
+        groups = None
+        if with_groups:  # read before the replay: the groups as they were when it started
+            groups = (
+                rstore.groups_of_rdb(dump_file, keys, db=db or 0)
+                if dump_file is not None
+                else rstore.groups_of_store(source_store, keys)  # type: ignore[arg-type]
+            )
+        delivered = _run(
             entries,
             sink,
             total=total,
@@ -288,6 +302,14 @@ def replay_command(
             target_text=target_text,
             to_stdout=to_stdout,
         )
+        if groups is not None and delivered:
+            execute = sink.store.execute if to_url is None else sink.client.execute_command
+            copied = rstore.copy_groups(groups, execute, target=target)
+            if not as_json:
+                click.echo(
+                    f"copied {copied.groups} groups, {copied.consumers} consumers, "
+                    f"{copied.pending} pending entries"
+                )
 
 
 @click.command("import", short_help="Add JSON lines (export's envelope) to the store.")

@@ -71,6 +71,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         encode_entry,
     )
     from rstore.replay.follow import follow_store
+    from rstore.replay.groups import GroupsReport, copy_groups, groups_of_rdb, groups_of_store
     from rstore.replay.pacing import Pacer, PaceSchedule, parse_duration, parse_rate, parse_speed
     from rstore.replay.remote import entries_from_url
     from rstore.replay.sinks import LinesSink, Sink, SinkError, StoreSink, UrlSink
@@ -167,6 +168,9 @@ _LAZY: dict[str, str] = {
     "entries_from_url": "rstore.replay.remote",
     "follow_store": "rstore.replay.follow",
     **dict.fromkeys(
+        ("GroupsReport", "copy_groups", "groups_of_rdb", "groups_of_store"), "rstore.replay.groups"
+    ),
+    **dict.fromkeys(
         (
             "ReplayConflict",
             "ReplayReport",
@@ -212,6 +216,7 @@ __all__ = [
     "DiskFullError",
     "EnvelopeError",
     "GroupInfo",
+    "GroupsReport",
     "InconsistentSnapshotError",
     "KeyExistsError",
     "LinesSink",
@@ -250,6 +255,7 @@ __all__ = [
     "batches_from_rdb",
     "batches_from_store",
     "check_store",
+    "copy_groups",
     "decode_entry",
     "decode_lines",
     "encode_columns",
@@ -261,6 +267,8 @@ __all__ = [
     "entries_from_url",
     "field_filter",
     "follow_store",
+    "groups_of_rdb",
+    "groups_of_store",
     "index_rdb",
     "inspect_rdb",
     "iter_columns",
