@@ -85,6 +85,7 @@ def _run(
     verb: str,
     target_text: str,
     to_stdout: bool,
+    nothing: str = "no entries to replay in the selected streams and window",
 ) -> bool:
     """Run (or plan) the replay and print its summary; exit 130 when ^C stopped it; whether
     a replay ran to its end."""
@@ -102,13 +103,13 @@ def _run(
             **options,
         )
         if not plans:
-            raise click.ClickException("no entries to replay in the selected streams and window")
+            raise click.ClickException(nothing)
         echo_plan(plans, seconds, target_text, as_json, pacer is not None)
         return False
     with replay_progress(verb, progress, total) as report_progress:
         report = rstore.run_replay(entries, sink, pacer=pacer, progress=report_progress, **options)
     if not (report.delivered or report.resumed or report.skipped or report.interrupted):
-        raise click.ClickException("no entries to replay in the selected streams and window")
+        raise click.ClickException(nothing)
     summary(verb, report, as_json, to_stdout, target_text)
     if report.interrupted:
         raise click.exceptions.Exit(EXIT_INTERRUPTED)
@@ -248,8 +249,11 @@ def replay_command(
         total: int | None = None
         source_store: rstore.Store | None = None
         if dump_file is not None:
-            index = rstore.index_rdb(dump_file)
-            entries: Any = rstore.entries_from_rdb(dump_file, keys, low, high, db=db or 0)
+            index = rstore.index_rdb(dump_file)  # read once: checked whole before anything
+            batches = rstore.batches_from_rdb(dump_file, keys, low, high, db=db or 0, index=index)
+            entries: Any = (
+                entry for key, cols in batches for entry in rstore.entries_from_columns(key, cols)
+            )
             of_db = [s for s in index if s.db == (db or 0)]
             chosen = set(rstore.select_streams([s.key for s in of_db], keys))
             total = sum(s.state.length for s in of_db if s.key in chosen)
@@ -262,7 +266,8 @@ def replay_command(
             entries = rstore.entries_from_url(from_url, keys, low, high)
         else:
             source_store = stack.enter_context(opener.open(create=False))
-            total = None if follow else _store_total(source_store, keys, low, high)
+            shown = progress if progress is not None else sys.stderr.isatty()
+            total = _store_total(source_store, keys, low, high) if shown and not follow else None
             if follow:
                 entries = rstore.follow_store(source_store, keys, low)
             else:
@@ -366,6 +371,7 @@ def import_command(
             verb="imported",
             target_text=show_path(opener.store_path),
             to_stdout=False,
+            nothing=f"no entries in {name_shown}",
         )
 
 

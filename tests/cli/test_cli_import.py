@@ -100,3 +100,8 @@ def test_import_from_a_file_and_conflicts(tmp_path: Path) -> None:
     )
     code, out, err = _invoke(runner, tmp_path / "st", "import", str(tmp_path / "missing.jsonl"))
     assert code == 1 and err.startswith("Error: cannot read ")
+
+
+def test_import_of_nothing_is_one_line(tmp_path: Path) -> None:
+    code, _, err = _invoke(make_runner(), tmp_path / "st", "import", stdin=b"\n")
+    assert (code, err) == (1, "Error: no entries in stdin\n")
