@@ -15,7 +15,7 @@ from rstore import RStoreError
 from .envelope import ReplayEntry
 from .sources import MAX_ID, MIN_ID, is_glob, select_streams
 
-__all__ = ["URL_PAGE", "connect", "entries_from_url", "shown_url"]
+__all__ = ["URL_PAGE", "connect", "entries_from_url", "response_error", "shown_url"]
 
 ID = tuple[int, int]
 _UINT64_MAX = (1 << 64) - 1
@@ -98,6 +98,13 @@ def connect(url: str) -> tuple[Any, tuple[type[Exception], ...]]:
     except ValueError as exc:
         raise RStoreError(f"{shown_url(url)}: {exc}") from None
     return client, (redis.RedisError, OSError)
+
+
+def response_error() -> type[Exception]:
+    """redis-py's class of a command the server refused (an error reply)."""
+    import redis  # noqa: PLC0415 - an extra, loaded only for a server
+
+    return redis.ResponseError
 
 
 def entries_from_url(

@@ -64,6 +64,12 @@ def _format_id(entry_id: ID) -> bytes:
     return b"%d-%d" % entry_id
 
 
+def _xadd(stream: bytes, entry_id: ID, flat: Sequence[bytes]) -> bytes:
+    """``XADD stream ms-seq field value ...`` as a RESP array of bulk strings."""
+    args = [b"XADD", stream, b"%d-%d" % entry_id, *flat]
+    return b"*%d\r\n" % len(args) + b"".join([b"$%d\r\n%s\r\n" % (len(a), a) for a in args])
+
+
 class LinesSink:
     """Lines on a binary file: the JSONL envelope (:func:`rstore.encode_entry`) unless
     ``encode`` gives another line (without its newline).  Flushed after every batch."""
@@ -124,10 +130,11 @@ class UrlSink:
     checks_ids = True
 
     def __init__(self, url: str) -> None:
-        from .remote import connect, shown_url  # noqa: PLC0415 - redis-py only when used
+        from .remote import connect, response_error, shown_url  # noqa: PLC0415 - redis-py: when used
 
         self.shown = shown_url(url)
         self.client, self._errors = connect(url)
+        self._refusals = response_error()
 
     def _fail(self, exc: Exception, delivered: int = 0) -> SinkError:
         return SinkError(f"{self.shown}: {exc}", delivered)
@@ -148,16 +155,27 @@ class UrlSink:
         return None
 
     def write(self, batch: Sequence[TargetEntry], checkpoint: tuple[str, bytes] | None) -> None:
-        pipe = self.client.pipeline(transaction=False)
-        for stream, entry_id, flat in batch:
-            pipe.execute_command("XADD", stream, _format_id(entry_id), *flat)
+        """One pipeline: the XADDs packed as RESP by hand (the bytes redis-py would send), sent
+        at once, then every reply read; the first refused entry raises :class:`SinkError`
+        with the number of entries before it."""
+        payload = b"".join([_xadd(stream, entry_id, flat) for stream, entry_id, flat in batch])
+        pool = self.client.connection_pool
+        conn = pool.get_connection()
+        refused: tuple[int, Exception] | None = None
         try:
-            replies = pipe.execute(raise_on_error=False)
+            conn.send_packed_command([payload], check_health=False)
+            for i in range(len(batch)):
+                try:
+                    conn.read_response()
+                except self._refusals as exc:
+                    refused = refused or (i, exc)
         except self._errors as exc:
+            conn.disconnect()
             raise self._fail(exc) from None
-        for i, reply in enumerate(replies):
-            if isinstance(reply, Exception):
-                raise self._fail(reply, i)
+        finally:
+            pool.release(conn)
+        if refused is not None:
+            raise self._fail(refused[1], refused[0])
 
     def close(self) -> None:
         self.client.close()
