@@ -106,7 +106,8 @@ def _run(
             raise click.ClickException(nothing)
         echo_plan(plans, seconds, target_text, as_json, pacer is not None)
         return False
-    with replay_progress(verb, progress, total) as report_progress:
+    label = {"replayed": "replaying", "imported": "importing"}.get(verb, verb)
+    with replay_progress(label, progress, total) as report_progress:
         report = rstore.run_replay(entries, sink, pacer=pacer, progress=report_progress, **options)
     if not (report.delivered or report.resumed or report.skipped or report.interrupted):
         raise click.ClickException(nothing)
