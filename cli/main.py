@@ -42,6 +42,9 @@ __all__ = [
 COMMAND_INDEX: dict[str, str] = {
     "add": "streams",
     "range": "reading",
+    "export": "export",
+    "replay": "replay",
+    "import": "replay",
     "len": "streams",
     "info": "streams",
     "trim": "streams",

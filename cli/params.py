@@ -10,6 +10,7 @@ escapes redis-cli understands inside double quotes (:func:`unescape`).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable
 
 import click
@@ -118,13 +119,41 @@ def to_bytes(value: str, unescaped: bool = False, param: str | None = None) -> b
         raise click.BadParameter(f"{value}: {exc}", param_hint=param) from None
 
 
-def parse_fields(pairs: Iterable[str], unescaped: bool = False) -> list[bytes]:
+def _read_value(source: str, stdin_used: list[bool]) -> bytes:
+    """The bytes of the file ``source`` names (``-``: stdin, once per command)."""
+    if source == "-":
+        if stdin_used:
+            raise click.BadParameter(
+                "only one value can be read from stdin (@-)", param_hint="FIELD=VALUE"
+            )
+        stdin_used.append(True)
+        return sys.stdin.buffer.read()
+    try:
+        with open(os.fsencode(source), "rb") as f:
+            return f.read()
+    except OSError as exc:
+        shown = os.fsencode(source).decode("utf-8", "backslashreplace")
+        raise click.ClickException(
+            f"cannot read @{shown}: {exc.strerror or exc} (a value that starts with @ is "
+            f"written @@)"
+        ) from None
+
+
+def parse_fields(
+    pairs: Iterable[str], unescaped: bool = False, *, files: bool = False
+) -> list[bytes]:
     """``FIELD=VALUE`` arguments as a flat ``[field, value, ...]`` list.
 
     Each argument is split at its first ``=`` before any unescaping, so with ``--unescape`` a
     field name may hold ``=`` written as ``\\x3d``.  The value may contain ``=`` freely.
+
+    With ``files``, a value ``@PATH`` is the bytes of the file at PATH (taken as it is, never
+    unescaped), ``@-`` those of stdin (once), and ``@@...`` the literal value ``@...``: the
+    check is made on the argument as given, before unescaping, so with ``--unescape`` a value
+    written ``\\x40...`` is literal too.
     """
     flat: list[bytes] = []
+    stdin_used: list[bool] = []
     for pair in pairs:
         field, sep, value = pair.partition("=")
         if not sep:
@@ -134,7 +163,11 @@ def parse_fields(pairs: Iterable[str], unescaped: bool = False) -> list[bytes]:
                 param_hint="FIELD=VALUE",
             )
         flat.append(to_bytes(field, unescaped, "FIELD=VALUE"))
-        flat.append(to_bytes(value, unescaped, "FIELD=VALUE"))
+        if files and value.startswith("@") and not value.startswith("@@"):
+            flat.append(_read_value(value[1:], stdin_used))
+        else:
+            literal = value[1:] if files and value.startswith("@@") else value
+            flat.append(to_bytes(literal, unescaped, "FIELD=VALUE"))
     return flat
 
 

@@ -106,6 +106,8 @@ def add_command(
     """Append an entry with the given fields to STREAM (XADD) and print its ID.
 
     Each FIELD=VALUE is split at its first "="; fields keep their order and may repeat.
+    FIELD=@PATH takes the value from the file PATH (its bytes, any size), FIELD=@- from
+    stdin; a value that starts with "@" is written "@@" (FIELD=@@home stores "@home").
     The store and the stream are created when missing (unless --nomkstream: then nothing is
     added, nothing is printed on stdout, JSON prints null, and the exit status is still 0).
 
@@ -115,9 +117,11 @@ def add_command(
       rstore add events --id 1700000000000-0 n=1
       rstore add events --maxlen 1000 --approx user=42
       rstore add -e blobs 'data=\\x00\\xff'
+      rstore add images name=logo.png data=@logo.png
+      curl -s https://example.com/ | rstore add pages url=https://example.com/ body=@-
     """
     _check_trim_options(maxlen, minid, approx, limit, needed=False)
-    fields = parse_fields(pairs, unescape)
+    fields = parse_fields(pairs, unescape, files=True)
     key = to_bytes(stream, unescape, "STREAM")
     argv = [b"XADD", key]
     if nomkstream:

@@ -18,9 +18,9 @@ from rstore.ids import format_id
 from rstore.model import AppendReport
 from rstore.pipeline import Pipeline
 from rstore.storage import registry
-from rstore.storage.batch_marks import batch_get, batch_put
+from rstore.storage.batch_marks import batch_get, batch_put, checkpoint_get, checkpoint_put
 from rstore.storage.env import Env
-from rstore.storage.layout import MAX_BATCH_NAME, StoreConfig
+from rstore.storage.layout import MAX_BATCH_NAME, MAX_CHECKPOINT_VALUE, StoreConfig
 
 # Snapshots, inspection and checks load when first used (start-up of one-command processes).
 if TYPE_CHECKING:
@@ -256,17 +256,19 @@ class Store(RedisCommands):
         entries: Iterable[tuple[Any, Any, Sequence[Any]]],
         *,
         batch: tuple[str | bytes, int] | None = None,
+        checkpoint: tuple[str | bytes, bytes] | None = None,
     ) -> AppendReport:
         """Append many entries in ONE write transaction: all of them or none.
 
         ``entries`` yields ``(stream, id, [field, value, field, value, ...])``; ``id`` is
         ``None`` or ``"*"`` for an automatic ID, else an explicit ID as XADD takes it
-        (``"<ms>-<seq>"``, ``"<ms>"``, ``"<ms>-*"``).  Each entry is appended exactly as
-        ``XADD stream id field value ...`` would append it at that point, in order: the same
-        IDs (automatic ones by XADD's rule, all under one time snapshot), the same nodes, the
-        same errors.  The first entry XADD would refuse (an explicit ID not above the stream's
-        last ID, a missing value, ...) raises :class:`ResponseError` with XADD's exact line (on
-        Python 3.11+ with a note naming the entry), and nothing is written.  Names, IDs,
+        (``"<ms>-<seq>"``, ``"<ms>"``, ``"<ms>-*"``) or an ``(ms, seq)`` tuple of ints.  Each
+        entry is appended exactly as ``XADD stream id field value ...`` would append it at that
+        point, in order: the same IDs (automatic ones by XADD's rule, all under one time
+        snapshot), the same nodes, the same errors.  The first entry XADD would refuse (an
+        explicit ID not above the stream's last ID, a missing value, ...) raises
+        :class:`ResponseError` with XADD's exact line (on Python 3.11+ with a note naming the
+        entry), and nothing is written.  Names, IDs,
         fields and values are ``bytes`` or ``str`` (UTF-8).
 
         ``entries`` is read once, in one pass, so a load of any size runs in bounded memory
@@ -281,9 +283,23 @@ class Store(RedisCommands):
         :meth:`last_batch`), and the number is recorded in the same transaction -- a load
         replayed after a crash is skipped (``report.applied`` is false, ``entries`` is not
         read).  Readers blocked on the streams are woken after the commit.
+
+        ``checkpoint=(name, value)`` records the bytes ``value`` under ``name`` in the same
+        transaction as the entries (replacing what was there; see :meth:`checkpoint`): a
+        reader of the checkpoint sees exactly the position of what was committed with it --
+        the resume point of ``rstore.replay`` into a store.  With ``batch``, a skipped load
+        records nothing.
         """
         from rstore.streams.bulk import add_many  # noqa: PLC0415 - loaded on first use
 
+        cp_key = cp_value = None
+        if checkpoint is not None:
+            cp_key = self._batch_key(checkpoint[0])
+            cp_value = checkpoint[1]
+            if not isinstance(cp_value, bytes) or len(cp_value) > MAX_CHECKPOINT_VALUE:
+                raise ValueError(
+                    f"checkpoint value must be bytes of at most {MAX_CHECKPOINT_VALUE} bytes"
+                )
         mark = None
         if batch is not None:
             mark = self._batch_key(batch[0])
@@ -308,6 +324,8 @@ class Store(RedisCommands):
                     return AppendReport(0, {}, False)
                 batch_put(ctx.txn, mark, number)
             added = add_many(ctx.txn, entries, ctx.now_ms)
+            if cp_key is not None and cp_value is not None:
+                checkpoint_put(ctx.txn, cp_key, cp_value)
             for name in added:
                 ctx.signal(name)
             return AppendReport(
@@ -322,6 +340,12 @@ class Store(RedisCommands):
         """The last batch number :meth:`append_entries` applied under ``name``, or ``None``."""
         mark = self._batch_key(name)
         return self._live_env().read(lambda txn: batch_get(txn, mark))
+
+    def checkpoint(self, name: str | bytes) -> bytes | None:
+        """The bytes :meth:`append_entries` last recorded under checkpoint ``name``, or
+        ``None``."""
+        key = self._batch_key(name)
+        return self._live_env().read(lambda txn: checkpoint_get(txn, key))
 
     @staticmethod
     def _batch_key(name: str | bytes) -> bytes:

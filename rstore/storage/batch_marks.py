@@ -1,12 +1,13 @@
 """The last batch number applied per name (``Store.append_entries(batch=...)``): one u64 record
-``meta/batch:<name>`` each (docs/format.md#meta)."""
+``meta/batch:<name>`` each; and the checkpoints (``Store.append_entries(checkpoint=...)``): one
+record of raw bytes ``meta/checkpoint:<name>`` each (docs/format.md#meta)."""
 
 from __future__ import annotations
 
 from rstore.storage import layout
 from rstore.storage.txn import Txn
 
-__all__ = ["batch_get", "batch_put"]
+__all__ = ["batch_get", "batch_put", "checkpoint_get", "checkpoint_put"]
 
 
 def batch_get(txn: Txn, name: bytes) -> int | None:
@@ -18,3 +19,13 @@ def batch_get(txn: Txn, name: bytes) -> int | None:
 
 def batch_put(txn: Txn, name: bytes, number: int) -> None:
     txn.put(layout.DB_META, layout.META_BATCH_PREFIX + name, layout.pack_u64(number))
+
+
+def checkpoint_get(txn: Txn, name: bytes) -> bytes | None:
+    """The value recorded under checkpoint ``name``, or ``None``."""
+    raw = txn.get(layout.DB_META, layout.META_CHECKPOINT_PREFIX + name)
+    return None if raw is None else bytes(raw)
+
+
+def checkpoint_put(txn: Txn, name: bytes, value: bytes) -> None:
+    txn.put(layout.DB_META, layout.META_CHECKPOINT_PREFIX + name, value)

@@ -63,6 +63,16 @@ def _as_bytes(value: Any) -> bytes:
     raise TypeError(f"expected bytes or str, not {type(value).__name__}")
 
 
+def _id_tuple(raw_id: tuple[Any, ...]) -> ID:
+    """An explicit ID given as ``(ms, seq)``: two ints in ``[0, 2**64)``, else XADD's invalid
+    ID error."""
+    if len(raw_id) == 2:
+        ms, seq = raw_id
+        if type(ms) is int and type(seq) is int and 0 <= ms <= MAX_ID[0] and 0 <= seq <= MAX_ID[1]:
+            return ms, seq
+    raise messages.error(messages.INVALID_ID)
+
+
 def _open(txn: Txn, name: bytes) -> _Tail:
     stream = lookup_stream(txn, name)
     if stream is None:
@@ -120,8 +130,11 @@ def add_many(
                 if stats:
                     t.added = stats.get(name, (0, MAX_ID))[0]
             # XADD's checks in XADD's order: the ID's syntax, the arity, then the semantics.
+            explicit: tuple[int, int | None] | None
             if raw_id is None:
                 explicit = None
+            elif type(raw_id) is tuple:  # (ms, seq) ints, as the replay engine gives them
+                explicit = _id_tuple(raw_id)
             else:
                 if type(raw_id) is not bytes:
                     raw_id = _as_bytes(raw_id)

@@ -100,6 +100,9 @@ def test_help_and_version(runner: CliRunner) -> None:
     assert listed == [
         "add",
         "range",
+        "export",
+        "replay",
+        "import",
         "len",
         "info",
         "trim",

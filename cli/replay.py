@@ -1,0 +1,379 @@
+"""``rstore replay`` and ``rstore import``: thin fronts over :func:`rstore.run_replay`.
+
+The source (the store, a dump, a JSONL file or stdin, a server), the selection, the ID policy,
+the pace and the target come from the options; the engine does the rest (docs/replay.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import click
+
+import rstore
+
+from .context import StoreOpener, json_option, pass_opener, unescape_option
+from .entry import EXIT_INTERRUPTED
+from .format import show_path
+from .params import range_bound, to_bytes
+from .progress import progress_option
+from .replay_out import echo_plan, line_format, replay_progress, summary
+
+__all__ = ["COMMANDS"]
+
+ID = tuple[int, int]
+
+
+def _bound(text: str, *, is_end: bool, param: str) -> ID:
+    ms, _, seq = range_bound(text, is_end=is_end, param=param).partition(b"-")
+    return int(ms), int(seq)
+
+
+def _pacer(
+    speed: str | None, max_gap: str | None, rate: str | None, top_speed: bool
+) -> rstore.Pacer | None:
+    try:
+        if top_speed:
+            if speed or max_gap or rate:
+                raise click.UsageError("--top-speed excludes --speed, --max-gap and --rate")
+            return None
+        if rate is not None and (speed is not None or max_gap is not None):
+            raise click.UsageError("--rate replaces --speed and --max-gap: give one or the other")
+        if speed is None and rate is None:
+            if max_gap is not None:
+                raise click.UsageError("--max-gap needs --speed")
+            return None
+        schedule = rstore.PaceSchedule(
+            None if speed is None else rstore.parse_speed(speed),
+            max_gap=None if max_gap is None else rstore.parse_duration(max_gap),
+            rate=None if rate is None else rstore.parse_rate(rate),
+        )
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    return rstore.Pacer(schedule)
+
+
+def _jsonl_lines(path: str) -> Iterator[bytes]:
+    if path == "-":
+        yield from sys.stdin.buffer
+        return
+    try:
+        f = open(path, "rb")  # noqa: SIM115 - closed below, read lazily
+    except OSError as exc:
+        raise click.ClickException(f"cannot read {show_path(path)}: {exc.strerror}") from None
+    with f:
+        yield from f
+
+
+def _store_total(store: rstore.Store, keys: list[bytes] | None, low: ID, high: ID) -> int:
+    def plan(view: rstore.StoreView) -> int:
+        chosen = rstore.select_streams(view.keys(), keys)
+        return sum(n.entries for k in chosen for n in view.node_index(k, low, high))
+
+    return store.view(plan)
+
+
+def _run(
+    entries: Any,
+    sink: Any,
+    *,
+    total: int | None,
+    options: dict[str, Any],
+    verb: str,
+    target_text: str,
+    to_stdout: bool,
+    nothing: str = "no entries to replay in the selected streams and window",
+) -> bool:
+    """Run (or plan) the replay and print its summary; exit 130 when ^C stopped it; whether
+    a replay ran to its end."""
+    pacer = options.pop("pacer")
+    as_json = options.pop("as_json")
+    progress = options.pop("progress")
+    if options.pop("dry_run"):
+        checkpoint = options.pop("checkpoint")
+        position = {} if checkpoint is None else rstore.read_checkpoint(sink, checkpoint)
+        plans, seconds = rstore.plan_replay(
+            entries,
+            sink,
+            schedule=None if pacer is None else pacer.schedule,
+            position=position,
+            **options,
+        )
+        if not plans:
+            raise click.ClickException(nothing)
+        echo_plan(plans, seconds, target_text, as_json, pacer is not None)
+        return False
+    label = {"replayed": "replaying", "imported": "importing"}.get(verb, verb)
+    with replay_progress(label, progress, total) as report_progress:
+        report = rstore.run_replay(entries, sink, pacer=pacer, progress=report_progress, **options)
+    if not (report.delivered or report.resumed or report.skipped or report.interrupted):
+        raise click.ClickException(nothing)
+    summary(verb, report, as_json, to_stdout, target_text)
+    if report.interrupted:
+        raise click.exceptions.Exit(EXIT_INTERRUPTED)
+    return True
+
+
+@click.command("replay", short_help="Re-send stream history: paced, resumable, anywhere.")
+@click.argument("streams", nargs=-1, metavar="[STREAM|GLOB]...")
+@click.option("--from-dump", "dump_file", type=click.Path(dir_okay=False), help="Read an RDB file.")
+@click.option("--db", type=click.IntRange(min=0), help="With --from-dump: the database (0).")
+@click.option("--from-jsonl", "jsonl", metavar="FILE|-", help="Read JSON lines (export's).")
+@click.option("--from-url", "from_url", metavar="URL", help="Read a Redis/Valkey server.")
+@click.option("--to-stream", metavar="NAME", help="Write into stream NAME (of this store).")
+@click.option("--prefix", metavar="TEXT", help="Write each stream into TEXT + its name.")
+@click.option("--to-store", metavar="DIR", help="Write into the store at DIR (created).")
+@click.option("--to-url", metavar="URL", help="Write into a Redis/Valkey server (pipelined).")
+@click.option("--format", "fmt", metavar="json|xadd|TEMPLATE", help="Lines on stdout (json).")
+@click.option("--start", default="-", metavar="ID|TIME", help="The first ID or time (default -).")
+@click.option("--end", default="+", metavar="ID|TIME", help="The last ID or time (default +).")
+@click.option("--count", type=click.IntRange(min=0), help="Replay at most N selected entries.")
+@click.option("--where", multiple=True, metavar="FIELD=GLOB", help="Keep matching entries.")
+@click.option("--new-ids", is_flag=True, help="Give every entry a new ID (as XADD *).")
+@click.option(
+    "--on-conflict",
+    type=click.Choice(["fail", "skip", "new-id"]),
+    default="fail",
+    help="A kept ID not above the target's last ID: fail (default), skip, new-id.",
+)
+@click.option("--speed", metavar="X", help="Pace by the original timing, X times faster.")
+@click.option("--max-gap", metavar="DURATION", help="With --speed: the longest wait (5s).")
+@click.option("--rate", metavar="N/s", help="Pace at a fixed rate instead (500/s).")
+@click.option("--top-speed", is_flag=True, help="No pacing (the default).")
+@click.option("--checkpoint", metavar="NAME", help="Record progress under NAME; rerun resumes.")
+@click.option("--dry-run", is_flag=True, help="Print the plan; write nothing.")
+@click.option("--follow", is_flag=True, help="Then go on with new entries, until ^C.")
+@click.option("--with-groups", is_flag=True, help="Copy consumer groups and PELs along.")
+@progress_option
+@json_option
+@unescape_option
+@pass_opener
+def replay_command(
+    opener: StoreOpener,
+    streams: tuple[str, ...],
+    dump_file: str | None,
+    db: int | None,
+    jsonl: str | None,
+    from_url: str | None,
+    to_stream: str | None,
+    prefix: str | None,
+    to_store: str | None,
+    to_url: str | None,
+    fmt: str | None,
+    start: str,
+    end: str,
+    count: int | None,
+    where: tuple[str, ...],
+    new_ids: bool,
+    on_conflict: str,
+    speed: str | None,
+    max_gap: str | None,
+    rate: str | None,
+    top_speed: bool,
+    checkpoint: str | None,
+    dry_run: bool,
+    follow: bool,
+    with_groups: bool,
+    progress: bool | None,
+    as_json: bool,
+    unescape: bool,
+) -> None:
+    """Replay the entries of the selected streams, in ID order, into a target: stdout (JSON
+    lines by default), another stream of this store (--to-stream, --prefix), another store
+    (--to-store) or a Redis/Valkey server (--to-url).  The source is this store unless
+    --from-dump, --from-jsonl or --from-url names another.
+
+    Streams are names or globs (all when none); --start/--end take IDs or times (2h,
+    2026-11-01T10:00); --where field=glob keeps matching entries.  Original IDs are kept
+    unless --new-ids; --on-conflict says what to do with a kept ID not above the target's last
+    one.  Top speed unless --speed (10, 0.5; --max-gap caps idle gaps) or --rate.  --follow
+    goes on with entries added later, like `tail -f`, until ^C.  With
+    --checkpoint NAME progress is recorded after each write (in the target store's
+    transaction, exactly once; else in the file NAME, at least once): rerun to resume.  ^C
+    stops between entries (exit 130).  docs/replay.md has the details.
+
+    \b
+    Examples:
+      rstore replay events --start 2026-11-17T09:00 --end 2026-11-17T10:00 --speed 10 \\
+          --to-url redis://localhost:6379
+      rstore replay 'orders:*' --prefix replay: --new-ids
+      rstore replay --from-dump dump.rdb --to-store ./copy --checkpoint copy1
+      rstore export | rstore replay --from-jsonl - --rate 100/s
+    """
+    sources = [x for x in (dump_file, jsonl, from_url) if x is not None]
+    if len(sources) > 1:
+        raise click.UsageError("give one of --from-dump, --from-jsonl, --from-url")
+    if db is not None and dump_file is None:
+        raise click.UsageError("--db needs --from-dump")
+    if to_store is not None and to_url is not None:
+        raise click.UsageError("give one of --to-store and --to-url")
+    if to_stream is not None and prefix is not None:
+        raise click.UsageError("give one of --to-stream and --prefix")
+    if fmt is not None and (to_store or to_url or to_stream or prefix):
+        raise click.UsageError("--format is for stdout")
+    if follow and (sources or end != "+" or count is not None or dry_run):
+        raise click.UsageError("--follow reads this store to its end: no --from-*, --end, "
+                               "--count or --dry-run")  # fmt: skip
+    if with_groups and (jsonl or from_url or follow or dry_run or not (to_store or to_url)):
+        raise click.UsageError("--with-groups copies from this store or a dump into --to-store or "
+                               "--to-url, without --follow or --dry-run")  # fmt: skip
+    keys = [to_bytes(s, unescape, "STREAM") for s in streams] or None
+    low = _bound(start, is_end=False, param="--start")
+    high = _bound(end, is_end=True, param="--end")
+    target: Callable[[bytes], bytes] | None = None
+    if to_stream is not None:
+        name = to_bytes(to_stream, unescape, "--to-stream")
+        target = lambda _s: name  # noqa: E731
+    elif prefix is not None:
+        head = to_bytes(prefix, unescape, "--prefix")
+        target = lambda s: head + s  # noqa: E731
+    options: dict[str, Any] = {
+        "pacer": _pacer(speed, max_gap, rate, top_speed),
+        "as_json": as_json,
+        "progress": progress,
+        "dry_run": dry_run,
+        "checkpoint": checkpoint,
+        "target": target,
+        "where": [to_bytes(w, unescape, "--where") for w in where],
+        "count": count,
+        "new_ids": new_ids,
+        "on_conflict": on_conflict,
+    }
+    try:
+        rstore.field_filter(options["where"])
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--where") from None
+    with contextlib.ExitStack() as stack:
+        total: int | None = None
+        source_store: rstore.Store | None = None
+        if dump_file is not None:
+            index = rstore.index_rdb(dump_file)  # read once: checked whole before anything
+            batches = rstore.batches_from_rdb(dump_file, keys, low, high, db=db or 0, index=index)
+            entries: Any = (
+                entry for key, cols in batches for entry in rstore.entries_from_columns(key, cols)
+            )
+            of_db = [s for s in index if s.db == (db or 0)]
+            chosen = set(rstore.select_streams([s.key for s in of_db], keys))
+            total = sum(s.state.length for s in of_db if s.key in chosen)
+        elif jsonl is not None:
+            name_shown = "stdin" if jsonl == "-" else show_path(jsonl)
+            entries = rstore.entries_from_jsonl(
+                _jsonl_lines(jsonl), keys, low, high, name=name_shown
+            )
+        elif from_url is not None:
+            entries = rstore.entries_from_url(from_url, keys, low, high)
+        else:
+            source_store = stack.enter_context(opener.open(create=False))
+            shown = progress if progress is not None else sys.stderr.isatty()
+            total = _store_total(source_store, keys, low, high) if shown and not follow else None
+            if follow:
+                entries = rstore.follow_store(source_store, keys, low)
+            else:
+                entries = rstore.entries_from_store(source_store, keys, low, high)
+        to_stdout = False
+        if to_url is not None:
+            sink: Any = rstore.UrlSink(to_url)
+            stack.callback(sink.close)
+            target_text = sink.shown
+        elif to_store is not None:
+            sink = rstore.StoreSink(stack.enter_context(rstore.Store(to_store)))
+            target_text = show_path(to_store)
+        elif target is not None:
+            if source_store is None:
+                source_store = stack.enter_context(opener.open(create=True))
+            sink = rstore.StoreSink(source_store)
+            target_text = "this store"
+        else:
+            sink = rstore.LinesSink(sys.stdout.buffer, line_format(fmt))
+            target_text = "stdout"
+            to_stdout = True
+        if options["count"] is not None and total is not None:
+            total = min(total, options["count"])
+        groups = None
+        if with_groups:  # read before the replay: the groups as they were when it started
+            groups = (
+                rstore.groups_of_rdb(dump_file, keys, db=db or 0)
+                if dump_file is not None
+                else rstore.groups_of_store(source_store, keys)  # type: ignore[arg-type]
+            )
+        delivered = _run(
+            entries,
+            sink,
+            total=total,
+            options=options,
+            verb="replayed",
+            target_text=target_text,
+            to_stdout=to_stdout,
+        )
+        if groups is not None and delivered:
+            execute = sink.store.execute if to_url is None else sink.client.execute_command
+            copied = rstore.copy_groups(groups, execute, target=target)
+            if not as_json:
+                click.echo(
+                    f"copied {copied.groups} groups, {copied.consumers} consumers, "
+                    f"{copied.pending} pending entries"
+                )
+
+
+@click.command("import", short_help="Add JSON lines (export's envelope) to the store.")
+@click.argument("file", default="-", metavar="[FILE|-]")
+@click.option("--checkpoint", metavar="NAME", help="Record progress under NAME; rerun resumes.")
+@click.option(
+    "--on-conflict",
+    type=click.Choice(["fail", "skip", "new-id"]),
+    default="fail",
+    help="An ID not above the stream's last ID: fail (default), skip, new-id.",
+)
+@click.option("--batch", "batch_entries", type=click.IntRange(min=1), default=50_000,
+              help="Entries per transaction (50000).")  # fmt: skip
+@progress_option
+@json_option
+@pass_opener
+def import_command(
+    opener: StoreOpener,
+    file: str,
+    checkpoint: str | None,
+    on_conflict: str,
+    batch_entries: int,
+    progress: bool | None,
+    as_json: bool,
+) -> None:
+    """Add the entries of a JSON lines file (stdin by default) in rstore's envelope -- what
+    `rstore export` writes -- to the store, keeping their IDs, in big batches: each batch one
+    transaction, all or nothing.  A malformed line stops the import before its batch is
+    written.  With --checkpoint NAME the position is recorded in each batch's transaction:
+    rerun the same command to resume, exactly once.
+
+    \b
+    Examples:
+      rstore export --store old | rstore import --store new
+      rstore import events.jsonl --checkpoint load-events
+    """
+    name_shown = "stdin" if file == "-" else show_path(file)
+    entries = rstore.entries_from_jsonl(_jsonl_lines(file), name=name_shown)
+    with opener.open(create=True) as store:
+        options: dict[str, Any] = {
+            "pacer": None,
+            "as_json": as_json,
+            "progress": progress,
+            "dry_run": False,
+            "checkpoint": checkpoint,
+            "on_conflict": on_conflict,
+            "batch_entries": batch_entries,
+        }
+        _run(
+            entries,
+            rstore.StoreSink(store),
+            total=None,
+            options=options,
+            verb="imported",
+            target_text=show_path(opener.store_path),
+            to_stdout=False,
+            nothing=f"no entries in {name_shown}",
+        )
+
+
+COMMANDS: list[click.Command] = [replay_command, import_command]

@@ -1,0 +1,420 @@
+"""The replay engine: entries of a source, selected, given IDs by a policy, paced, delivered
+to a sink, with a checkpoint to resume from (``docs/replay.md``).
+
+:func:`run_replay` does it; :func:`plan_replay` computes what it would do (``--dry-run``)
+without writing anything.  Both take the entries of any source of :mod:`.sources` or
+:mod:`.remote` and a sink of :mod:`.sinks`.
+
+**IDs.**  With ``new_ids`` every entry gets a new ID by XADD's ``*`` rule (the clock in ms, or
+the target stream's last ID plus one).  Otherwise the original ID is kept when it is above the
+target stream's last ID, and ``on_conflict`` says what happens to one that is not:
+``"fail"`` stops the replay before the batch holding it is written (:class:`ReplayConflict`),
+``"skip"`` leaves it out (counted), ``"new-id"`` gives it a new ID.  The engine chooses every
+ID itself before writing, so a store target never refuses one mid-batch.
+
+**Checkpoints.**  The position is, per source stream, the last source ID delivered (or skipped
+as a conflict): JSON ``{"stream": "ms-seq", ...}`` (stream names that are not UTF-8 are kept
+through ``\\udcXX`` escapes).  Into a store it is recorded in the same transaction as the batch
+(exactly once); for other sinks ``checkpoint`` is a file path, rewritten atomically after the
+sink's write returned (at least once).  A rerun skips the entries at or below the position;
+``count`` counts the selection from its start, so a rerun of the same command stops at the same
+entry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from rstore import RStoreError
+
+from .envelope import ReplayEntry
+from .pacing import Pacer, PaceSchedule
+from .sinks import Sink, SinkError, TargetEntry
+from .sources import field_filter
+
+__all__ = [
+    "ReplayConflict",
+    "ReplayReport",
+    "StreamPlan",
+    "StreamTally",
+    "load_checkpoint_file",
+    "plan_replay",
+    "read_checkpoint",
+    "run_replay",
+]
+
+ID = tuple[int, int]
+OnConflict = Literal["fail", "skip", "new-id"]
+_UINT64_MAX = (1 << 64) - 1
+#: Entries per write into a store (a transaction) and into a server (a pipeline) at top speed.
+BATCH_ENTRIES = 5000
+
+
+class ReplayConflict(RStoreError):
+    """A kept ID is not above the target stream's last ID, under ``on_conflict="fail"``."""
+
+
+@dataclass
+class StreamTally:
+    """What a replay did (or would do) for one source stream (``bytes`` of fields and values:
+    counted by :func:`plan_replay` only)."""
+
+    target: bytes
+    entries: int = 0
+    first_id: ID | None = None
+    last_id: ID | None = None
+    bytes: int = 0
+    conflicts: int = 0
+
+
+@dataclass
+class ReplayReport:
+    """What :func:`run_replay` did: ``delivered`` entries, ``skipped`` conflicts left out,
+    ``renumbered`` conflicts given new IDs, ``resumed`` entries left out as delivered before
+    (at or below the checkpoint), per source stream tallies, seconds, lag behind the pace
+    schedule (seconds), and ``interrupted`` when ^C stopped it between entries."""
+
+    delivered: int = 0
+    skipped: int = 0
+    renumbered: int = 0
+    resumed: int = 0
+    streams: dict[bytes, StreamTally] = field(default_factory=dict)
+    seconds: float = 0.0
+    mean_lag: float = 0.0
+    max_lag: float = 0.0
+    interrupted: bool = False
+
+
+@dataclass
+class StreamPlan(StreamTally):
+    """:func:`plan_replay`'s line for one source stream: its tally, the target's last ID now."""
+
+    target_last_id: ID | None = None
+
+
+def _next_id(last: ID | None, now_ms: int) -> ID:
+    """XADD's automatic ID after ``last`` at ``now_ms``."""
+    if last is None or now_ms > last[0]:
+        return now_ms, 0
+    ms, seq = last
+    if seq < _UINT64_MAX:
+        return ms, seq + 1
+    if ms < _UINT64_MAX:
+        return ms + 1, 0
+    raise ReplayConflict("the target stream has exhausted its IDs")
+
+
+def _encode_position(position: dict[bytes, ID]) -> bytes:
+    items = {k.decode("utf-8", "surrogateescape"): f"{v[0]}-{v[1]}" for k, v in position.items()}
+    return json.dumps(items, sort_keys=True).encode("ascii")
+
+
+def _decode_position(raw: bytes | None, where: str) -> dict[bytes, ID]:
+    if not raw:
+        return {}
+    try:
+        items = json.loads(raw)
+        out = {}
+        for k, v in items.items():
+            ms, _, seq = v.partition("-")
+            out[k.encode("utf-8", "surrogateescape")] = (int(ms), int(seq))
+        return out
+    except (ValueError, AttributeError) as exc:
+        raise RStoreError(f"{where} is not a replay checkpoint ({exc})") from None
+
+
+def load_checkpoint_file(path: str) -> dict[bytes, ID]:
+    """The position a checkpoint file holds (``{}`` when the file does not exist)."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return {}
+    return _decode_position(raw, f"checkpoint file {path}")
+
+
+def read_checkpoint(sink: Sink, name: str) -> dict[bytes, ID]:
+    """The position recorded under checkpoint ``name`` for ``sink``: in the sink's store when
+    it is transactional, else in the file ``name`` (``{}`` when there is none yet)."""
+    if sink.transactional:
+        return _decode_position(sink.load_checkpoint(name), f"checkpoint {name}")
+    return load_checkpoint_file(name)
+
+
+def _save_checkpoint_file(path: str, value: bytes) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, temp = tempfile.mkstemp(prefix=".rstore-checkpoint-", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(value)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise
+
+
+def _selected(
+    entries: Iterable[ReplayEntry | None], where: Sequence[bytes], count: int | None
+) -> Iterable[ReplayEntry | None]:
+    keep = field_filter(where) if where else None
+    n = 0
+    for entry in entries:
+        if count is not None and n >= count:
+            return
+        if entry is None:
+            yield entry
+        elif keep is None or keep(entry[2]):
+            n += 1
+            yield entry
+
+
+class _Ids:
+    """The ID policy, with the target streams' last IDs as the replay moves them."""
+
+    def __init__(self, sink: Sink, new_ids: bool, on_conflict: OnConflict) -> None:
+        if on_conflict not in ("fail", "skip", "new-id"):
+            raise ValueError(f"on_conflict must be fail, skip or new-id, not {on_conflict!r}")
+        self.sink = sink
+        self.new_ids = new_ids
+        self.on_conflict = on_conflict
+        self.lasts: dict[bytes, ID | None] = {}
+
+    def last(self, target: bytes) -> ID | None:
+        if target not in self.lasts:
+            self.lasts[target] = self.sink.last_id(target)
+        return self.lasts[target]
+
+    def choose(self, source: bytes, target: bytes, entry_id: ID) -> tuple[ID | None, bool]:
+        """The ID to write (``None``: skip it) and whether it conflicted."""
+        if not self.sink.checks_ids and not self.new_ids:
+            return entry_id, False
+        last = self.last(target)
+        conflict = False
+        if self.new_ids:
+            chosen = _next_id(last, int(time.time() * 1000))
+        elif last is None or entry_id > last:
+            if entry_id == (0, 0):
+                conflict = True
+            chosen = entry_id
+        else:
+            conflict = True
+            chosen = entry_id
+        if conflict:
+            if self.on_conflict == "skip":
+                return None, True
+            if self.on_conflict == "fail":
+                raise ReplayConflict(
+                    f"entry {entry_id[0]}-{entry_id[1]} of {_shown(source)} is not above the "
+                    f"last ID of {_shown(target)} "
+                    f"({_id_text(last)}); nothing of its batch was "
+                    "written (--on-conflict skip or new-id, or --new-ids)"
+                )
+            chosen = _next_id(last, int(time.time() * 1000))
+        self.lasts[target] = chosen
+        return chosen, conflict
+
+
+def _id_text(entry_id: ID | None) -> str:
+    return "0-0" if entry_id is None else f"{entry_id[0]}-{entry_id[1]}"
+
+
+def _shown(name: bytes) -> str:
+    return "'" + name.decode("utf-8", "backslashreplace") + "'"
+
+
+def _size(flat: Sequence[bytes]) -> int:
+    return sum(map(len, flat))
+
+
+def plan_replay(
+    entries: Iterable[ReplayEntry],
+    sink: Sink,
+    *,
+    target: Callable[[bytes], bytes] | None = None,
+    where: Sequence[bytes] = (),
+    count: int | None = None,
+    new_ids: bool = False,
+    on_conflict: OnConflict = "fail",
+    schedule: PaceSchedule | None = None,
+    position: dict[bytes, ID] | None = None,
+) -> tuple[dict[bytes, StreamPlan], float]:
+    """What :func:`run_replay` would do, writing nothing: ``{source stream: plan}`` with (entries,
+    first/last ID, bytes of fields and values, conflicts with the target as it is now) and the
+    seconds the paced replay would take (0.0 at top speed).  Entries at or below ``position``
+    (a checkpoint's) are left out, as a resumed replay would."""
+    ids = _Ids(sink, new_ids, "skip" if on_conflict == "fail" else on_conflict)
+    plans: dict[bytes, StreamPlan] = {}
+    pace = schedule or PaceSchedule()
+    seconds = 0.0
+    done = position or {}
+    for item in _selected(entries, where, count):
+        if item is None:
+            continue
+        stream, entry_id, flat = item
+        seen = done.get(stream)
+        if seen is not None and entry_id <= seen:
+            continue
+        plan = plans.get(stream)
+        if plan is None:
+            to = target(stream) if target else stream
+            plan = plans[stream] = StreamPlan(to, target_last_id=ids.last(to))
+        due = pace.due(entry_id[0])
+        seconds = due if due is not None else 0.0
+        _, conflict = ids.choose(stream, plan.target, entry_id)
+        plan.conflicts += conflict
+        plan.entries += 1
+        plan.first_id = plan.first_id or entry_id
+        plan.last_id = entry_id
+        plan.bytes += _size(flat)
+    return plans, seconds
+
+
+def run_replay(
+    entries: Iterable[ReplayEntry | None],
+    sink: Sink,
+    *,
+    target: Callable[[bytes], bytes] | None = None,
+    where: Sequence[bytes] = (),
+    count: int | None = None,
+    new_ids: bool = False,
+    on_conflict: OnConflict = "fail",
+    pacer: Pacer | None = None,
+    checkpoint: str | None = None,
+    batch_entries: int = BATCH_ENTRIES,
+    progress: Callable[[ReplayReport], None] | None = None,
+) -> ReplayReport:
+    """Replay ``entries`` (a source's, in its order) into ``sink``: see the module docstring.
+    A ``None`` among the entries (:func:`rstore.follow_store` between waits) delivers the
+    entries held at once.
+
+    ``target`` maps a source stream name to the target stream's (default: the same name);
+    ``where`` holds ``field=glob`` conditions (:func:`rstore.field_filter`); ``count`` the most
+    entries selected; ``pacer`` the pace (default: top speed); ``checkpoint`` the name of the
+    checkpoint in a transactional sink, else a file path; ``progress`` is called with the
+    report after every write.  ^C (``KeyboardInterrupt``) between writes delivers the entries
+    already due, then returns the report with ``interrupted`` set; a failed write raises, the
+    checkpoint left at the last entry really delivered."""
+    if batch_entries < 1:
+        raise ValueError("batch_entries must be at least 1")
+    began = time.perf_counter()
+    report = ReplayReport()
+    ids = _Ids(sink, new_ids, on_conflict)
+    # the position as last recorded
+    done = {} if checkpoint is None else read_checkpoint(sink, checkpoint)
+    pending: list[TargetEntry] = []
+    pending_from: list[tuple[bytes, ID]] = []  # the source stream and ID of each pending entry
+    moved: dict[bytes, ID] = {}  # the position the pending batch moves to
+    writing = False
+
+    def flush() -> None:
+        nonlocal writing
+        if not pending and not moved:
+            return
+        value = None if checkpoint is None else _encode_position({**done, **moved})
+        writing = True
+        try:
+            if sink.transactional and checkpoint is not None and value is not None:
+                sink.write(pending, (checkpoint, value))
+            else:
+                sink.write(pending, None)
+        except SinkError as exc:
+            writing = False
+            if exc.delivered and checkpoint is not None and not sink.transactional:
+                part = dict(pending_from[: exc.delivered])
+                _save_checkpoint_file(checkpoint, _encode_position({**done, **part}))
+            raise
+        writing = False
+        if checkpoint is not None and value is not None and not sink.transactional:
+            _save_checkpoint_file(checkpoint, value)
+        done.update(moved)
+        tallies = report.streams
+        tally: StreamTally | None = None
+        source = None
+        for stream, source_id in pending_from:
+            if stream is not source:
+                source, tally = stream, tallies[stream]
+            assert tally is not None
+            tally.entries += 1
+            if tally.first_id is None:
+                tally.first_id = source_id
+            tally.last_id = source_id
+        report.delivered += len(pending)
+        pending.clear()
+        pending_from.clear()
+        moved.clear()
+        if progress is not None:
+            report.seconds = time.perf_counter() - began
+            progress(report)
+
+    # the usual case inline: kept IDs checked against the target's last ID
+    fast = sink.checks_ids and not new_ids
+    lasts = ids.lasts
+    current: bytes | None = None
+    seen: ID | None = None
+    tally = StreamTally(b"")
+    to = b""
+    selected = entries if not where and count is None else _selected(entries, where, count)
+    try:
+        for item in selected:
+            if item is None:  # a source following live has nothing more for now
+                flush()
+                continue
+            stream, entry_id, flat = item
+            if stream != current:
+                current, seen = stream, done.get(stream)
+                found = report.streams.get(stream)
+                if found is None:
+                    found = report.streams[stream] = StreamTally(
+                        target(stream) if target else stream
+                    )
+                tally, to = found, found.target
+                if fast:
+                    ids.last(to)
+            if seen is not None and entry_id <= seen:
+                report.resumed += 1
+                continue
+            if pacer is not None:
+                pacer.wait(entry_id[0], flush)
+            if fast:
+                last = lasts.get(to)
+                if (last is None and entry_id != (0, 0)) or (last is not None and entry_id > last):
+                    lasts[to] = entry_id
+                    chosen: ID | None = entry_id
+                    conflict = False
+                else:
+                    chosen, conflict = ids.choose(stream, to, entry_id)
+            elif sink.checks_ids or new_ids:
+                chosen, conflict = ids.choose(stream, to, entry_id)
+            else:
+                chosen, conflict = entry_id, False
+            moved[stream] = entry_id
+            if conflict:
+                tally.conflicts += 1
+                if chosen is None:
+                    report.skipped += 1
+                    continue
+                report.renumbered += 1
+            pending.append((to, chosen, flat))  # type: ignore[arg-type]
+            pending_from.append((stream, entry_id))
+            if len(pending) >= batch_entries:
+                flush()
+        flush()
+    except KeyboardInterrupt:
+        report.interrupted = True
+        if not writing:  # stopped between entries: deliver those already due
+            flush()
+        # stopped inside a write: what landed is what the checkpoint says
+    report.seconds = time.perf_counter() - began
+    if pacer is not None:
+        report.mean_lag = pacer.mean_lag
+        report.max_lag = pacer.max_lag
+    return report

@@ -1,0 +1,308 @@
+"""Where replayed and exported entries come from: a store, an RDB dump or a JSONL file (the
+envelope of :mod:`rstore.replay.envelope`); a live Redis/Valkey server is in
+:mod:`rstore.replay.remote`, with the same selection rules.
+
+Every source gives entries as :data:`~rstore.replay.envelope.ReplayEntry` tuples,
+``(stream, (ms, seq), [field, value, ...])``: streams one after another in name order, each
+stream's entries in ID order, fields in stored order with repeated names kept.  The store and
+dump sources also give whole batches of :class:`rstore.Columns` (``batches_from_*``), the fast
+path for exports.
+
+**Selection**, the same everywhere: ``streams`` lists names and KEYS-style globs (an item
+holding ``*``, ``?``, ``[`` or ``\\`` is a glob, matched as :func:`rstore.key_matches` does);
+none means every stream.  A name that is not a stream, or a glob that matches none, raises
+:class:`SelectionError` before any entry is given (in a JSONL file, where the streams are only
+known at the end, nothing is raised).  ``start`` and ``end`` are inclusive ``(ms, seq)``
+bounds; a caller converts times and exclusive bounds first (:func:`rstore.parse_range_bound`).
+The end of each stream is fixed when its reading starts (its last ID then), so entries
+appended meanwhile do not keep a read going forever.
+
+**Memory and transactions**: a store is read a page of nodes at a time (``page_nodes`` nodes
+or about ``page_bytes`` bytes, whichever comes first), each page in its own short read
+transaction (:meth:`rstore.Store.view`): memory stays bounded and writers are not held up.  A
+stream changed between two pages is read as it is then -- each page is consistent, the whole
+read is not one snapshot.  A dump is indexed once (:func:`rstore.index_rdb` reads the whole
+file and checks its checksum), then read a page of nodes at a time.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
+
+from rstore import (
+    Columns,
+    RDBStream,
+    RStoreError,
+    Store,
+    StoreView,
+    index_rdb,
+    iter_columns,
+    key_matches,
+    read_rdb_nodes,
+)
+
+from .buffers import int32s, int64s, strings
+from .envelope import ReplayEntry, decode_lines
+
+__all__ = [
+    "SelectionError",
+    "batches_from_rdb",
+    "batches_from_store",
+    "entries_from_columns",
+    "entries_from_jsonl",
+    "entries_from_rdb",
+    "entries_from_store",
+    "field_filter",
+    "is_glob",
+    "select_streams",
+]
+
+ID = tuple[int, int]
+_UINT64_MAX = (1 << 64) - 1
+MIN_ID: ID = (0, 0)
+MAX_ID: ID = (_UINT64_MAX, _UINT64_MAX)
+_GLOB_BYTES = frozenset(b"*?[\\")
+
+#: Nodes read per page (a node holds about 100 entries) and the bytes a page stops at.
+PAGE_NODES = 256
+PAGE_BYTES = 8 << 20
+
+
+class SelectionError(RStoreError):
+    """A stream named for reading does not exist, or a glob matches none."""
+
+
+def _show_name(name: bytes) -> str:
+    """A stream name as the errors of this module show it: quoted, ``\\xHH`` for bytes that are
+    not UTF-8."""
+    return "'" + name.decode("utf-8", "backslashreplace") + "'"
+
+
+def is_glob(item: bytes) -> bool:
+    """Whether a selection item is a glob rather than a plain name."""
+    return not _GLOB_BYTES.isdisjoint(item)
+
+
+def select_streams(
+    names: Iterable[bytes], streams: Sequence[bytes] | None, *, where: str = ""
+) -> list[bytes]:
+    """The names of ``names`` that ``streams`` selects (see the module docstring), sorted;
+    :class:`SelectionError` for an item that selects none (``where`` ends its message: `` in
+    dump.rdb``)."""
+    available = sorted(set(names))
+    if not streams:
+        return available
+    present = set(available)
+    chosen: set[bytes] = set()
+    for item in streams:
+        if is_glob(item):
+            found = [name for name in available if key_matches(item, name)]
+            if not found:
+                raise SelectionError(f"no stream matches {_show_name(item)}{where}")
+            chosen.update(found)
+        elif item in present:
+            chosen.add(item)
+        else:
+            raise SelectionError(f"no stream {_show_name(item)}{where}")
+    return sorted(chosen)
+
+
+def entries_from_columns(stream: bytes, cols: Columns) -> Iterator[ReplayEntry]:
+    """The entries of one batch of columns of ``stream``, as replay entries."""
+    wrap = 1 << 64
+    ms_list = [v % wrap for v in int64s(cols.ms)]  # IDs above 2**63 are negative there
+    seq_list = [v % wrap for v in int64s(cols.seq)]
+    keys = strings(cols.key_offsets, cols.key_data)
+    values = strings(cols.value_offsets, cols.value_data)
+    flat = [item for pair in zip(keys, values) for item in pair]
+    bounds = int32s(cols.entry_offsets)
+    for ms, seq, a, b in zip(ms_list, seq_list, bounds, bounds[1:]):
+        yield stream, (ms, seq), flat[2 * a : 2 * b]
+
+
+# -- a store -----------------------------------------------------------------------------------
+
+
+def _store_page(
+    view: StoreView, *, key: bytes, start: ID, end: ID, page_nodes: int, page_bytes: int
+) -> tuple[list[tuple[ID, bytes]], ID | None]:
+    """Up to a page of the nodes holding ``start..end``, and the master ID of the node after
+    them (``None`` when the page reaches ``end``)."""
+    nodes: list[tuple[ID, bytes]] = []
+    size = 0
+    for master_id, node in view.nodes(key, start, end):
+        if len(nodes) >= page_nodes or size >= page_bytes:
+            return nodes, master_id
+        nodes.append((master_id, node))
+        size += len(node)
+    return nodes, None
+
+
+def batches_from_store(
+    store: Store,
+    streams: Sequence[bytes] | None = None,
+    start: ID = MIN_ID,
+    end: ID = MAX_ID,
+    *,
+    page_nodes: int = PAGE_NODES,
+    page_bytes: int = PAGE_BYTES,
+) -> Iterator[tuple[bytes, Columns]]:
+    """The selected entries of ``store`` as ``(stream, batch)`` pairs, a batch per page of
+    nodes (see the module docstring); the selection is checked before the first batch."""
+    if page_nodes < 1:
+        raise ValueError("page_nodes must be at least 1")
+
+    def plan(view: StoreView) -> list[tuple[bytes, ID]]:
+        chosen = select_streams(view.keys(), streams)
+        out = []
+        for key in chosen:
+            state = view.state(key)
+            if state is not None and state.length:
+                out.append((key, min(end, state.last_id)))
+        return out
+
+    for key, last in store.view(plan):
+        cursor: ID | None = start
+        while cursor is not None and cursor <= last:
+            at = cursor
+            read = partial(
+                _store_page,
+                key=key,
+                start=at,
+                end=last,
+                page_nodes=page_nodes,
+                page_bytes=page_bytes,
+            )
+            nodes, cursor = store.view(read)
+            for cols in iter_columns(nodes, at, last, batch_entries=1 << 30):
+                yield key, cols
+
+
+def entries_from_store(
+    store: Store,
+    streams: Sequence[bytes] | None = None,
+    start: ID = MIN_ID,
+    end: ID = MAX_ID,
+    *,
+    page_nodes: int = PAGE_NODES,
+    page_bytes: int = PAGE_BYTES,
+) -> Iterator[ReplayEntry]:
+    """The selected entries of ``store``, one by one (see the module docstring)."""
+    for key, cols in batches_from_store(
+        store, streams, start, end, page_nodes=page_nodes, page_bytes=page_bytes
+    ):
+        yield from entries_from_columns(key, cols)
+
+
+# -- an RDB dump -------------------------------------------------------------------------------
+
+
+def batches_from_rdb(
+    path: str,
+    streams: Sequence[bytes] | None = None,
+    start: ID = MIN_ID,
+    end: ID = MAX_ID,
+    *,
+    db: int = 0,
+    page_nodes: int = PAGE_NODES,
+    index: Iterable[RDBStream] | None = None,
+) -> Iterator[tuple[bytes, Columns]]:
+    """The selected entries of the streams of database ``db`` of the RDB file ``path``, as
+    ``(stream, batch)`` pairs.  The file is indexed (read whole, its checksum checked) before
+    the first batch, unless ``index`` gives :func:`rstore.index_rdb`'s answer already; each
+    node read is checked in depth (:class:`rstore.CorruptRDBError` at the damaged byte)."""
+    if page_nodes < 1:
+        raise ValueError("page_nodes must be at least 1")
+    found = index_rdb(path) if index is None else index
+    streams_of_db = {s.key: s for s in found if s.db == db}
+    where = f" in database {db} of {path}"
+    for key in select_streams(streams_of_db, streams, where=where):
+        entry = streams_of_db[key]
+        last = min(end, entry.state.last_id)
+        spans = entry.nodes
+        if not spans or start > last:
+            continue
+        masters = [span.master_id for span in spans]
+        first = max(0, bisect.bisect_right(masters, start) - 1)  # the node that may hold start
+        stop = bisect.bisect_right(masters, last)  # nodes past last hold nothing of the range
+        for i in range(first, stop, page_nodes):
+            count = min(page_nodes, stop - i)
+            after = masters[i - 1] if i else None
+            nodes = list(read_rdb_nodes(path, spans[i].offset or 0, count, after=after))
+            for cols in iter_columns(nodes, start, last, batch_entries=1 << 30):
+                yield key, cols
+
+
+def entries_from_rdb(
+    path: str,
+    streams: Sequence[bytes] | None = None,
+    start: ID = MIN_ID,
+    end: ID = MAX_ID,
+    *,
+    db: int = 0,
+    page_nodes: int = PAGE_NODES,
+) -> Iterator[ReplayEntry]:
+    """The selected entries of an RDB file, one by one (see :func:`batches_from_rdb`)."""
+    for key, cols in batches_from_rdb(path, streams, start, end, db=db, page_nodes=page_nodes):
+        yield from entries_from_columns(key, cols)
+
+
+# -- a JSONL file ------------------------------------------------------------------------------
+
+
+def entries_from_jsonl(
+    lines: Iterable[bytes | str],
+    streams: Sequence[bytes] | None = None,
+    start: ID = MIN_ID,
+    end: ID = MAX_ID,
+    *,
+    name: str | None = None,
+) -> Iterator[ReplayEntry]:
+    """The selected entries of a file in the envelope (a binary file, ``sys.stdin.buffer`` or
+    any iterable of lines), in file order; a malformed line raises
+    :class:`rstore.EnvelopeError` naming it (``<name> line <n>: ...``)."""
+    wanted: Callable[[bytes], bool] | None = None
+    if streams:
+        names = {item for item in streams if not is_glob(item)}
+        globs = [item for item in streams if is_glob(item)]
+        seen: dict[bytes, bool] = {}
+
+        def wanted(stream: bytes) -> bool:
+            found = seen.get(stream)
+            if found is None:
+                found = stream in names or any(key_matches(g, stream) for g in globs)
+                seen[stream] = found
+            return found
+
+    for entry in decode_lines(lines, name=name):
+        if start <= entry[1] <= end and (wanted is None or wanted(entry[0])):
+            yield entry
+
+
+# -- field filters -----------------------------------------------------------------------------
+
+
+def field_filter(conditions: Iterable[bytes]) -> Callable[[Sequence[bytes]], bool]:
+    """A test of an entry's ``[field, value, ...]`` list from ``field=glob`` conditions
+    (``--where``): it passes when, for every condition, one of the entry's fields of that name
+    has a value the glob matches (:func:`rstore.key_matches`).  The name ends at the first
+    ``=``; :class:`ValueError` for a condition without one."""
+    parsed: list[tuple[bytes, bytes]] = []
+    for condition in conditions:
+        name, sep, pattern = condition.partition(b"=")
+        if not sep:
+            raise ValueError(f"{condition.decode('utf-8', 'backslashreplace')!r} is not FIELD=GLOB")
+        parsed.append((name, pattern))
+
+    def keep(flat: Sequence[bytes]) -> bool:
+        for name, pattern in parsed:
+            for i in range(0, len(flat) - 1, 2):
+                if flat[i] == name and key_matches(pattern, flat[i + 1]):
+                    break
+            else:
+                return False
+        return True
+
+    return keep

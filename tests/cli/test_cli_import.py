@@ -1,0 +1,107 @@
+"""``rstore import``: export | import round-trips byte for byte (hypothesis over arbitrary
+bytes); batches are all or nothing; a checkpoint resumes exactly once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from conftest import make_runner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rstore_cli.main import cli
+
+import rstore
+
+names = st.binary(min_size=1, max_size=12)
+blobs = st.binary(max_size=40)
+stream_entries = st.lists(
+    st.lists(st.tuples(blobs, blobs), min_size=1, max_size=4), min_size=1, max_size=6
+)
+
+
+def _invoke(
+    runner: CliRunner, store: Path, *args: str, stdin: bytes | None = None
+) -> tuple[int, bytes, str]:
+    result = runner.invoke(cli, ["--store", str(store), *args], input=stdin, catch_exceptions=False)
+    return result.exit_code, result.stdout_bytes, result.stderr
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.dictionaries(names, stream_entries, min_size=1, max_size=3))
+def test_export_import_round_trips_byte_for_byte(tmp_path_factory, data) -> None:  # type: ignore[no-untyped-def]
+    tmp = tmp_path_factory.mktemp("rt")
+    runner = make_runner()
+    with rstore.Store(tmp / "a") as src:
+        src.append_entries(
+            [
+                (name, f"{ms + 1}-{ms % 3}", [x for pair in pairs for x in pair])
+                for name, entries in data.items()
+                for ms, pairs in enumerate(entries)
+            ]
+        )
+        expected = {name: src.execute("XRANGE", name, "-", "+") for name in data}
+    code, exported, err = _invoke(runner, tmp / "a", "export")
+    assert code == 0, err
+    code, _, err = _invoke(runner, tmp / "b", "import", "--batch", "3", stdin=exported)
+    assert code == 0, err
+    with rstore.Store(tmp / "b") as dst:
+        assert {name: dst.execute("XRANGE", name, "-", "+") for name in data} == expected
+    code, again, err = _invoke(runner, tmp / "b", "export")
+    assert again == exported
+
+
+def test_import_batches_are_all_or_nothing_and_resume(tmp_path: Path) -> None:
+    runner = make_runner()
+    lines = [
+        rstore.encode_entry(b"s", (i, 0), [b"n", str(i).encode()]) + b"\n" for i in range(1, 11)
+    ]
+    broken = b"".join(lines[:7]) + b'{"stream":"s"}\n' + b"".join(lines[7:])
+    args = ("import", "--batch", "4", "--checkpoint", "load")
+    code, _, err = _invoke(runner, tmp_path / "st", *args, stdin=broken)
+    assert (
+        code == 1
+        and err == 'Error: stdin line 8: no "id" key (an entry has "stream", "id", "fields")\n'
+    )
+    with rstore.Store(tmp_path / "st") as store:
+        # the first batch (4 entries) landed with its checkpoint; the second never started
+        assert [e[0] for e in store.execute("XRANGE", "s", "-", "+")] == [
+            b"1-0",
+            b"2-0",
+            b"3-0",
+            b"4-0",
+        ]
+        assert json.loads(store.checkpoint("load") or b"") == {"s": "4-0"}
+    fixed = b"".join(lines)
+    code, out, err = _invoke(
+        runner, tmp_path / "st", "import", "--checkpoint", "load", "--json", stdin=fixed
+    )
+    assert code == 0, err
+    report = json.loads(out)
+    assert (report["resumed"], report["delivered"]) == (4, 6)
+    with rstore.Store(tmp_path / "st") as store:
+        assert [int(e[1][1]) for e in store.execute("XRANGE", "s", "-", "+")] == list(range(1, 11))
+
+
+def test_import_from_a_file_and_conflicts(tmp_path: Path) -> None:
+    runner = make_runner()
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(
+        b"".join(rstore.encode_entry(b"s", (i, 0), [b"k", b"v"]) + b"\n" for i in (1, 2))
+    )
+    code, out, err = _invoke(runner, tmp_path / "st", "import", str(path))
+    assert code == 0 and out.startswith(b"imported 2 entries to ")
+    code, out, err = _invoke(runner, tmp_path / "st", "import", str(path))
+    assert code == 1 and err.startswith(
+        "Error: entry 1-0 of 's' is not above the last ID of 's' (2-0)"
+    )
+    code, out, err = _invoke(runner, tmp_path / "st", "import", str(tmp_path / "missing.jsonl"))
+    assert code == 1 and err.startswith("Error: cannot read ")
+
+
+def test_import_of_nothing_is_one_line(tmp_path: Path) -> None:
+    code, _, err = _invoke(make_runner(), tmp_path / "st", "import", stdin=b"\n")
+    assert (code, err) == (1, "Error: no entries in stdin\n")

@@ -1,0 +1,89 @@
+"""``rstore replay --with-groups``: groups, consumers and PELs (owners, delivery times and
+counts) copied along, store -> store, dump -> store and dump -> valkey-server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import Result
+
+import rstore
+
+Run = Callable[..., Result]
+
+
+def _seed(path: Path) -> None:
+    with rstore.Store(path) as a:
+        for i in range(1, 11):
+            a.execute("XADD", "s", f"{i}-0", "n", str(i))
+        a.execute("XGROUP", "CREATE", "s", "g", "0")
+        a.execute("XGROUP", "CREATE", "s", "idle", "$")
+        a.execute("XREADGROUP", "GROUP", "g", "alice", "COUNT", 3, "STREAMS", "s", ">")
+        a.execute("XREADGROUP", "GROUP", "g", "bob", "COUNT", 2, "STREAMS", "s", ">")
+        a.execute("XCLAIM", "s", "g", "bob", 0, "1-0")
+        a.execute("XACK", "s", "g", "2-0")
+
+
+def _state(execute: Callable[..., Any]) -> tuple[Any, ...]:
+    groups = execute("XINFO", "GROUPS", "s")
+    pending = [p[:2] + p[3:] for p in execute("XPENDING", "s", "g", "-", "+", 10)]  # no idle
+    consumers = sorted(c[1] for c in execute("XINFO", "CONSUMERS", "s", "g"))
+    return groups, pending, consumers
+
+
+def _times(path: Path) -> list[tuple[Any, ...]]:
+    with rstore.Store(path) as s:
+        group = s.inspect("s", pending=True)[0].groups[0]
+        return [(p.id, p.delivery_time_ms, p.delivery_count, p.consumer) for p in group.pending]
+
+
+def test_store_to_store_and_dump_to_store(run: Run, store_path: Path, tmp_path: Path) -> None:
+    _seed(store_path)
+    with rstore.Store(store_path) as src:
+        expected = _state(src.execute)
+        src.save(tmp_path / "dump.rdb")
+    assert expected[1] == [[b"1-0", b"bob", 2], [b"3-0", b"alice", 1], [b"4-0", b"bob", 1],
+                           [b"5-0", b"bob", 1]]  # fmt: skip
+    copy = tmp_path / "copy"
+    result = run("replay", "--to-store", str(copy), "--with-groups")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines()[1] == "copied 2 groups, 2 consumers, 4 pending entries"
+    with rstore.Store(copy) as t:
+        assert _state(t.execute) == expected
+    assert _times(copy) == _times(store_path)
+    from_dump = tmp_path / "from-dump"
+    result = run("replay", "--from-dump", str(tmp_path / "dump.rdb"), "--to-store",
+                 str(from_dump), "--with-groups")  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    with rstore.Store(from_dump) as t:
+        assert _state(t.execute) == expected
+    assert _times(from_dump) == _times(store_path)
+    again = run("replay", "--to-store", str(copy), "--with-groups", "--on-conflict", "skip")
+    assert again.exit_code == 1
+    assert again.stderr == "Error: BUSYGROUP Consumer Group name already exists\n"
+    assert run("replay", "--with-groups").exit_code == 2  # stdout: no groups to write to
+
+
+@pytest.mark.oracle
+def test_dump_to_valkey(run: Run, store_path: Path, tmp_path: Path) -> None:
+    pytest.importorskip("redis")
+    from valkey_server import HOST, ValkeyServer, find_server_binary
+
+    binary = find_server_binary()
+    if binary is None:
+        pytest.skip("valkey-server is not on PATH")
+    _seed(store_path)
+    with rstore.Store(store_path) as src:
+        expected = _state(src.execute)
+        src.save(tmp_path / "dump.rdb")
+    (tmp_path / "v").mkdir()
+    with ValkeyServer(binary, tmp_path / "v") as server:
+        url = f"redis://{HOST}:{server.port}"
+        result = run("replay", "--from-dump", str(tmp_path / "dump.rdb"), "--to-url", url,
+                     "--with-groups")  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        got = _state(lambda *args: server.call(*(str(a).encode() for a in args)))
+    assert got == expected
