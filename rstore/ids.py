@@ -192,7 +192,8 @@ def parse_time_ms(text: str | bytes, *, now_ms: int | None = None) -> int | None
     Two forms:
 
     * a duration ago: numbers with units ``ms``, ``s``, ``m``, ``h``, ``d``, ``w``, written
-      together (``90s``, ``1h``, ``1h30m``, ``7d``): that long before ``now_ms`` (default: now);
+      together (``90s``, ``1h``, ``1h30m``, ``7d``), with or without a leading ``-`` (``-2h``
+      reads as "2 hours ago" too): that long before ``now_ms`` (default: now);
     * a date, or a date and time, in ISO 8601 (``2026-11-01``, ``2026-11-01T10:00``,
       ``2026-11-01 10:00:05.250``, ``2026-11-01T10:00Z``, ``2026-11-01T10:00+01:00``): local
       time unless it ends with ``Z`` or an offset.
@@ -205,11 +206,12 @@ def parse_time_ms(text: str | bytes, *, now_ms: int | None = None) -> int | None
             text = text.decode("ascii")
         except UnicodeDecodeError:
             return None
-    if _DURATION.match(text):
-        ago = sum(int(n) * _UNIT_MS[unit] for n, unit in _DURATION_PART.findall(text))
+    duration = text[1:] if text.startswith("-") else text
+    if _DURATION.match(duration):
+        ago = sum(int(n) * _UNIT_MS[unit] for n, unit in _DURATION_PART.findall(duration))
         now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
         if ago > now:
-            raise ValueError(f"{text} ago is before 1970")
+            raise ValueError(f"{duration} ago is before 1970")
         return now - ago
     if not _DATE.match(text):
         return None

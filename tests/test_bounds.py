@@ -61,6 +61,12 @@ def test_durations_count_back_from_now() -> None:
     assert rstore.parse_time_ms("2d", now_ms=NOW_MS) == NOW_MS - 2 * 86_400_000
     assert rstore.parse_time_ms("1w", now_ms=NOW_MS) == NOW_MS - 7 * 86_400_000
     assert rstore.parse_time_ms("250ms", now_ms=NOW_MS) == NOW_MS - 250
+    assert rstore.parse_time_ms("-2h", now_ms=NOW_MS) == NOW_MS - 7_200_000  # "-2h" = 2h ago
+    assert rstore.parse_time_ms("--2h", now_ms=NOW_MS) is None
+    assert rstore.parse_time_ms("-", now_ms=NOW_MS) is None
+    # "-" alone stays XRANGE's lowest bound; "-2h" is no ID, so it reads as a time
+    assert rstore.parse_range_bound("-", is_end=False, now_ms=NOW_MS) == (0, 0)
+    assert rstore.parse_range_bound("-2h", is_end=False, now_ms=NOW_MS) == (NOW_MS - 7_200_000, 0)
     before = time.time_ns() // 1_000_000
     got = rstore.parse_time_ms("10s")
     assert got is not None and before - 10_000 <= got <= time.time_ns() // 1_000_000 - 10_000
@@ -84,7 +90,7 @@ def test_iso_times_in_utc_with_offsets_and_local(monkeypatch: pytest.MonkeyPatch
 
 
 def test_what_is_not_a_time() -> None:
-    for text in ("", "1", "1700000000000", "1-0", "h", "1x", "-1h", "20261101", "now", "1 h"):
+    for text in ("", "1", "1700000000000", "1-0", "h", "1x", "-1x", "20261101", "now", "1 h"):
         assert rstore.parse_time_ms(text, now_ms=NOW_MS) is None, text
     for text in ("2026-13-01", "2026-11-01T25:00", "1969-12-31T23:59Z"):
         with pytest.raises(ValueError, match=re.escape(text)):

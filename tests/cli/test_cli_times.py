@@ -41,6 +41,7 @@ def _ids(result: Result) -> list[bytes]:
 
 def test_range_since_and_until(run: Run, aged: dict[str, bytes]) -> None:
     assert _ids(run("range", "s", "--since", "1h")) == [aged["30m"], aged["now"]]
+    assert _ids(run("range", "s", "--since", "-1h")) == [aged["30m"], aged["now"]]
     assert _ids(run("range", "s", "1h")) == [aged["30m"], aged["now"]]  # START itself
     assert _ids(run("range", "s", "--until", "1h")) == [aged["3h"], aged["2h"]]
     assert _ids(run("range", "s", "--since", "150m", "--until", "1h")) == [aged["2h"]]
