@@ -92,7 +92,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         read_rdb_entries,
         read_rdb_range,
     )
-    from rstore.snapshot.rdb_index import RDBStream, index_rdb, read_rdb_nodes
+    from rstore.snapshot.rdb_index import RDBStream, index_rdb, read_rdb_nodes, read_rdb_streams
     from rstore.store import DEFAULT_PATH, Store, check_store, upgrade_store
     from rstore.streams.columns import iter_columns
     from rstore.streams.view import StoreView
@@ -135,6 +135,7 @@ _LAZY: dict[str, str] = {
     "RDBStream": "rstore.snapshot.rdb_index",
     "index_rdb": "rstore.snapshot.rdb_index",
     "read_rdb_nodes": "rstore.snapshot.rdb_index",
+    "read_rdb_streams": "rstore.snapshot.rdb_index",
     "GroupInfo": "rstore.model",
     "AppendReport": "rstore.model",
     "ConsumerInfo": "rstore.model",
@@ -286,6 +287,7 @@ __all__ = [
     "read_rdb_entries",
     "read_rdb_nodes",
     "read_rdb_range",
+    "read_rdb_streams",
     "run_replay",
     "select_streams",
     "upgrade_store",

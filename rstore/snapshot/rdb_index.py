@@ -25,7 +25,7 @@ from rstore.rdb.decoding import Source
 from rstore.rdb.reader import KeyEnd, KeyStart, RDBReader, SelectDB
 from rstore.rdb.values import read_nodes
 
-__all__ = ["NodeSpan", "RDBStream", "index_rdb", "read_rdb_nodes"]
+__all__ = ["NodeSpan", "RDBStream", "index_rdb", "read_rdb_nodes", "read_rdb_streams"]
 
 Progress = Callable[[int, int | None], None]
 
@@ -58,45 +58,72 @@ def _length_size(first_byte: int) -> int:
     return 0  # not a plain length: the reader reports the damage
 
 
-def index_rdb(path: str, *, progress: Progress | None = None) -> list[RDBStream]:
-    """The streams of the RDB file at ``path``, in file order, with their node offsets.
+Wanted = Callable[[int, bytes], bool]
 
-    The whole file is read (its checksum verified); damage raises :class:`CorruptRDBError` at
-    the offset of the damaged byte.  ``progress(bytes_read, file_size)`` is called after each
-    key."""
-    out: list[RDBStream] = []
+
+def _walk(
+    path: str, *, keep: Wanted | None, progress: Progress | None
+) -> Iterator[tuple[RDBStream, list[tuple[ID, bytes]]]]:
+    """Each stream of the file with its index and, for the streams ``keep(db, key)`` is true
+    of, its nodes (checked in depth; for the others only their headers are checked and the
+    list stays empty)."""
     with open(path, "rb") as f:
-        reader = RDBReader(f, deep=False)
+        reader = RDBReader(f, deep=keep if keep is not None else False)
+        kept = False
         db = 0
         start: KeyStart | None = None
         state: StreamState | None = None
         spans: list[NodeSpan] = []
+        nodes: list[tuple[ID, bytes]] = []
         next_at = 0  # offset of the next node's first byte
         for event in reader.events():
             if isinstance(event, SelectDB):
                 db = event.db
             elif isinstance(event, KeyStart):
                 if event.type_name == "stream":
-                    start, state, spans = event, None, []
+                    start, state, spans, nodes = event, None, [], []
+                    kept = keep is not None and keep(db, event.key)
                     after_key = reader.offset  # the node count's first byte
                     head = os.pread(f.fileno(), 1, after_key)
                     next_at = after_key + (_length_size(head[0]) if head else 0)
             elif isinstance(event, StreamNode) and start is not None:
                 spans.append(NodeSpan(event.master_id, sn.node_counts(event.listpack)[0], next_at))
+                if kept:
+                    nodes.append((event.master_id, event.listpack))
                 next_at = reader.offset
             elif isinstance(event, StreamState) and start is not None:
                 state = event
             elif isinstance(event, KeyEnd):
                 if start is not None and state is not None:
-                    out.append(
-                        RDBStream(
-                            path, db, start.key, start.offset, event.size, state, tuple(spans)
-                        )
+                    found = RDBStream(
+                        path, db, start.key, start.offset, event.size, state, tuple(spans)
                     )
+                    yield found, nodes
                 start = None
                 if progress is not None:
                     progress(reader.offset, reader.size)
-    return out
+
+
+def index_rdb(path: str, *, progress: Progress | None = None) -> list[RDBStream]:
+    """The streams of the RDB file at ``path``, in file order, with their node offsets.
+
+    The whole file is read (its checksum verified); damage raises :class:`CorruptRDBError` at
+    the offset of the damaged byte.  ``progress(bytes_read, file_size)`` is called after each
+    key."""
+    return [stream for stream, _ in _walk(path, keep=None, progress=progress)]
+
+
+def read_rdb_streams(
+    path: str, wanted: Wanted | None = None, *, progress: Progress | None = None
+) -> Iterator[tuple[RDBStream, list[tuple[ID, bytes]]]]:
+    """Every stream of the RDB file at ``path`` with its nodes, ``(stream, [(master_id,
+    listpack), ...])``, in one pass over the file: for reading whole files, where
+    :func:`index_rdb` then :func:`read_rdb_nodes` would read it twice.  Only the streams
+    ``wanted(db, key)`` is true of (all by default) get their nodes, checked in depth as a
+    restore checks them; the others come with an empty list.  Damage raises
+    :class:`CorruptRDBError` when the pass reaches it (the checksum at the end of the file:
+    after the last stream was given).  One stream's nodes are held at a time."""
+    return _walk(path, keep=wanted or (lambda db, key: True), progress=progress)
 
 
 def read_rdb_nodes(

@@ -115,13 +115,15 @@ def _rdb_slices(
 
 
 def _whole_file(path: str, opts: ReadOptions) -> Iterator[tuple[Slice, Iterable[tuple[ID, bytes]]]]:
-    """Every wanted stream of a file, in one pass (no index)."""
-    for s in rstore.index_rdb(path):
-        if s.db != opts.db or not wanted(opts, s.key) or not s.nodes:
-            continue
-        hi = min(opts.end, s.state.last_id)
-        piece = Slice(s.key, opts.start, hi, offset=s.nodes[0].offset, count=len(s.nodes))
-        yield from _rdb_slices(path, (piece,))
+    """Every wanted stream of a file, in one pass over it (no index first)."""
+
+    def chosen(db: int, key: bytes) -> bool:
+        return db == opts.db and wanted(opts, key)
+
+    for s, nodes in rstore.read_rdb_streams(path, chosen):
+        if not nodes:
+            continue  # not chosen, or empty
+        yield Slice(s.key, opts.start, min(opts.end, s.state.last_id)), nodes
 
 
 def read_part(part: Part, opts: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:

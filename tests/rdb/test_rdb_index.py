@@ -106,3 +106,24 @@ def test_index_of_an_rstore_dump(tmp_path: Path) -> None:
     got = [[b"%d-%d" % i, f] for batch in iter_columns(nodes) for i, f in batch.entries()]
     assert got == store.execute("XRANGE", "a", "-", "+")
     store.close()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_one_pass_gives_the_index_and_the_same_nodes(name: str) -> None:
+    """read_rdb_streams reads a whole file once: the streams index_rdb finds, each with the
+    nodes read_rdb_nodes reads from their offsets; streams not wanted come without nodes."""
+    path = str(FIXTURES / f"{name}.rdb")
+    index = index_rdb(path)
+    whole = list(rstore.read_rdb_streams(path))
+    assert [s for s, _ in whole] == index
+    for stream, nodes in whole:
+        if stream.nodes:
+            first = stream.nodes[0].offset
+            assert first is not None
+            assert nodes == list(read_rdb_nodes(path, first, len(stream.nodes)))
+        else:
+            assert nodes == []
+    keep = index[0].key
+    only = list(rstore.read_rdb_streams(path, lambda db, key: key == keep))
+    assert [s for s, _ in only] == index
+    assert all(bool(nodes) == (s.key == keep and bool(s.nodes)) for s, nodes in only)
