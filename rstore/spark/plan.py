@@ -115,44 +115,49 @@ def _per_partition(opts: ReadOptions, total: int) -> int:
     return opts.entries_per_partition
 
 
+def _slices_in(
+    view: rstore.StoreView, ranges: dict[bytes, tuple[ID, ID]], per: int
+) -> tuple[list[Slice], dict[bytes, ID]]:
+    """:func:`plan_store_ranges` on an open snapshot."""
+    slices: list[Slice] = []
+    last: dict[bytes, ID] = {}
+    for name, (lo, hi) in ranges.items():
+        state = view.state(name)
+        if state is None:
+            continue
+        last[name] = state.last_id
+        hi = min(hi, state.last_id)
+        if lo > hi or state.length == 0:
+            continue
+        slices += _cut(name, lo, hi, view.node_index(name, lo, hi), per)
+    return slices, last
+
+
 def plan_store_ranges(
     path: str, ranges: dict[bytes, tuple[ID, ID]], per: int
 ) -> tuple[list[Slice], dict[bytes, ID]]:
     """Slices of a store covering ``ranges`` ({stream: (lo, hi)}, inclusive), whole nodes of
     about ``per`` entries, all read from one snapshot; and each stream's last ID then."""
-
-    def plan(view: rstore.StoreView) -> tuple[list[Slice], dict[bytes, ID]]:
-        slices: list[Slice] = []
-        last: dict[bytes, ID] = {}
-        for name, (lo, hi) in ranges.items():
-            state = view.state(name)
-            if state is None:
-                continue
-            last[name] = state.last_id
-            hi = min(hi, state.last_id)
-            if lo > hi or state.length == 0:
-                continue
-            slices += _cut(name, lo, hi, view.node_index(name, lo, hi), per)
-        return slices, last
-
     with rstore.Store(path, create=False) as store:
-        return store.view(plan)
+        return store.view(lambda view: _slices_in(view, ranges, per))
 
 
 def _plan_store(opts: ReadOptions) -> list[Part]:
+    """The streams chosen, their sizes and their slices, from one snapshot."""
+
+    def plan(view: rstore.StoreView) -> tuple[list[Slice], int]:
+        names = [n for n in view.keys(opts.pattern) if wanted(opts, n)]
+        total = 0
+        for name in names:
+            state = view.state(name)
+            total += state.length if state is not None else 0
+        per = _per_partition(opts, total)
+        slices, _ = _slices_in(view, dict.fromkeys(names, (opts.start, opts.end)), per)
+        return slices, per
+
     with rstore.Store(opts.path, create=False) as store:
-        names = [n for n in store.view(lambda v: v.keys(opts.pattern)) if wanted(opts, n)]
-        totals = store.view(lambda v: sum((v.state(n) or _EMPTY).length for n in names))
-    per = _per_partition(opts, totals)
-    slices, _ = plan_store_ranges(opts.path, dict.fromkeys(names, (opts.start, opts.end)), per)
+        slices, per = store.view(plan)
     return _pack("store", opts.path, slices, per)
-
-
-class _Empty:
-    length = 0
-
-
-_EMPTY = _Empty()
 
 
 def _plan_rdb(opts: ReadOptions) -> list[Part]:
