@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import strategies as st
 
-from .model import ID, INT64_MAX, INT64_MIN, U64, ModelEntry
+from .model import ID, INT64_MAX, INT64_MIN, U64, ModelEntry, ref_node
 
 # When a property fails, hypothesis imports libcst to write a patch file; libcst 1.0 uses the
 # deprecated mypy_extensions.TypedDict, and with ``filterwarnings = error`` that warning turns the
@@ -84,3 +84,23 @@ def entry_lists(draw: st.DrawFn, min_size: int = 1, max_size: int = 25) -> list[
             fv += [name, draw(small_values)]
         out.append(ModelEntry(sid, fv))
     return out
+
+
+@st.composite
+def nodes_with_deletions(draw: st.DrawFn) -> tuple[ID, bytes]:
+    """A node of random entries, some deleted: ``(master_id, listpack)``."""
+    entries = draw(entry_lists())
+    for e in entries:
+        e.deleted = draw(st.booleans())
+    return entries[0].id, ref_node(entries)
+
+
+def damaged(data: st.DataObject, blob: bytes, *, truncate: bool = True) -> bytes:
+    """``blob`` with one to four bytes overwritten and, with ``truncate``, maybe cut short."""
+    mutated = bytearray(blob)
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(mutated) - 1))
+        mutated[at] = data.draw(st.integers(0, 255))
+    if truncate and data.draw(st.booleans()):
+        mutated = mutated[: data.draw(st.integers(0, len(mutated)))]
+    return bytes(mutated)

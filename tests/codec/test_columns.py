@@ -16,7 +16,7 @@ from rstore.codec import stream_node as sn
 from rstore.errors import CorruptDataError
 
 from .model import ID, U64, ModelEntry, ref_node
-from .strategies import READABLE_FAILURES, entry_lists, ids
+from .strategies import READABLE_FAILURES, damaged, ids, nodes_with_deletions
 
 pytestmark = READABLE_FAILURES
 
@@ -25,14 +25,6 @@ needs_c = pytest.mark.skipif(
     not speedups.ENABLED or speedups.c_columns_append is None,
     reason="the C accelerator is not built (pure-Python install)",
 )
-
-
-@st.composite
-def nodes_with_deletions(draw: st.DrawFn) -> tuple[ID, bytes]:
-    entries = draw(entry_lists())
-    for e in entries:
-        e.deleted = draw(st.booleans())
-    return entries[0].id, ref_node(entries)
 
 
 def last_value_only(flat: list[bytes]) -> list[bytes]:
@@ -101,27 +93,20 @@ def test_damaged_nodes_never_crash_the_c_decoder_nor_leave_half_entries(
     node: tuple[ID, bytes], data: st.DataObject
 ) -> None:
     master, blob = node
-    mutated = bytearray(blob)
-    for _ in range(data.draw(st.integers(1, 4))):
-        at = data.draw(st.integers(0, len(mutated) - 1))
-        mutated[at] = data.draw(st.integers(0, 255))
-    if data.draw(st.booleans()):
-        mutated = mutated[: data.draw(st.integers(0, len(mutated)))]
+    mutated = damaged(data, blob)
     cols = cl.Columns()
     cl.append_node_py(cols, blob, master, (0, 0), (U64, U64), 0, False)  # a batch already started
     before = cols.buffers()
     before_copy = tuple(bytes(b) for b in before)
     assert speedups.c_columns_append is not None
-    result = speedups.c_columns_append(
-        bytes(mutated), *master, 0, 0, U64, U64, 0, False, cols.buffers()
-    )
+    result = speedups.c_columns_append(mutated, *master, 0, 0, U64, U64, 0, False, cols.buffers())
     if result is None:  # handed back untouched: the Python reference decides
         assert tuple(bytes(b) for b in cols.buffers()) == before_copy
         return
     try:
         ref = cl.Columns()
         cl.append_node_py(ref, blob, master, (0, 0), (U64, U64), 0, False)
-        ref_result = cl.append_node_py(ref, bytes(mutated), master, (0, 0), (U64, U64), 0, False)
+        ref_result = cl.append_node_py(ref, mutated, master, (0, 0), (U64, U64), 0, False)
     except (CorruptDataError, IndexError, ValueError, struct.error):
         return  # C accepted what only a check it leaves to Python refuses
     assert result == ref_result

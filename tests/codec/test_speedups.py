@@ -17,7 +17,14 @@ from rstore.codec import stream_node as sn
 from rstore.errors import CorruptDataError
 
 from .model import ID, U64, ModelEntry, ref_node
-from .strategies import READABLE_FAILURES, entry_lists, ids, long_strings, values
+from .strategies import (
+    READABLE_FAILURES,
+    damaged,
+    ids,
+    long_strings,
+    nodes_with_deletions,
+    values,
+)
 
 pytestmark = [
     READABLE_FAILURES,
@@ -37,14 +44,6 @@ def c_scan(node: bytes, master: ID, start: ID, end: ID, limit: int, out: list[En
 def py_scan(node: bytes, master: ID, start: ID, end: ID, limit: int) -> tuple[bool, list[Entry]]:
     out: list[Entry] = []
     return sn.scan_forward_py(node, master, start, end, limit, out), out
-
-
-@st.composite
-def nodes_with_deletions(draw: st.DrawFn) -> tuple[ID, bytes]:
-    entries = draw(entry_lists())
-    for e in entries:
-        e.deleted = draw(st.booleans())
-    return entries[0].id, ref_node(entries)
 
 
 @given(nodes_with_deletions(), ids, ids, st.integers(-1, 30), st.integers(0, 3))
@@ -80,22 +79,17 @@ def test_corrupt_nodes_never_crash_and_leave_out_alone(
     node: tuple[ID, bytes], data: st.DataObject
 ) -> None:
     master, blob = node
-    mutated = bytearray(blob)
-    for _ in range(data.draw(st.integers(1, 4))):
-        at = data.draw(st.integers(0, len(mutated) - 1))
-        mutated[at] = data.draw(st.integers(0, 255))
-    if data.draw(st.booleans()):
-        mutated = mutated[: data.draw(st.integers(0, len(mutated)))]
+    mutated = damaged(data, blob)
     sentinel: Entry = ((9, 9), [b"kept"])
     out: list[Entry] = [sentinel]
-    done = c_scan(bytes(mutated), master, (0, 0), (U64, U64), 0, out)
+    done = c_scan(mutated, master, (0, 0), (U64, U64), 0, out)
     if done is None:
         assert out == [sentinel]  # handed back untouched; the Python version decides
         return
     # whatever C accepted, the reference reads the same way (or calls it corrupt, when only a
     # check the C decoder leaves to Python fails)
     try:
-        ref_done, ref = py_scan(bytes(mutated), master, (0, 0), (U64, U64), 0)
+        ref_done, ref = py_scan(mutated, master, (0, 0), (U64, U64), 0)
     except (CorruptDataError, IndexError, ValueError):
         return
     assert done is ref_done
@@ -164,9 +158,9 @@ def test_c_node_check_never_accepts_what_python_refuses(
     for _ in range(data.draw(st.integers(1, 3))):
         at = data.draw(st.integers(0, len(mutated) - 1))
         mutated[at] = data.draw(st.integers(0, 255))
-    got = _c_facts(bytes(mutated), master)
+    got = _c_facts(mutated, master)
     if got is not None:  # C accepted: Python must accept it too, with the same facts
-        assert got == _py_facts(bytes(mutated), master)
+        assert got == _py_facts(mutated, master)
 
 
 def test_out_of_order_ids_are_reported() -> None:
