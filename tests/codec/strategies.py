@@ -95,12 +95,12 @@ def nodes_with_deletions(draw: st.DrawFn) -> tuple[ID, bytes]:
     return entries[0].id, ref_node(entries)
 
 
-def damaged(data: st.DataObject, blob: bytes, *, truncate: bool = True) -> bytes:
-    """``blob`` with one to four bytes overwritten and, with ``truncate``, maybe cut short."""
+def damaged(data: st.DataObject, blob: bytes) -> bytes:
+    """``blob`` with one to four bytes overwritten, and maybe cut short."""
     mutated = bytearray(blob)
     for _ in range(data.draw(st.integers(1, 4))):
         at = data.draw(st.integers(0, len(mutated) - 1))
         mutated[at] = data.draw(st.integers(0, 255))
-    if truncate and data.draw(st.booleans()):
+    if data.draw(st.booleans()):
         mutated = mutated[: data.draw(st.integers(0, len(mutated)))]
     return bytes(mutated)
