@@ -157,7 +157,7 @@ def test_pacing_through_the_engine_on_a_fake_clock(source: Store) -> None:
         def write(self, batch, checkpoint):  # type: ignore[no-untyped-def]
             written.extend((clock.now, i[0]) for _s, i, _f in batch)
 
-    pacer = Pacer(PaceSchedule(speed=2.0), clock=clock.clock, sleep=clock.sleep)
+    pacer = Pacer(PaceSchedule(speed=2.0), clock=clock.clock, sleep=clock.sleep, spin=0.0)
     report = rstore.run_replay(
         rstore.entries_from_store(source, [b"a"]), Timed(io.BytesIO()), pacer=pacer
     )

@@ -31,7 +31,7 @@ class FakeClock:
         self.now += seconds + extra
 
     def pacer(self, schedule: PaceSchedule) -> Pacer:
-        return Pacer(schedule, clock=self.clock, sleep=self.sleep)
+        return Pacer(schedule, clock=self.clock, sleep=self.sleep, spin=0.0)
 
 
 def _release_times(clock: FakeClock, schedule: PaceSchedule, ms: list[int]) -> list[float]:
@@ -92,7 +92,7 @@ def test_a_sleep_that_wakes_early_is_slept_again() -> None:
         asked.append(seconds)
         clock.now += seconds / 4 if len(asked) == 1 else seconds
 
-    pacer = Pacer(PaceSchedule(1.0), clock=clock.clock, sleep=interrupted_sleep)
+    pacer = Pacer(PaceSchedule(1.0), clock=clock.clock, sleep=interrupted_sleep, spin=0.0)
     start = clock.now
     pacer.wait(5_000)
     pacer.wait(6_000)
@@ -147,6 +147,44 @@ def test_top_speed_never_waits_nor_reads_the_clock() -> None:
     assert [pacer.wait(v) for v in (10, 1, 10**9)] == [0.0, 0.0, 0.0]
     assert not PaceSchedule().paced and PaceSchedule(1.0).paced
     assert pacer.count == 3 and pacer.max_lag == 0.0
+
+
+class LateTimerClock(FakeClock):
+    """A clock whose every read costs ``tick`` seconds, and whose sleeps of more than nothing
+    wake up to ``late`` seconds after they should (a kernel timer); ``sleep(0)`` only yields,
+    and is counted."""
+
+    def __init__(self, late: float, tick: float = 1e-6) -> None:
+        super().__init__()
+        self.late = late
+        self.tick = tick
+        self.yields = 0
+
+    def clock(self) -> float:
+        self.now += self.tick
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        if seconds == 0:
+            self.yields += 1
+            return
+        self.now += seconds + self.rng.uniform(0.0, self.late)
+
+
+@pytest.mark.parametrize("spin", [0.0, 0.001, 0.004])
+def test_spinning_the_last_part_of_a_wait_hides_late_timer_wake_ups(spin: float) -> None:
+    """Sleeps that wake up to 3 ms late: slept through, the lag reaches them; with the last
+    ``spin`` seconds polled, a late wake-up costs lag only by what it overshoots the spin."""
+    clock = LateTimerClock(late=0.003)
+    pacer = Pacer(PaceSchedule(1.0), clock=clock.clock, sleep=clock.sleep, spin=spin)
+    lags = [pacer.wait(value) for value in range(0, 20_000, 20)]  # 20 ms apart
+    assert min(lags) >= 0.0
+    if spin == 0.0:
+        assert clock.yields == 0 and pacer.max_lag > 0.002
+    else:
+        assert clock.yields > 0
+        assert pacer.max_lag <= max(0.0, 0.003 - spin) + 1e-5
+        assert sum(lag > 1e-5 for lag in lags) <= len(lags) * max(0.0, 0.003 - spin) / 0.003 + 50
 
 
 def test_an_older_entry_is_due_with_the_one_before() -> None:
