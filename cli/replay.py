@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import click
@@ -74,6 +75,33 @@ def _store_total(store: rstore.Store, keys: list[bytes] | None, low: ID, high: I
         return sum(n.entries for k in chosen for n in view.node_index(k, low, high))
 
     return store.view(plan)
+
+
+def _check_conflicts(
+    first_of: Callable[..., Iterator[Any]],
+    streams: list[bytes],
+    low: ID,
+    high: ID,
+    sink: Any,
+    options: dict[str, Any],
+) -> None:
+    """--on-conflict fail, all or nothing: every selected stream's first entry to replay (after
+    the checkpoint) is compared with its target's last ID before anything is written."""
+    checkpoint = options["checkpoint"]
+    position = {} if checkpoint is None else rstore.read_checkpoint(sink, checkpoint)
+    firsts = {}
+    for key in streams:
+        seen = position.get(key)
+        start = low if seen is None else max(low, _after(seen))
+        for _stream, entry_id, _flat in first_of([key], start, high, page_nodes=1):
+            firsts[key] = entry_id
+            break
+    rstore.check_conflicts(firsts, sink, target=options["target"])
+
+
+def _after(entry_id: ID) -> ID:
+    ms, seq = entry_id
+    return (ms, seq + 1) if seq < (1 << 64) - 1 else (ms + 1, 0)
 
 
 def _run(
@@ -246,17 +274,21 @@ def replay_command(
         rstore.field_filter(options["where"])
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--where") from None
+    # into a store with the IDs kept, whole nodes are copied unchanged where the engine can
+    whole_nodes = (to_store is not None or target is not None) and not new_ids
     with contextlib.ExitStack() as stack:
         total: int | None = None
         source_store: rstore.Store | None = None
+        first_of: Callable[..., Iterator[Any]] | None = None  # a source that can look ahead
+        selected: list[bytes] = []
         if dump_file is not None:
             index = rstore.index_rdb(dump_file)  # read once: checked whole before anything
-            batches = rstore.batches_from_rdb(dump_file, keys, low, high, db=db or 0, index=index)
-            entries: Any = (
-                entry for key, cols in batches for entry in rstore.entries_from_columns(key, cols)
-            )
+            read_rdb = rstore.runs_from_rdb if whole_nodes else rstore.entries_from_rdb
+            entries: Any = read_rdb(dump_file, keys, low, high, db=db or 0, index=index)
             of_db = [s for s in index if s.db == (db or 0)]
             chosen = set(rstore.select_streams([s.key for s in of_db], keys))
+            first_of = partial(rstore.entries_from_rdb, dump_file, db=db or 0, index=index)
+            selected = sorted(chosen)
             total = sum(s.state.length for s in of_db if s.key in chosen)
         elif jsonl is not None:
             name_shown = "stdin" if jsonl == "-" else show_path(jsonl)
@@ -272,7 +304,10 @@ def replay_command(
             if follow:
                 entries = rstore.follow_store(source_store, keys, low)
             else:
-                entries = rstore.entries_from_store(source_store, keys, low, high)
+                read = rstore.runs_from_store if whole_nodes else rstore.entries_from_store
+                entries = read(source_store, keys, low, high)
+                first_of = partial(rstore.entries_from_store, source_store)
+                selected = source_store.view(lambda view: rstore.select_streams(view.keys(), keys))
         to_stdout = False
         if to_url is not None:
             sink: Any = rstore.UrlSink(to_url)
@@ -299,6 +334,8 @@ def replay_command(
                 if dump_file is not None
                 else rstore.groups_of_store(source_store, keys)  # type: ignore[arg-type]
             )
+        if first_of is not None and on_conflict == "fail" and not (new_ids or where or dry_run):
+            _check_conflicts(first_of, selected, low, high, sink, options)
         delivered = _run(
             entries,
             sink,

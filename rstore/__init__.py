@@ -20,6 +20,7 @@ from rstore.version import __version__
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from rstore.codec.columns import Columns
+    from rstore.codec.node_validate import NodeFacts, node_facts
     from rstore.commands.reply import NIL_ARRAY
     from rstore.errors import (
         CorruptDataError,
@@ -52,14 +53,14 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from rstore.pipeline import Pipeline
     from rstore.queue.consumer import Consumer, Message
     from rstore.ranges import iter_range, iter_range_pages
+    from rstore.replay.checkpoints import load_checkpoint_file, read_checkpoint
     from rstore.replay.engine import (
         ReplayConflict,
         ReplayReport,
         StreamPlan,
         StreamTally,
-        load_checkpoint_file,
+        check_conflicts,
         plan_replay,
-        read_checkpoint,
         run_replay,
     )
     from rstore.replay.envelope import (
@@ -76,6 +77,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from rstore.replay.remote import entries_from_url
     from rstore.replay.sinks import LinesSink, Sink, SinkError, StoreSink, UrlSink
     from rstore.replay.sources import (
+        NodeRun,
         SelectionError,
         batches_from_rdb,
         batches_from_store,
@@ -84,6 +86,8 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         entries_from_rdb,
         entries_from_store,
         field_filter,
+        runs_from_rdb,
+        runs_from_store,
         select_streams,
     )
     from rstore.snapshot.inspection import (
@@ -130,6 +134,8 @@ _LAZY: dict[str, str] = {
     "StreamState": "rstore.model",
     "NodeSpan": "rstore.model",
     "Columns": "rstore.codec.columns",
+    "NodeFacts": "rstore.codec.node_validate",
+    "node_facts": "rstore.codec.node_validate",
     "iter_columns": "rstore.streams.columns",
     "StoreView": "rstore.streams.view",
     "RDBStream": "rstore.snapshot.rdb_index",
@@ -177,20 +183,23 @@ _LAZY: dict[str, str] = {
             "ReplayReport",
             "StreamPlan",
             "StreamTally",
-            "load_checkpoint_file",
+            "check_conflicts",
             "plan_replay",
-            "read_checkpoint",
             "run_replay",
         ),
         "rstore.replay.engine",
     ),
+    **dict.fromkeys(("load_checkpoint_file", "read_checkpoint"), "rstore.replay.checkpoints"),
     **dict.fromkeys(
         ("LinesSink", "Sink", "SinkError", "StoreSink", "UrlSink"), "rstore.replay.sinks"
     ),
     **dict.fromkeys(
         (
+            "NodeRun",
             "SelectionError",
             "batches_from_rdb",
+            "runs_from_rdb",
+            "runs_from_store",
             "batches_from_store",
             "entries_from_columns",
             "entries_from_jsonl",
@@ -222,6 +231,8 @@ __all__ = [
     "KeyExistsError",
     "LinesSink",
     "Message",
+    "NodeFacts",
+    "NodeRun",
     "NodeSpan",
     "NotAStoreError",
     "PaceSchedule",
@@ -255,6 +266,7 @@ __all__ = [
     "__version__",
     "batches_from_rdb",
     "batches_from_store",
+    "check_conflicts",
     "check_store",
     "copy_groups",
     "decode_entry",
@@ -277,6 +289,7 @@ __all__ = [
     "iter_range_pages",
     "key_matches",
     "load_checkpoint_file",
+    "node_facts",
     "parse_duration",
     "parse_range_bound",
     "parse_rate",
@@ -289,6 +302,8 @@ __all__ = [
     "read_rdb_range",
     "read_rdb_streams",
     "run_replay",
+    "runs_from_rdb",
+    "runs_from_store",
     "select_streams",
     "upgrade_store",
 ]

@@ -10,17 +10,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from rstore.client import Callback, RedisCommands
 from rstore.client.shapes import Decoder, finish, make_decoder
 from rstore.commands.argv import encode_arg, encode_argv
-from rstore.commands.executor import execute, in_transaction, now_ms, run_batch
-from rstore.commands.registry import Context, lookup
+from rstore.commands.executor import execute, now_ms, run_batch
+from rstore.commands.registry import lookup
 from rstore.commands.reply import to_public
 from rstore.errors import CorruptStoreError, ResponseError, StoreClosedError
-from rstore.ids import format_id
 from rstore.model import AppendReport
 from rstore.pipeline import Pipeline
 from rstore.storage import registry
-from rstore.storage.batch_marks import batch_get, batch_put, checkpoint_get, checkpoint_put
 from rstore.storage.env import Env
-from rstore.storage.layout import MAX_BATCH_NAME, MAX_CHECKPOINT_VALUE, StoreConfig
+from rstore.storage.layout import StoreConfig
 
 # Snapshots, inspection and checks load when first used (start-up of one-command processes).
 if TYPE_CHECKING:
@@ -290,69 +288,57 @@ class Store(RedisCommands):
         the resume point of ``rstore.replay`` into a store.  With ``batch``, a skipped load
         records nothing.
         """
-        from rstore.streams.bulk import add_many  # noqa: PLC0415 - loaded on first use
+        from rstore.commands.bulk import load  # noqa: PLC0415 - loaded on first use
+        from rstore.streams.bulk import add_many  # noqa: PLC0415
 
-        cp_key = cp_value = None
-        if checkpoint is not None:
-            cp_key = self._batch_key(checkpoint[0])
-            cp_value = checkpoint[1]
-            if not isinstance(cp_value, bytes) or len(cp_value) > MAX_CHECKPOINT_VALUE:
-                raise ValueError(
-                    f"checkpoint value must be bytes of at most {MAX_CHECKPOINT_VALUE} bytes"
-                )
-        mark = None
-        if batch is not None:
-            mark = self._batch_key(batch[0])
-            number = batch[1]
-            if isinstance(number, bool) or not isinstance(number, int) or not 0 <= number < 1 << 64:
-                raise ValueError(f"batch number must be an integer in [0, 2**64), not {number!r}")
-        one_shot = iter(entries) is entries
-        attempts = 0
+        return load(
+            self._live_env(), lambda txn, now: add_many(txn, entries, now),
+            one_shot=iter(entries) is entries, what="entries", batch=batch, checkpoint=checkpoint,
+        )  # fmt: skip
 
-        def body(ctx: Context) -> AppendReport:
-            nonlocal attempts
-            attempts += 1
-            if attempts > 1 and one_shot:
-                raise ValueError(
-                    "append_entries: the store's map had to grow during the load and the "
-                    "entries, a one-shot iterator, cannot be read again; nothing was written "
-                    "(pass a re-iterable, or open the store with a larger map_size)"
-                )
-            if mark is not None:
-                last = batch_get(ctx.txn, mark)
-                if last is not None and last >= number:
-                    return AppendReport(0, {}, False)
-                batch_put(ctx.txn, mark, number)
-            added = add_many(ctx.txn, entries, ctx.now_ms)
-            if cp_key is not None and cp_value is not None:
-                checkpoint_put(ctx.txn, cp_key, cp_value)
-            for name in added:
-                ctx.signal(name)
-            return AppendReport(
-                sum(n for n, _ in added.values()),
-                {name: (n, format_id(last_id)) for name, (n, last_id) in added.items()},
-                True,
-            )
+    def append_nodes(
+        self,
+        nodes: Iterable[tuple[Any, tuple[int, int], bytes]],
+        *,
+        batch: tuple[str | bytes, int] | None = None,
+        checkpoint: tuple[str | bytes, bytes] | None = None,
+    ) -> AppendReport:
+        """Append whole stream nodes in ONE write transaction: all of them or none.
 
-        return in_transaction(self._live_env(), body, write=True, in_batch=True)
+        ``nodes`` yields ``(stream, master ID, node)``: a node as :meth:`StoreView.nodes` or
+        :func:`rstore.read_rdb_nodes` give it (a Redis stream listpack) and its master ID as an
+        ``(ms, seq)`` tuple.  Each node becomes the stream's new last node as it is, unchanged:
+        the stream ends as if ``XADD`` had added the node's entries one by one with their IDs
+        (length, first and last ID, entries-added); only the node boundaries differ.  The fast
+        way to copy history from another store or a dump (``rstore replay`` uses it when IDs
+        are kept).  Every node is checked in depth first; a damaged node raises
+        :class:`CorruptDataError`, one with deleted entries :class:`ValueError`, one whose
+        entries are not above the stream's last ID XADD's :class:`ResponseError` -- and then
+        nothing is written.  ``batch`` and ``checkpoint`` work as in :meth:`append_entries`.
+        """
+        from rstore.commands.bulk import load  # noqa: PLC0415 - loaded on first use
+        from rstore.streams.node_copy import add_nodes  # noqa: PLC0415
+
+        def loader(txn: Any, now: int) -> dict[bytes, tuple[int, tuple[int, int]]]:
+            return add_nodes(txn, ((encode_arg(s), (m[0], m[1]), n) for s, m, n in nodes))
+
+        return load(
+            self._live_env(), loader,
+            one_shot=iter(nodes) is nodes, what="nodes", batch=batch, checkpoint=checkpoint,
+        )  # fmt: skip
 
     def last_batch(self, name: str | bytes) -> int | None:
         """The last batch number :meth:`append_entries` applied under ``name``, or ``None``."""
-        mark = self._batch_key(name)
-        return self._live_env().read(lambda txn: batch_get(txn, mark))
+        from rstore.commands.bulk import read_batch  # noqa: PLC0415 - loaded on first use
+
+        return read_batch(self._live_env(), name)
 
     def checkpoint(self, name: str | bytes) -> bytes | None:
         """The bytes :meth:`append_entries` last recorded under checkpoint ``name``, or
         ``None``."""
-        key = self._batch_key(name)
-        return self._live_env().read(lambda txn: checkpoint_get(txn, key))
+        from rstore.commands.bulk import read_checkpoint  # noqa: PLC0415 - loaded on first use
 
-    @staticmethod
-    def _batch_key(name: str | bytes) -> bytes:
-        key = name.encode("utf-8") if isinstance(name, str) else bytes(name)
-        if not key or len(key) > MAX_BATCH_NAME:
-            raise ValueError(f"batch name must be 1 to {MAX_BATCH_NAME} bytes, not {len(key)}")
-        return key
+        return read_checkpoint(self._live_env(), name)
 
     @property
     def config(self) -> StoreConfig:

@@ -19,11 +19,12 @@ __all__ = ["NodeFacts", "node_facts", "validate_node"]
 
 
 class NodeFacts(NamedTuple):
-    """What a restore needs to know of a node it checked."""
+    """What a node holds, known once it is checked (:func:`rstore.node_facts`)."""
 
     live: int  # live entries
     first_live: ID | None  # the first live entry's ID
     last: ID  # the last entry's ID, tombstone or not
+    deleted: int  # entries flagged deleted (tombstones)
 
 
 def node_facts(node: bytes | bytearray, master_id: ID) -> NodeFacts:
@@ -34,10 +35,10 @@ def node_facts(node: bytes | bytearray, master_id: ID) -> NodeFacts:
     if c_check_node is not None:
         got = c_check_node(node, master_id[0], master_id[1])
         if got is not None:
-            _, count, _, ascending, last_ms, last_seq, first_ms, first_seq = got
+            _, count, deleted, ascending, last_ms, last_seq, first_ms, first_seq = got
             if ascending:
                 first = None if first_ms < 0 else (first_ms, first_seq)
-                return NodeFacts(count, first, (last_ms, last_seq))
+                return NodeFacts(count, first, (last_ms, last_seq), deleted)
     validate_node(node, master_id, deep=True)
     floor: ID | None = None
     flagged_live = 0
@@ -46,12 +47,12 @@ def node_facts(node: bytes | bytearray, master_id: ID) -> NodeFacts:
             raise CorruptDataError(f"entry {entry_id} is out of order", None)
         floor = entry_id
         flagged_live += not flags & sn.FLAG_DELETED
-    count, _ = sn.node_counts(node)
+    count, deleted = sn.node_counts(node)
     if flagged_live != count:  # Redis checks only count + deleted; XLEN and XRANGE would differ
         raise CorruptDataError(f"master count {count} but {flagged_live} live entries", None)
     first_entry = sn.first_live_entry(node, master_id)
     first_id = None if first_entry is None else first_entry[0]
-    return NodeFacts(count, first_id, sn.last_entry_id(node, master_id))
+    return NodeFacts(count, first_id, sn.last_entry_id(node, master_id), deleted)
 
 
 def validate_node(node: bytes | bytearray, master_id: ID, *, deep: bool = True) -> int:

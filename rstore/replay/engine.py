@@ -23,26 +23,30 @@ entry.
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from rstore import RStoreError
 
+from .checkpoints import (
+    encode_position,
+    load_checkpoint_file,
+    read_checkpoint,
+    save_checkpoint_file,
+)
 from .envelope import ReplayEntry
 from .pacing import Pacer, PaceSchedule
 from .sinks import Sink, SinkError, TargetEntry
-from .sources import field_filter
+from .sources import NodeRun, field_filter
 
 __all__ = [
     "ReplayConflict",
     "ReplayReport",
     "StreamPlan",
     "StreamTally",
+    "check_conflicts",
     "load_checkpoint_file",
     "plan_replay",
     "read_checkpoint",
@@ -110,58 +114,6 @@ def _next_id(last: ID | None, now_ms: int) -> ID:
     raise ReplayConflict("the target stream has exhausted its IDs")
 
 
-def _encode_position(position: dict[bytes, ID]) -> bytes:
-    items = {k.decode("utf-8", "surrogateescape"): f"{v[0]}-{v[1]}" for k, v in position.items()}
-    return json.dumps(items, sort_keys=True).encode("ascii")
-
-
-def _decode_position(raw: bytes | None, where: str) -> dict[bytes, ID]:
-    if not raw:
-        return {}
-    try:
-        items = json.loads(raw)
-        out = {}
-        for k, v in items.items():
-            ms, _, seq = v.partition("-")
-            out[k.encode("utf-8", "surrogateescape")] = (int(ms), int(seq))
-        return out
-    except (ValueError, AttributeError) as exc:
-        raise RStoreError(f"{where} is not a replay checkpoint ({exc})") from None
-
-
-def load_checkpoint_file(path: str) -> dict[bytes, ID]:
-    """The position a checkpoint file holds (``{}`` when the file does not exist)."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        return {}
-    return _decode_position(raw, f"checkpoint file {path}")
-
-
-def read_checkpoint(sink: Sink, name: str) -> dict[bytes, ID]:
-    """The position recorded under checkpoint ``name`` for ``sink``: in the sink's store when
-    it is transactional, else in the file ``name`` (``{}`` when there is none yet)."""
-    if sink.transactional:
-        return _decode_position(sink.load_checkpoint(name), f"checkpoint {name}")
-    return load_checkpoint_file(name)
-
-
-def _save_checkpoint_file(path: str, value: bytes) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, temp = tempfile.mkstemp(prefix=".rstore-checkpoint-", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(value)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
-
-
 def _selected(
     entries: Iterable[ReplayEntry | None], where: Sequence[bytes], count: int | None
 ) -> Iterable[ReplayEntry | None]:
@@ -223,6 +175,29 @@ class _Ids:
         return chosen, conflict
 
 
+def check_conflicts(
+    firsts: Mapping[bytes, ID], sink: Sink, *, target: Callable[[bytes], bytes] | None = None
+) -> None:
+    """Raise :class:`ReplayConflict` before anything is written when the first entry to be
+    replayed of a source stream (``firsts``: stream -> its first selected ID after the
+    checkpoint) is not above its target stream's last ID -- what ``on_conflict="fail"`` would
+    otherwise find only at that stream's turn, after the streams before it were written.
+    Source IDs rise, so a stream whose first entry is above the target's last ID has no later
+    conflict (unless two streams go into one target, or the target is written meanwhile)."""
+    found = []
+    for stream, first in firsts.items():
+        to = target(stream) if target else stream
+        last = sink.last_id(to) if sink.checks_ids else None
+        if first == (0, 0) or (last is not None and first <= last):
+            found.append(f"{_shown(stream)} from {_id_text(first)} into {_shown(to)} "
+                         f"(last ID {_id_text(last)})")  # fmt: skip
+    if found:
+        raise ReplayConflict(
+            f"kept IDs not above the target's last ID: {'; '.join(found)}; nothing was written "
+            "(--on-conflict skip or new-id, or --new-ids)"
+        )
+
+
 def _id_text(entry_id: ID | None) -> str:
     return "0-0" if entry_id is None else f"{entry_id[0]}-{entry_id[1]}"
 
@@ -236,7 +211,7 @@ def _size(flat: Sequence[bytes]) -> int:
 
 
 def plan_replay(
-    entries: Iterable[ReplayEntry],
+    entries: Iterable[ReplayEntry | NodeRun],
     sink: Sink,
     *,
     target: Callable[[bytes], bytes] | None = None,
@@ -256,7 +231,7 @@ def plan_replay(
     pace = schedule or PaceSchedule()
     seconds = 0.0
     done = position or {}
-    for item in _selected(entries, where, count):
+    for item in _selected(_expanded(entries), where, count):
         if item is None:
             continue
         stream, entry_id, flat = item
@@ -278,8 +253,54 @@ def plan_replay(
     return plans, seconds
 
 
+def _tally(
+    report: ReplayReport,
+    entries: Sequence[tuple[bytes, ID]],
+    runs: Sequence[tuple[bytes, NodeRun]],
+) -> None:
+    """Count delivered ``(source stream, ID)`` entries and whole nodes in the stream tallies."""
+    tallies = report.streams
+    tally: StreamTally | None = None
+    source = None
+    for stream, source_id in entries:
+        if stream is not source:
+            source, tally = stream, tallies[stream]
+        assert tally is not None
+        tally.entries += 1
+        if tally.first_id is None:
+            tally.first_id = source_id
+        tally.last_id = source_id
+    for stream, run in runs:
+        tally = tallies[stream]
+        tally.entries += run.facts.live
+        if tally.first_id is None:
+            tally.first_id = run.facts.first_live
+        tally.last_id = run.facts.last
+
+
+def _expanded(items: Iterable[ReplayEntry | NodeRun | None]) -> Iterator[ReplayEntry | None]:
+    """``items`` with every :class:`NodeRun` given as its entries."""
+    for item in items:
+        if type(item) is NodeRun:
+            yield from item.entries()
+        else:
+            yield item  # type: ignore[misc]
+
+
+def _accepted(
+    items: Iterable[ReplayEntry | NodeRun | None], accept: Callable[[NodeRun], bool]
+) -> Iterator[ReplayEntry | NodeRun | None]:
+    """``items`` with each :class:`NodeRun` that ``accept`` refuses given as its entries;
+    ``accept`` is asked when the run is reached, after everything before it was handled."""
+    for item in items:
+        if type(item) is NodeRun and not accept(item):
+            yield from item.entries()
+        else:
+            yield item
+
+
 def run_replay(
-    entries: Iterable[ReplayEntry | None],
+    entries: Iterable[ReplayEntry | NodeRun | None],
     sink: Sink,
     *,
     target: Callable[[bytes], bytes] | None = None,
@@ -295,6 +316,12 @@ def run_replay(
     """Replay ``entries`` (a source's, in its order) into ``sink``: see the module docstring.
     A ``None`` among the entries (:func:`rstore.follow_store` between waits) delivers the
     entries held at once.
+
+    Whole nodes (:class:`rstore.NodeRun`, from :func:`rstore.runs_from_store` and
+    :func:`rstore.runs_from_rdb`) go unchanged into a sink that takes them (``write_nodes``:
+    :class:`StoreSink`) when the IDs are kept, nothing filters or counts the entries, the
+    replay is not paced, and the node lies above the target stream's last ID and past the
+    checkpoint; otherwise they are replayed entry by entry, with the same result.
 
     ``target`` maps a source stream name to the target stream's (default: the same name);
     ``where`` holds ``field=glob`` conditions (:func:`rstore.field_filter`); ``count`` the most
@@ -312,44 +339,46 @@ def run_replay(
     done = {} if checkpoint is None else read_checkpoint(sink, checkpoint)
     pending: list[TargetEntry] = []
     pending_from: list[tuple[bytes, ID]] = []  # the source stream and ID of each pending entry
+    nodes: list[tuple[bytes, ID, bytes]] = []  # or whole nodes pending (never both)
+    nodes_from: list[tuple[bytes, NodeRun]] = []
+    node_entries = 0
     moved: dict[bytes, ID] = {}  # the position the pending batch moves to
     writing = False
 
+    def write(value: bytes | None) -> None:
+        cp = None if checkpoint is None or value is None else (checkpoint, value)
+        if nodes:
+            sink.write_nodes(nodes, cp)  # type: ignore[attr-defined]
+        elif sink.transactional:
+            sink.write(pending, cp)
+        else:
+            sink.write(pending, None)
+
     def flush() -> None:
-        nonlocal writing
-        if not pending and not moved:
+        nonlocal writing, node_entries
+        if not pending and not nodes and not moved:
             return
-        value = None if checkpoint is None else _encode_position({**done, **moved})
+        value = None if checkpoint is None else encode_position({**done, **moved})
         writing = True
         try:
-            if sink.transactional and checkpoint is not None and value is not None:
-                sink.write(pending, (checkpoint, value))
-            else:
-                sink.write(pending, None)
+            write(value)
         except SinkError as exc:
             writing = False
             if exc.delivered and checkpoint is not None and not sink.transactional:
                 part = dict(pending_from[: exc.delivered])
-                _save_checkpoint_file(checkpoint, _encode_position({**done, **part}))
+                save_checkpoint_file(checkpoint, encode_position({**done, **part}))
             raise
         writing = False
         if checkpoint is not None and value is not None and not sink.transactional:
-            _save_checkpoint_file(checkpoint, value)
+            save_checkpoint_file(checkpoint, value)
         done.update(moved)
-        tallies = report.streams
-        tally: StreamTally | None = None
-        source = None
-        for stream, source_id in pending_from:
-            if stream is not source:
-                source, tally = stream, tallies[stream]
-            assert tally is not None
-            tally.entries += 1
-            if tally.first_id is None:
-                tally.first_id = source_id
-            tally.last_id = source_id
-        report.delivered += len(pending)
+        _tally(report, pending_from, nodes_from)
+        report.delivered += len(pending) + node_entries
         pending.clear()
         pending_from.clear()
+        nodes.clear()
+        nodes_from.clear()
+        node_entries = 0
         moved.clear()
         if progress is not None:
             report.seconds = time.perf_counter() - began
@@ -362,13 +391,31 @@ def run_replay(
     seen: ID | None = None
     tally = StreamTally(b"")
     to = b""
-    selected = entries if not where and count is None else _selected(entries, where, count)
+
+    def accept(run: NodeRun) -> bool:
+        """Whether ``run`` goes whole: past the checkpoint, above the target's last ID."""
+        position = done.get(run.stream)
+        first = run.facts.first_live
+        if first is None or (position is not None and position >= first):
+            return False
+        last = ids.last(target(run.stream) if target else run.stream)
+        return run.master_id > (0, 0) if last is None else run.master_id > last
+
+    paced = pacer is not None and pacer.schedule.paced
+    if getattr(sink, "write_nodes", None) and fast and not where and count is None and not paced:
+        selected: Iterable[ReplayEntry | NodeRun | None] = _accepted(entries, accept)
+    else:
+        plain = _expanded(entries)
+        selected = plain if not where and count is None else _selected(plain, where, count)
     try:
         for item in selected:
             if item is None:  # a source following live has nothing more for now
                 flush()
                 continue
-            stream, entry_id, flat = item
+            if type(item) is NodeRun:
+                stream = item.stream
+            else:
+                stream, entry_id, flat = item  # type: ignore[misc]
             if stream != current:
                 current, seen = stream, done.get(stream)
                 found = report.streams.get(stream)
@@ -379,6 +426,16 @@ def run_replay(
                 tally, to = found, found.target
                 if fast:
                     ids.last(to)
+            if type(item) is NodeRun:  # accepted: it goes whole
+                if pending:
+                    flush()
+                nodes.append((to, item.master_id, item.node))
+                nodes_from.append((stream, item))
+                node_entries += item.facts.live
+                moved[stream] = lasts[to] = item.facts.last
+                if node_entries >= batch_entries:
+                    flush()
+                continue
             if seen is not None and entry_id <= seen:
                 report.resumed += 1
                 continue
@@ -403,6 +460,8 @@ def run_replay(
                     report.skipped += 1
                     continue
                 report.renumbered += 1
+            if nodes:
+                flush()
             pending.append((to, chosen, flat))  # type: ignore[arg-type]
             pending_from.append((stream, entry_id))
             if len(pending) >= batch_entries:

@@ -7,7 +7,8 @@ engine already chose (kept, or new), and writes each batch whole or raises:
 
 * :class:`StoreSink` writes a batch in ONE transaction (:meth:`rstore.Store.append_entries`),
   the replay's checkpoint recorded in that same transaction: ``transactional`` is true and
-  :meth:`StoreSink.write` takes the checkpoint value;
+  :meth:`StoreSink.write` takes the checkpoint value; it also takes whole nodes unchanged
+  (:meth:`StoreSink.write_nodes`, :meth:`rstore.Store.append_nodes`);
 * :class:`LinesSink` and :class:`UrlSink` are not transactional: the engine records their
   checkpoint in a small file after :meth:`write` returned (at least once).  A server that
   refuses an entry of a batch raises :class:`SinkError` telling how many entries before it
@@ -58,6 +59,10 @@ class Sink(Protocol):
     def load_checkpoint(self, name: str) -> bytes | None:
         """A transactional sink's checkpoint ``name``; others give ``None``."""
         ...
+
+    # A sink may also take whole nodes, ``write_nodes(nodes, checkpoint)`` with ``nodes`` a
+    # sequence of ``(target stream, master ID, node)``, written whole or not at all
+    # (:class:`StoreSink`); the engine then copies nodes unchanged when it can.
 
 
 def _format_id(entry_id: ID) -> bytes:
@@ -119,6 +124,13 @@ class StoreSink:
 
     def write(self, batch: Sequence[TargetEntry], checkpoint: tuple[str, bytes] | None) -> None:
         self.store.append_entries(batch, checkpoint=checkpoint)  # IDs as (ms, seq) tuples
+
+    def write_nodes(
+        self, nodes: Sequence[tuple[bytes, ID, bytes]], checkpoint: tuple[str, bytes] | None
+    ) -> None:
+        """Whole nodes, unchanged, in one transaction with the checkpoint
+        (:meth:`rstore.Store.append_nodes`)."""
+        self.store.append_nodes(nodes, checkpoint=checkpoint)
 
 
 class UrlSink:

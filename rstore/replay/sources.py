@@ -33,6 +33,7 @@ from functools import partial
 
 from rstore import (
     Columns,
+    NodeFacts,
     RDBStream,
     RStoreError,
     Store,
@@ -40,6 +41,7 @@ from rstore import (
     index_rdb,
     iter_columns,
     key_matches,
+    node_facts,
     read_rdb_nodes,
 )
 
@@ -47,6 +49,7 @@ from .buffers import int32s, int64s, strings
 from .envelope import ReplayEntry, decode_lines
 
 __all__ = [
+    "NodeRun",
     "SelectionError",
     "batches_from_rdb",
     "batches_from_store",
@@ -56,6 +59,8 @@ __all__ = [
     "entries_from_store",
     "field_filter",
     "is_glob",
+    "runs_from_rdb",
+    "runs_from_store",
     "select_streams",
 ]
 
@@ -72,6 +77,27 @@ PAGE_BYTES = 8 << 20
 
 class SelectionError(RStoreError):
     """A stream named for reading does not exist, or a glob matches none."""
+
+
+class NodeRun:
+    """A whole node of a source stream, every entry of it selected and none deleted, given
+    instead of its entries when a source is asked for ``whole_nodes``: a store target that
+    keeps the IDs takes it unchanged (:meth:`rstore.Store.append_nodes`); any other use reads
+    its :meth:`entries`.  ``facts`` are the node's, checked in depth (:func:`rstore.node_facts`).
+    """
+
+    __slots__ = ("facts", "master_id", "node", "stream")
+
+    def __init__(self, stream: bytes, master_id: ID, node: bytes, facts: NodeFacts) -> None:
+        self.stream = stream
+        self.master_id = master_id
+        self.node = node
+        self.facts = facts
+
+    def entries(self) -> Iterator[ReplayEntry]:
+        """The node's entries, as the source would have given them one by one."""
+        for cols in iter_columns([(self.master_id, self.node)], batch_entries=1 << 30):
+            yield from entries_from_columns(self.stream, cols)
 
 
 def _show_name(name: bytes) -> str:
@@ -122,6 +148,30 @@ def entries_from_columns(stream: bytes, cols: Columns) -> Iterator[ReplayEntry]:
         yield stream, (ms, seq), flat[2 * a : 2 * b]
 
 
+def _page_items(
+    key: bytes, nodes: list[tuple[ID, bytes]], start: ID, last: ID, whole_nodes: bool
+) -> Iterator[ReplayEntry | NodeRun]:
+    """The selected entries of a page of nodes of ``key``; with ``whole_nodes``, each node all
+    of whose entries are selected and live as one :class:`NodeRun` instead."""
+    if not whole_nodes:
+        for cols in iter_columns(nodes, start, last, batch_entries=1 << 30):
+            yield from entries_from_columns(key, cols)
+        return
+    others: list[tuple[ID, bytes]] = []
+    for master_id, node in nodes:
+        facts = node_facts(node, master_id)
+        first = facts.first_live
+        if facts.deleted or first is None or first < start or facts.last > last:
+            others.append((master_id, node))
+            continue
+        if others:
+            yield from _page_items(key, others, start, last, False)
+            others = []
+        yield NodeRun(key, master_id, bytes(node), facts)
+    if others:
+        yield from _page_items(key, others, start, last, False)
+
+
 # -- a store -----------------------------------------------------------------------------------
 
 
@@ -140,17 +190,15 @@ def _store_page(
     return nodes, None
 
 
-def batches_from_store(
+def _store_pages(
     store: Store,
-    streams: Sequence[bytes] | None = None,
-    start: ID = MIN_ID,
-    end: ID = MAX_ID,
-    *,
-    page_nodes: int = PAGE_NODES,
-    page_bytes: int = PAGE_BYTES,
-) -> Iterator[tuple[bytes, Columns]]:
-    """The selected entries of ``store`` as ``(stream, batch)`` pairs, a batch per page of
-    nodes (see the module docstring); the selection is checked before the first batch."""
+    streams: Sequence[bytes] | None,
+    start: ID,
+    end: ID,
+    page_nodes: int,
+    page_bytes: int,
+) -> Iterator[tuple[bytes, list[tuple[ID, bytes]], ID]]:
+    """``(stream, page of nodes, last ID read)`` for the selected streams, a page at a time."""
     if page_nodes < 1:
         raise ValueError("page_nodes must be at least 1")
 
@@ -176,8 +224,23 @@ def batches_from_store(
                 page_bytes=page_bytes,
             )
             nodes, cursor = store.view(read)
-            for cols in iter_columns(nodes, at, last, batch_entries=1 << 30):
-                yield key, cols
+            yield key, nodes, last
+
+
+def batches_from_store(
+    store: Store,
+    streams: Sequence[bytes] | None = None,
+    start: ID = MIN_ID,
+    end: ID = MAX_ID,
+    *,
+    page_nodes: int = PAGE_NODES,
+    page_bytes: int = PAGE_BYTES,
+) -> Iterator[tuple[bytes, Columns]]:
+    """The selected entries of ``store`` as ``(stream, batch)`` pairs, a batch per page of
+    nodes (see the module docstring); the selection is checked before the first batch."""
+    for key, nodes, last in _store_pages(store, streams, start, end, page_nodes, page_bytes):
+        for cols in iter_columns(nodes, start, last, batch_entries=1 << 30):
+            yield key, cols
 
 
 def entries_from_store(
@@ -196,23 +259,34 @@ def entries_from_store(
         yield from entries_from_columns(key, cols)
 
 
-# -- an RDB dump -------------------------------------------------------------------------------
-
-
-def batches_from_rdb(
-    path: str,
+def runs_from_store(
+    store: Store,
     streams: Sequence[bytes] | None = None,
     start: ID = MIN_ID,
     end: ID = MAX_ID,
     *,
-    db: int = 0,
     page_nodes: int = PAGE_NODES,
-    index: Iterable[RDBStream] | None = None,
-) -> Iterator[tuple[bytes, Columns]]:
-    """The selected entries of the streams of database ``db`` of the RDB file ``path``, as
-    ``(stream, batch)`` pairs.  The file is indexed (read whole, its checksum checked) before
-    the first batch, unless ``index`` gives :func:`rstore.index_rdb`'s answer already; each
-    node read is checked in depth (:class:`rstore.CorruptRDBError` at the damaged byte)."""
+    page_bytes: int = PAGE_BYTES,
+) -> Iterator[ReplayEntry | NodeRun]:
+    """:func:`entries_from_store`, but a node whose entries are all selected and live comes
+    whole, as a :class:`NodeRun` (a store target that keeps the IDs copies it unchanged)."""
+    for key, nodes, last in _store_pages(store, streams, start, end, page_nodes, page_bytes):
+        yield from _page_items(key, nodes, start, last, True)
+
+
+# -- an RDB dump -------------------------------------------------------------------------------
+
+
+def _rdb_pages(
+    path: str,
+    streams: Sequence[bytes] | None,
+    start: ID,
+    end: ID,
+    db: int,
+    page_nodes: int,
+    index: Iterable[RDBStream] | None,
+) -> Iterator[tuple[bytes, list[tuple[ID, bytes]], ID]]:
+    """``(stream, page of nodes, last ID read)`` for the selected streams of the dump."""
     if page_nodes < 1:
         raise ValueError("page_nodes must be at least 1")
     found = index_rdb(path) if index is None else index
@@ -230,9 +304,26 @@ def batches_from_rdb(
         for i in range(first, stop, page_nodes):
             count = min(page_nodes, stop - i)
             after = masters[i - 1] if i else None
-            nodes = list(read_rdb_nodes(path, spans[i].offset or 0, count, after=after))
-            for cols in iter_columns(nodes, start, last, batch_entries=1 << 30):
-                yield key, cols
+            yield key, list(read_rdb_nodes(path, spans[i].offset or 0, count, after=after)), last
+
+
+def batches_from_rdb(
+    path: str,
+    streams: Sequence[bytes] | None = None,
+    start: ID = MIN_ID,
+    end: ID = MAX_ID,
+    *,
+    db: int = 0,
+    page_nodes: int = PAGE_NODES,
+    index: Iterable[RDBStream] | None = None,
+) -> Iterator[tuple[bytes, Columns]]:
+    """The selected entries of the streams of database ``db`` of the RDB file ``path``, as
+    ``(stream, batch)`` pairs.  The file is indexed (read whole, its checksum checked) before
+    the first batch, unless ``index`` gives :func:`rstore.index_rdb`'s answer already; each
+    node read is checked in depth (:class:`rstore.CorruptRDBError` at the damaged byte)."""
+    for key, nodes, last in _rdb_pages(path, streams, start, end, db, page_nodes, index):
+        for cols in iter_columns(nodes, start, last, batch_entries=1 << 30):
+            yield key, cols
 
 
 def entries_from_rdb(
@@ -243,10 +334,29 @@ def entries_from_rdb(
     *,
     db: int = 0,
     page_nodes: int = PAGE_NODES,
+    index: Iterable[RDBStream] | None = None,
 ) -> Iterator[ReplayEntry]:
     """The selected entries of an RDB file, one by one (see :func:`batches_from_rdb`)."""
-    for key, cols in batches_from_rdb(path, streams, start, end, db=db, page_nodes=page_nodes):
+    for key, cols in batches_from_rdb(
+        path, streams, start, end, db=db, page_nodes=page_nodes, index=index
+    ):
         yield from entries_from_columns(key, cols)
+
+
+def runs_from_rdb(
+    path: str,
+    streams: Sequence[bytes] | None = None,
+    start: ID = MIN_ID,
+    end: ID = MAX_ID,
+    *,
+    db: int = 0,
+    page_nodes: int = PAGE_NODES,
+    index: Iterable[RDBStream] | None = None,
+) -> Iterator[ReplayEntry | NodeRun]:
+    """:func:`entries_from_rdb`, but a node whose entries are all selected and live comes
+    whole, as a :class:`NodeRun`."""
+    for key, nodes, last in _rdb_pages(path, streams, start, end, db, page_nodes, index):
+        yield from _page_items(key, nodes, start, last, True)
 
 
 # -- a JSONL file ------------------------------------------------------------------------------

@@ -57,6 +57,32 @@ def test_stdout_is_the_envelope_by_default_and_formats(run: Run, store_path: Pat
     assert window.stdout == "3-0\n"
 
 
+def test_on_conflict_fail_writes_nothing_when_a_later_stream_conflicts(
+    run: Run, store_path: Path, tmp_path: Path
+) -> None:
+    """The conflict is in the second stream replayed ('raw'): the first ('clicks') must not
+    have been written when the replay refuses; from a dump as from a store."""
+    _seed(store_path)
+    with rstore.Store(store_path) as source:
+        last_raw = source.execute("XREVRANGE", "raw", "+", "-", "COUNT", 1)[0][0].decode()
+        source.save(tmp_path / "dump.rdb")
+    for extra in ((), ("--from-dump", str(tmp_path / "dump.rdb"))):
+        dst = tmp_path / ("copy" + str(len(extra)))
+        with rstore.Store(dst) as target:
+            target.execute("XADD", "raw", last_raw, "already", "there")
+        refused = run("replay", "--to-store", str(dst), *extra)
+        assert refused.exit_code == 1
+        assert (
+            refused.stderr.startswith("Error: kept IDs not above the target's last ID: 'raw' from ")
+            and "nothing was written" in refused.stderr
+        )
+        with rstore.Store(dst) as target:
+            assert target.execute("EXISTS", "clicks") == 0 and target.xlen("raw") == 1
+        # past a checkpoint beyond the conflict, nothing conflicts any more
+        partial = run("replay", "raw", "--to-store", str(dst), "--on-conflict", "skip")
+        assert partial.exit_code == 0
+
+
 def test_to_store_keeps_ids_and_checkpoint_resumes(
     run: Run, store_path: Path, tmp_path: Path
 ) -> None:
@@ -71,7 +97,8 @@ def test_to_store_keeps_ids_and_checkpoint_resumes(
     for key in ("clicks", "raw"):
         assert _xrange(dst, key) == _xrange(store_path, key)
     assert run("replay", "--to-store", str(dst)).stderr.startswith(
-        "Error: entry 1-0 of 'clicks' is not above the last ID of 'clicks' (20-0)"
+        "Error: kept IDs not above the target's last ID: 'clicks' from 1-0 into 'clicks' "
+        "(last ID 20-0)"
     )
     skip = run("replay", "--to-store", str(dst), "--on-conflict", "skip")
     assert (
@@ -173,9 +200,8 @@ def test_to_url_writes_through_xadd(run: Run, store_path: Path, tmp_path: Path) 
             assert client.execute_command("XRANGE", key, "-", "+") == _xrange(store_path, key)
         assert json.loads(cp.read_bytes()) == {"clicks": "20-0", "raw": "100-1"}
         again = run("replay", "--to-url", url)  # a conflict: refused before anything is sent
-        assert (
-            again.exit_code == 1 and "is not above the last ID of 'clicks' (20-0)" in again.stderr
-        )
+        assert again.exit_code == 1
+        assert "'clicks' from 1-0 into 'clicks' (last ID 20-0)" in again.stderr
         client.execute_command("SET", "taken", "x")
         refused = run("replay", "clicks", "--to-stream", "taken", "--to-url", url)
         assert refused.exit_code == 1
