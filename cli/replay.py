@@ -347,7 +347,9 @@ def replay_command(
         )
         if groups is not None and delivered:
             execute = sink.store.execute if to_url is None else sink.client.execute_command
-            copied = rstore.copy_groups(groups, execute, target=target)
+            # a rerun with a checkpoint resumes: the groups its first run copied are updated
+            existing = "fail" if checkpoint is None else "update"
+            copied = rstore.copy_groups(groups, execute, target=target, existing=existing)
             if not as_json:
                 click.echo(
                     f"copied {copied.groups} groups, {copied.consumers} consumers, "

@@ -11,7 +11,10 @@ RETRYCOUNT n FORCE JUSTID`` (its delivery time and count kept).
 What is not kept: a consumer's seen and active times (no command sets them: they are the copy's
 time), and pending entries whose entry is not in the target stream (XCLAIM ignores them, as a
 server does for a deleted entry).  A group that already exists on the target is an error
-(``BUSYGROUP``), reported before any of its state is written.
+(``BUSYGROUP``), reported before any of its state is written -- unless ``existing="update"``
+(a resumed replay, whose first run may have copied the groups already): then the group is set
+to the copied state with ``XGROUP SETID ... ENTRIESREAD n`` and the consumers and pending
+entries are written again, which changes nothing that the first copy wrote.
 """
 
 from __future__ import annotations
@@ -65,9 +68,14 @@ def copy_groups(
     execute: Callable[..., Any],
     *,
     target: Callable[[bytes], bytes] | None = None,
+    existing: str = "fail",
 ) -> GroupsReport:
     """Create ``groups`` on a target through ``execute(*command)`` (``Store.execute``, or a
-    redis-py client's ``execute_command``), stream names mapped by ``target``."""
+    redis-py client's ``execute_command``), stream names mapped by ``target``; ``existing``
+    says what to do with a group the target has already: ``"fail"`` (BUSYGROUP raised) or
+    ``"update"`` (set to the copied state: see the module docstring)."""
+    if existing not in ("fail", "update"):
+        raise ValueError(f"existing must be fail or update, not {existing!r}")
     report = GroupsReport()
     for stream, infos in groups.items():
         key = target(stream) if target else stream
@@ -76,7 +84,12 @@ def copy_groups(
             create: list[Any] = [b"XGROUP", b"CREATE", key, name, _id(info.state.last_id)]
             if info.entries_read is not None:
                 create += [b"ENTRIESREAD", info.entries_read]
-            execute(*create)
+            try:
+                execute(*create)
+            except Exception as exc:  # a store's or redis-py's ResponseError
+                if existing != "update" or not str(exc).startswith("BUSYGROUP"):
+                    raise
+                execute(b"XGROUP", b"SETID", *create[2:])
             report.groups += 1
             owners: dict[ID, bytes] = {}
             for consumer in info.consumers:

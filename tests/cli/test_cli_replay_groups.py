@@ -87,3 +87,28 @@ def test_dump_to_valkey(run: Run, store_path: Path, tmp_path: Path) -> None:
         assert result.exit_code == 0, result.stderr
         got = _state(lambda *args: server.call(*(str(a).encode() for a in args)))
     assert got == expected
+
+
+def test_a_rerun_with_a_checkpoint_updates_the_groups_it_copied(
+    run: Run, store_path: Path, tmp_path: Path
+) -> None:
+    """The groups are copied after the entries: a rerun of the same command (resuming from its
+    checkpoint, e.g. after being killed during the group copy) sets them again instead of
+    failing with BUSYGROUP; without a checkpoint an existing group is still an error."""
+    _seed(store_path)
+    with rstore.Store(store_path) as src:
+        expected = _state(src.execute)
+    copy = tmp_path / "copy"
+    args = ("replay", "--to-store", str(copy), "--with-groups", "--checkpoint", "c")
+    assert run(*args).exit_code == 0
+    with rstore.Store(copy) as t:  # a copy interrupted half-way: one group moved on
+        t.execute("XGROUP", "SETID", "s", "g", "0", "ENTRIESREAD", 0)
+        t.execute("XACK", "s", "g", "3-0")
+    again = run(*args)
+    assert again.exit_code == 0, again.stderr
+    with rstore.Store(copy) as t:
+        assert _state(t.execute) == expected
+    assert _times(copy) == _times(store_path)
+    plain = run("replay", "--to-store", str(tmp_path / "copy"), "--with-groups",
+                "--on-conflict", "skip")  # fmt: skip
+    assert plain.exit_code == 1 and "BUSYGROUP" in plain.stderr
