@@ -14,7 +14,7 @@ standard fields, and a group that has read 10k of them (10k pending entries, one
   time is the "DB loaded from disk: N seconds" it logs.  Each restore is checked (XLEN).
 
 The sides alternate, ``--rounds`` times each.  The results say whether the C helpers are in use
-(python-lzf for LZF, crcmod's extension for CRC64, rstore's node decoder).
+(python-lzf for LZF, rstore's or crcmod's CRC64, rstore's node decoder and snapshot loops).
 
     python bench/snapshot.py --repeat 3
     python bench/snapshot.py --quick
@@ -63,8 +63,16 @@ def helpers_in_use() -> str:
 
     parts = [
         f"LZF: {'python-lzf (C)' if importlib.util.find_spec('lzf') else 'pure Python'}",
-        f"CRC64: {'crcmod C' if importlib.util.find_spec('crcmod._crcfunext') else 'Python'}",
+        "CRC64: "
+        + (
+            "rstore C"
+            if speedups.c_crc64 is not None
+            else "crcmod C"
+            if importlib.util.find_spec("crcmod._crcfunext")
+            else "Python"
+        ),
         f"node decoder: {'C' if speedups.ENABLED else 'pure Python'}",
+        f"snapshot loops: {'C' if speedups.c_pack is not None else 'Python'}",
     ]
     return ", ".join(parts)
 

@@ -5,7 +5,9 @@ optional extension: a failed build leaves the pure-Python codecs, which are comp
 own).  It speeds up decoding stream nodes, the inner loop of XRANGE, XREAD and XREADGROUP, and
 checking them in depth, the inner loop of restoring an RDB file or a DUMP payload; its
 functions return ``None`` for anything unusual and the Python version then does the work (and
-reports corrupt data), so both give the same answers.  ``RSTORE_NO_SPEEDUPS=1`` in the
+reports corrupt data), so both give the same answers.  ``_snapshot.c`` holds the node loops of
+saving and restoring RDB files (:mod:`rstore.rdb.writer`, :mod:`rstore.rdb.values`), with the
+same contract, and ``_crc64.c`` CRC-64 (:mod:`rstore.codec.crc64`).  ``RSTORE_NO_SPEEDUPS=1`` in the
 environment, set before rstore is imported, keeps the pure-Python path.
 """
 
@@ -20,7 +22,10 @@ __all__ = [
     "c_append_entry",
     "c_check_node",
     "c_columns_append",
+    "c_crc64",
     "c_entry_size",
+    "c_pack",
+    "c_read_nodes",
     "c_scan_forward",
 ]
 
@@ -29,6 +34,9 @@ c_check_node: Callable[..., tuple[int, int, int, bool, int, int, int, int] | Non
 c_columns_append: Callable[..., tuple[int, bool] | None] | None = None
 c_append_entry: Callable[..., bool | None] | None = None
 c_entry_size: Callable[[object], int | None] | None = None
+c_crc64: Callable[..., int] | None = None
+c_pack: Callable[..., tuple[bytes, int, bool]] | None = None
+c_read_nodes: Callable[..., tuple[list[tuple[Any, ...]], int]] | None = None
 
 if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
     try:
@@ -51,6 +59,19 @@ if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
     if _ca is not None:
         c_append_entry = _ca.append_entry
         c_entry_size = _ca.entry_size
+    try:
+        from rstore.codec import _crc64 as _ccrc  # type: ignore[attr-defined]
+    except ImportError:  # not built: crcmod computes it
+        _ccrc: Any = None  # type: ignore[no-redef]
+    if _ccrc is not None:
+        c_crc64 = _ccrc.crc64
+    try:
+        from rstore.codec import _snapshot as _cs  # type: ignore[attr-defined]
+    except ImportError:  # not built: the snapshot loops in Python
+        _cs: Any = None  # type: ignore[no-redef]
+    if _cs is not None:
+        c_pack = _cs.pack
+        c_read_nodes = _cs.read_nodes
 
 #: Whether the C accelerator is in use.
 ENABLED = c_scan_forward is not None

@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rstore.codec import listpack as lp
-from rstore.codec.node_validate import node_facts
+from rstore.codec.node_validate import NodeFacts, checked, node_facts
+from rstore.codec.speedups import c_read_nodes
 from rstore.errors import CorruptDataError, CorruptRDBError, UnsupportedRDBError
 from rstore.model import (
     ID,
@@ -88,28 +89,54 @@ def read_nodes(
 ) -> Iterator[StreamNode]:
     """``count`` stream nodes (master ID string, listpack string) from where ``src`` stands,
     checked as :func:`read_stream` checks them; ``after`` is the master ID of the node before
-    them, when known (master IDs must rise)."""
+    them, when known (master IDs must rise).
+
+    With the C extension, the nodes in the read buffer are parsed, decompressed and checked in
+    depth there, a buffer at a time (their facts remembered, so that the importer does not
+    walk them again); a node it does not take -- one that crosses the buffer's end, is
+    encoded otherwise, or is damaged -- is read here, which reports the damage."""
     previous = after
-    for _ in range(count):
-        at = src.offset
-        key = src.string()
-        if len(key) != 16:
-            raise src.corrupt("Stream node key entry is not the size of a stream ID", at)
-        master_id = (int.from_bytes(key[:8], "big"), int.from_bytes(key[8:], "big"))
-        if previous is not None and master_id <= previous:
-            raise src.corrupt("stream nodes are not in ascending order (or repeat)", at)
-        previous = master_id
-        at = src.offset
-        listpack = src.string()
-        try:
-            lp.validate(listpack, deep=False)
-            if deep:
-                node_facts(listpack, master_id)
-        except CorruptDataError as exc:
-            raise node_error(src, exc) from exc
-        if listpack[lp.HEADER_SIZE] == lp.EOF:
-            raise src.corrupt("Empty listpack inside stream", at)
-        yield StreamNode(master_id, listpack)
+    left = count
+    while left:
+        if deep and c_read_nodes is not None:
+            buf, pos = src.buffered()
+            have = previous is not None
+            ms, seq = previous if previous is not None else (0, 0)
+            records, _ = c_read_nodes(buf, pos, left, have, ms, seq)
+            if records:
+                left -= len(records)
+                for ms, seq, listpack, live, first_ms, first_seq, last_ms, last_seq, end in records:
+                    previous = (ms, seq)
+                    first = None if first_ms < 0 else (first_ms, first_seq)
+                    checked(listpack, previous, NodeFacts(live, first, (last_ms, last_seq)))
+                    src.advance(end)  # the offset after each node is where it ends
+                    yield StreamNode(previous, listpack)
+                continue
+        node = _read_node(src, previous, deep)
+        previous = node.master_id
+        left -= 1
+        yield node
+
+
+def _read_node(src: Source, previous: ID | None, deep: bool) -> StreamNode:
+    at = src.offset
+    key = src.string()
+    if len(key) != 16:
+        raise src.corrupt("Stream node key entry is not the size of a stream ID", at)
+    master_id = (int.from_bytes(key[:8], "big"), int.from_bytes(key[8:], "big"))
+    if previous is not None and master_id <= previous:
+        raise src.corrupt("stream nodes are not in ascending order (or repeat)", at)
+    at = src.offset
+    listpack = src.string()
+    try:
+        lp.validate(listpack, deep=False)
+        if deep:
+            node_facts(listpack, master_id)
+    except CorruptDataError as exc:
+        raise node_error(src, exc) from exc
+    if listpack[lp.HEADER_SIZE] == lp.EOF:
+        raise src.corrupt("Empty listpack inside stream", at)
+    return StreamNode(master_id, listpack)
 
 
 def read_stream(src: Source, rdb_type: int, *, deep: bool = True) -> Iterator[StreamRecord]:
