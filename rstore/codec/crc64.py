@@ -2,7 +2,7 @@
 
 Width 64, polynomial 0xAD93D23594C935A9 (reflected 0x95AC9329AC4BC9B5), input and output
 reflected, initial value 0, no final XOR.  ``crc64(b"123456789") == 0xE9C6D914C4B8D9CA``.
-Computed by rstore's C extension (``_snapshot.c``, slicing-by-8) when it is built; else by
+Computed by rstore's C extension (``_crc64.c``, slicing-by-8) when it is built; else by
 crcmod (its C extension when built, its pure-Python table code otherwise), which is also the
 reference the C version is tested against (:func:`py_crc64`).
 """

@@ -1,5 +1,5 @@
 /* The deep check of a stream node, shared by the C accelerators (_speedups.c: check_node;
- * _snapshot.c: the node loop of restoring an RDB file).
+ * _rdbread.c: the node loop of restoring an RDB file).
  *
  * It is the deep validation of rstore.codec.node_validate.validate_node -- the listpack walk
  * with every backlen checked, the master entry, each entry's element count and lp-count, the

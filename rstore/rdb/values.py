@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 from rstore.codec import listpack as lp
 from rstore.codec.node_validate import NodeFacts, checked, node_facts
-from rstore.codec.speedups import c_read_nodes
+from rstore.codec.speedups import c_read_nodes, c_read_pel
 from rstore.errors import CorruptDataError, CorruptRDBError, UnsupportedRDBError
 from rstore.model import (
     ID,
@@ -172,15 +172,32 @@ def read_stream(src: Source, rdb_type: int, *, deep: bool = True) -> Iterator[St
         pel_size = src.length()
         # The consumer count is stored after the PEL: -1 here means "not read yet".
         yield GroupState(name, group_last, entries_read, pel_size, -1)
-        previous_id = None
-        for _ in range(pel_size):
-            at = src.offset
-            entry_id = src.raw_id()
-            if previous_id is not None and entry_id <= previous_id:
-                raise src.corrupt("Duplicated global PEL entry loading stream consumer group", at)
-            previous_id = entry_id
-            yield PendingEntry(entry_id, src.ms_time(), src.length())
+        yield from _group_pel(src, pel_size)
         yield from _consumers(src, rdb_type)
+
+
+def _group_pel(src: Source, count: int) -> Iterator[PendingEntry]:
+    previous: ID | None = None
+    left = count
+    while left:
+        if c_read_pel is not None:  # the records in the read buffer, in C
+            buf, pos = src.buffered()
+            ms, seq = previous or (0, 0)
+            records, _ = c_read_pel(buf, pos, left, True, previous is not None, ms, seq)
+            if records:
+                left -= len(records)
+                for ms, seq, when, deliveries, end in records:
+                    previous = (ms, seq)
+                    src.advance(end)
+                    yield PendingEntry(previous, when, deliveries)
+                continue
+        at = src.offset
+        entry_id = src.raw_id()
+        if previous is not None and entry_id <= previous:
+            raise src.corrupt("Duplicated global PEL entry loading stream consumer group", at)
+        previous = entry_id
+        left -= 1
+        yield PendingEntry(entry_id, src.ms_time(), src.length())
 
 
 def _consumers(src: Source, rdb_type: int) -> Iterator[StreamRecord]:
@@ -196,16 +213,31 @@ def _consumers(src: Source, rdb_type: int) -> Iterator[StreamRecord]:
         active = src.ms_time() if rdb_type >= STREAM_V3 else None
         pel_size = src.length()
         yield ConsumerState(name, seen, active, pel_size)
-        previous_id = None
-        for _ in range(pel_size):
-            at = src.offset
-            entry_id = src.raw_id()
-            if previous_id is not None and entry_id <= previous_id:
-                raise src.corrupt(
-                    "Duplicated consumer PEL entry loading a stream consumer group", at
-                )
-            previous_id = entry_id
-            yield ConsumerPending(entry_id)
+        yield from _consumer_pel(src, pel_size)
+
+
+def _consumer_pel(src: Source, count: int) -> Iterator[ConsumerPending]:
+    previous: ID | None = None
+    left = count
+    while left:
+        if c_read_pel is not None:  # the IDs in the read buffer, in C
+            buf, pos = src.buffered()
+            ms, seq = previous or (0, 0)
+            records, _ = c_read_pel(buf, pos, left, False, previous is not None, ms, seq)
+            if records:
+                left -= len(records)
+                for ms, seq, end in records:
+                    previous = (ms, seq)
+                    src.advance(end)
+                    yield ConsumerPending(previous)
+                continue
+        at = src.offset
+        entry_id = src.raw_id()
+        if previous is not None and entry_id <= previous:
+            raise src.corrupt("Duplicated consumer PEL entry loading a stream consumer group", at)
+        previous = entry_id
+        left -= 1
+        yield ConsumerPending(entry_id)
 
 
 # ----------------------------------------------------------------------------- other types

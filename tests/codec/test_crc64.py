@@ -84,7 +84,7 @@ def test_trailer_of_server_written_files(path: Path) -> None:
     assert crc64(data[:-8]) == stored
 
 
-# rstore's C version (rstore/codec/_snapshot.c, slicing-by-8) against crcmod, the reference: on
+# rstore's C version (rstore/codec/_crc64.c, slicing-by-8) against crcmod, the reference: on
 # random bytes, at every alignment, across the 8-byte steps, and fed in random pieces.
 needs_c = pytest.mark.skipif(c_crc64 is None, reason="the C accelerator is not built")
 

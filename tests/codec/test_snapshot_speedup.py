@@ -1,7 +1,7 @@
-"""The optional C loops of saving and restoring RDB files (rstore/codec/_snapshot.c) give the
-bytes and records the Python reference gives, and hand everything unusual back to it: node,
-PEL and ID records packed alike, node records read alike (damage reported by the same error at
-the same offset), and the writer's count checks kept."""
+"""The optional C loops of saving and restoring RDB files (rstore/codec/_rdbpack.c and
+_rdbread.c) give the bytes and records the Python reference gives, and hand everything unusual
+back to it: node, PEL and ID records packed alike, node and PEL records read alike (damage
+reported by the same error at the same offset), and the writer's count checks kept."""
 
 from __future__ import annotations
 
@@ -211,3 +211,48 @@ def test_a_node_across_the_buffer_end_is_read_in_python() -> None:
     got = _read(data, len(nodes), True)
     assert got == _read(data, len(nodes), False)
     assert [(n.master_id, n.listpack) for n in got[0]] == nodes
+
+
+def _read_pel(data: bytes, count: int, times: bool, c: bool) -> tuple[list[object], object, int]:
+    src = Source(io.BytesIO(data), len(data))
+    saved = values.c_read_pel
+    values.c_read_pel = saved if c else None  # type: ignore[assignment]
+    out: list[object] = []
+    error: object = None
+    try:
+        reader = values._group_pel if times else values._consumer_pel
+        out.extend(reader(src, count))
+    except CorruptRDBError as exc:
+        error = (str(exc), exc.offset)
+    finally:
+        values.c_read_pel = saved  # type: ignore[assignment]
+    return out, error, src.offset
+
+
+pel_entries = st.lists(
+    st.tuples(ids, st.integers(-(2**63), 2**63 - 1), st.integers(0, 2**64 - 1)),
+    max_size=12,
+    unique_by=lambda p: p[0],
+).map(sorted)
+
+
+@given(pel_entries, st.booleans(), st.data())
+@settings(max_examples=300)
+def test_pel_records_read_alike(
+    pel: list[tuple[ID, int, int]], times: bool, data: st.DataObject
+) -> None:
+    """A group's PEL (ID, time, count) or a consumer's (IDs), intact or damaged (which may make
+    the IDs repeat or go down, or cut a record short): the same records, the same error."""
+    if times:
+        blob = bytearray(
+            b"".join(encode_raw_id(i) + encode_ms(t) + encode_length(n) for i, t, n in pel)
+        )
+    else:
+        blob = bytearray(b"".join(encode_raw_id(i) for i, _, _ in pel))
+    if blob and data.draw(st.booleans()):
+        for _ in range(data.draw(st.integers(1, 3))):
+            blob[data.draw(st.integers(0, len(blob) - 1))] = data.draw(st.integers(0, 255))
+        if data.draw(st.booleans()):
+            blob = blob[: data.draw(st.integers(0, len(blob)))]
+    got = _read_pel(bytes(blob), len(pel), times, True)
+    assert got == _read_pel(bytes(blob), len(pel), times, False)
