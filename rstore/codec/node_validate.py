@@ -28,7 +28,8 @@ class NodeFacts(NamedTuple):
 
 # The last node checked and its facts: restoring a file checks each node as the reader parses
 # it (where damage is reported at its offset in the file) and the importer asks for its facts
-# again; the same immutable ``bytes`` object with the same master ID is not walked twice.
+# again; the same immutable ``bytes`` object with the same master ID is not walked twice.  The
+# entry is dropped once it served (the reference to the node is not kept beyond that).
 _last_checked: tuple[bytes, ID, NodeFacts] | None = None
 
 
@@ -43,8 +44,10 @@ def node_facts(node: bytes | bytearray, master_id: ID) -> NodeFacts:
     ID and its entries' deleted flags to agree with the master's live count (Redis checks
     neither; a node that breaks them would mislead XADD, XLEN and XRANGE).
     Raises :class:`CorruptDataError`."""
+    global _last_checked  # noqa: PLW0603 - a one-entry cache
     last = _last_checked
     if last is not None and last[0] is node and last[1] == master_id:
+        _last_checked = None
         return last[2]
     facts = _node_facts(node, master_id)
     if type(node) is bytes:

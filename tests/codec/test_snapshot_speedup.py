@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rstore.codec import lzf, speedups
-from rstore.codec.node_validate import _node_facts, node_facts
+from rstore.codec import lzf, node_validate, speedups
+from rstore.codec.node_validate import NodeFacts, _node_facts, node_facts
 from rstore.errors import CorruptRDBError, InconsistentSnapshotError
 from rstore.model import (
     ConsumerSnapshot,
@@ -256,3 +256,30 @@ def test_pel_records_read_alike(
             blob = blob[: data.draw(st.integers(0, len(blob)))]
     got = _read_pel(bytes(blob), len(pel), times, True)
     assert got == _read_pel(bytes(blob), len(pel), times, False)
+
+
+def test_the_importer_gets_the_readers_facts_once() -> None:
+    """A node the reader checked is not checked again when its facts are asked for right
+    after; the remembered facts serve once, and never another object with the same bytes."""
+    entries = [ModelEntry((7, 0), [b"f", b"v"]), ModelEntry((7, 1), [b"f", b"w"])]
+    blob = ref_node(entries)
+    (node,), error, _ = _read(_records([((7, 0), blob)], False), 1, True)
+    assert error is None
+    calls: list[bytes] = []
+    real = node_validate._node_facts
+
+    def counting(n: bytes | bytearray, mid: ID) -> NodeFacts:
+        calls.append(bytes(n))
+        return real(n, mid)
+
+    node_validate._node_facts = counting  # type: ignore[assignment]
+    try:
+        assert node_facts(node.listpack, (7, 0)) == NodeFacts(2, (7, 0), (7, 1))
+        assert calls == []  # the reader's check served
+        assert node_facts(node.listpack, (7, 0)) == NodeFacts(2, (7, 0), (7, 1))
+        assert calls == [blob]  # once only: checked again
+        copy = bytes(bytearray(node.listpack))
+        node_facts(copy, (7, 0))
+        assert len(calls) == 2  # another object is checked
+    finally:
+        node_validate._node_facts = real  # type: ignore[assignment]
