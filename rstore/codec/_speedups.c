@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "listpack_read.h"
+#include "node_check.h"
 
 static PyObject *small_text[128]; /* b"0" .. b"127", as replies show small integers */
 
@@ -191,140 +192,28 @@ static PyObject *scan_forward(PyObject *self, PyObject *args)
 /* ----------------------------------------------------------------- node checking
  *
  * check_node(node, master_ms, master_seq) -> (entries, count, deleted, ascending, last_ms,
- * last_seq, first_live_ms, first_live_seq) or None.
- *
- * The deep validation of rstore.codec.node_validate.validate_node -- the listpack walk with
- * every backlen checked, the master entry, each entry's element count and lp-count, the
- * entry total -- plus the facts a restore needs: whether the entry IDs rise strictly from the
- * master ID, the last entry's ID and the first live entry's ID (-1, -1 when none).  None for
- * anything that is not plainly valid; the Python version then decides and explains. */
-
-/* The deep listpack walk; the element count, or -1. */
-static Py_ssize_t walk_listpack(const unsigned char *b, Py_ssize_t n)
-{
-    Py_ssize_t p = HEADER_SIZE, count = 0, stop = n - 1;
-    unsigned int header_count;
-
-    if (n < 7) return -1;
-    if (((Py_ssize_t)b[0] | (Py_ssize_t)b[1] << 8 | (Py_ssize_t)b[2] << 16 |
-         (Py_ssize_t)b[3] << 24) != n || b[stop] != 0xFF)
-        return -1;
-    header_count = b[4] | (unsigned int)b[5] << 8;
-    while (p < stop) {
-        unsigned int c = b[p];
-        Py_ssize_t size, bl, next, q, decoded, shift, nbytes;
-        if (c < 0x80) size = 1;
-        else if (c < 0xC0) size = 1 + (c & 0x3F);
-        else if (c < 0xE0) size = 2;
-        else if (c < 0xF0) {
-            if (p + 1 >= stop) return -1;
-            size = 2 + (Py_ssize_t)(((c & 0x0F) << 8) | b[p + 1]);
-        } else if (c == 0xF0) {
-            if (p + 5 > stop) return -1;
-            size = 5 + (Py_ssize_t)((uint32_t)b[p + 1] | (uint32_t)b[p + 2] << 8 |
-                                    (uint32_t)b[p + 3] << 16 | (uint32_t)b[p + 4] << 24);
-        } else if (c == 0xF1) size = 3;
-        else if (c == 0xF2) size = 4;
-        else if (c == 0xF3) size = 5;
-        else if (c == 0xF4) size = 9;
-        else return -1;
-        if (size > stop) return -1;
-        bl = backlen_size(size);
-        next = p + size + bl;
-        if (next > stop) return -1;
-        /* the backlen, read right to left, must say exactly `size` in `bl` bytes */
-        q = next - 1;
-        decoded = b[q] & 127;
-        shift = 7;
-        nbytes = 1;
-        while (b[q] & 128) {
-            q--;
-            nbytes++;
-            if (nbytes > 5 || q < HEADER_SIZE) return -1;
-            decoded |= (Py_ssize_t)(b[q] & 127) << shift;
-            shift += 7;
-        }
-        if (decoded != size || nbytes != bl) return -1;
-        count++;
-        p = next;
-    }
-    if (header_count != 65535 && (Py_ssize_t)header_count != count) return -1;
-    return count;
-}
+ * last_seq, first_live_ms, first_live_seq) or None: the deep check of node_check.h and its
+ * facts (-1, -1 for the first live entry when there is none); None for anything that is not
+ * plainly valid, and the Python version then decides and explains. */
 
 static PyObject *check_node(PyObject *self, PyObject *args)
 {
     Py_buffer node;
     unsigned long long mms, mseq;
-    const unsigned char *b;
-    Py_ssize_t n, stop, p, i, entries = 0;
-    int64_t count, deleted, nmaster, terminator;
-    uint64_t prev_ms = 0, prev_seq = 0, first_ms = 0, first_seq = 0;
-    int have_prev = 0, have_first = 0, ascending = 1, ok = 0;
-    int64_t flagged_live = 0;
-    element e;
+    node_facts_t f;
+    int ok;
 
     (void)self;
     if (!PyArg_ParseTuple(args, "y*KK:check_node", &node, &mms, &mseq)) return NULL;
-    b = (const unsigned char *)node.buf;
-    n = node.len;
-    stop = n - 1;
-    if (n <= 7 || walk_listpack(b, n) < 0) goto done;
-    p = HEADER_SIZE;
-    if ((p = read_int(b, stop, p, &count)) < 0) goto done;
-    if ((p = read_int(b, stop, p, &deleted)) < 0) goto done;
-    if ((p = read_int(b, stop, p, &nmaster)) < 0) goto done;
-    if (count < 0 || deleted < 0 || nmaster < 0 || nmaster > n) goto done;
-    for (i = 0; i < nmaster; i++)
-        if ((p = read_el(b, stop, p, &e)) < 0) goto done;
-    if ((p = read_int(b, stop, p, &terminator)) < 0 || terminator != 0) goto done;
-    while (p < stop) {
-        int64_t flags, ms_d, seq_d, nvals, expected, lp_count;
-        uint64_t ms, seq;
-        if ((p = read_int(b, stop, p, &flags)) < 0) goto done;
-        if ((p = read_int(b, stop, p, &ms_d)) < 0) goto done;
-        if ((p = read_int(b, stop, p, &seq_d)) < 0) goto done;
-        if (flags & FLAG_SAMEFIELDS) {
-            nvals = nmaster;
-            expected = nmaster + 3;
-        } else {
-            int64_t nf;
-            if ((p = read_int(b, stop, p, &nf)) < 0 || nf < 0 || nf > n) goto done;
-            nvals = 2 * nf;
-            expected = 2 * nf + 4;
-        }
-        for (i = 0; i < nvals; i++)
-            if ((p = read_el(b, stop, p, &e)) < 0) goto done;
-        if (p >= stop) goto done;
-        if ((p = read_int(b, stop, p, &lp_count)) < 0 || lp_count != expected) goto done;
-        ms = mms + (uint64_t)ms_d;
-        seq = mseq + (uint64_t)seq_d;
-        if (ms < mms || (ms == mms && seq < mseq)) ascending = 0;
-        if (have_prev && (ms < prev_ms || (ms == prev_ms && seq <= prev_seq))) ascending = 0;
-        prev_ms = ms;
-        prev_seq = seq;
-        have_prev = 1;
-        if (!(flags & FLAG_DELETED)) flagged_live++;
-        if (!have_first && !(flags & FLAG_DELETED)) {
-            first_ms = ms;
-            first_seq = seq;
-            have_first = 1;
-        }
-        entries++;
-    }
-    /* the entries' deleted flags must agree with the master's live count (Redis checks only
-     * count + deleted); a node where they do not is left to the Python version to refuse */
-    if (p != stop || entries != count + deleted || !have_prev || flagged_live != count) goto done;
-    ok = 1;
-done:
+    ok = check_stream_node((const unsigned char *)node.buf, node.len, mms, mseq, &f);
     PyBuffer_Release(&node);
     if (!ok) Py_RETURN_NONE;
-    if (have_first)
-        return Py_BuildValue("(nLLOKKKK)", entries, (long long)count, (long long)deleted,
-                             ascending ? Py_True : Py_False, prev_ms, prev_seq, first_ms,
-                             first_seq);
-    return Py_BuildValue("(nLLOKKii)", entries, (long long)count, (long long)deleted,
-                         ascending ? Py_True : Py_False, prev_ms, prev_seq, -1, -1);
+    if (f.have_first)
+        return Py_BuildValue("(nLLOKKKK)", f.entries, (long long)f.count, (long long)f.deleted,
+                             f.ascending ? Py_True : Py_False, f.last_ms, f.last_seq,
+                             f.first_ms, f.first_seq);
+    return Py_BuildValue("(nLLOKKii)", f.entries, (long long)f.count, (long long)f.deleted,
+                         f.ascending ? Py_True : Py_False, f.last_ms, f.last_seq, -1, -1);
 }
 
 static PyMethodDef methods[] = {

@@ -27,11 +27,36 @@ class NodeFacts(NamedTuple):
     deleted: int  # entries flagged deleted (tombstones)
 
 
+# The last node checked and its facts: restoring a file checks each node as the reader parses
+# it (where damage is reported at its offset in the file) and the importer asks for its facts
+# again; the same immutable ``bytes`` object with the same master ID is not walked twice.  The
+# entry is dropped once it served (the reference to the node is not kept beyond that).
+_last_checked: tuple[bytes, ID, NodeFacts] | None = None
+
+
+def checked(node: bytes, master_id: ID, facts: NodeFacts) -> None:
+    """Record that ``node`` passed :func:`node_facts` (or its C twin) with ``facts``."""
+    global _last_checked  # noqa: PLW0603 - a one-entry cache
+    _last_checked = (node, master_id, facts)
+
+
 def node_facts(node: bytes | bytearray, master_id: ID) -> NodeFacts:
     """Validate ``node`` in depth, and require its entry IDs to rise strictly from the master
     ID and its entries' deleted flags to agree with the master's live count (Redis checks
     neither; a node that breaks them would mislead XADD, XLEN and XRANGE).
     Raises :class:`CorruptDataError`."""
+    global _last_checked  # noqa: PLW0603 - a one-entry cache
+    last = _last_checked
+    if last is not None and last[0] is node and last[1] == master_id:
+        _last_checked = None
+        return last[2]
+    facts = _node_facts(node, master_id)
+    if type(node) is bytes:
+        checked(node, master_id, facts)
+    return facts
+
+
+def _node_facts(node: bytes | bytearray, master_id: ID) -> NodeFacts:
     if c_check_node is not None:
         got = c_check_node(node, master_id[0], master_id[1])
         if got is not None:

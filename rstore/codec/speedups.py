@@ -5,7 +5,10 @@ optional extension: a failed build leaves the pure-Python codecs, which are comp
 own).  It speeds up decoding stream nodes, the inner loop of XRANGE, XREAD and XREADGROUP, and
 checking them in depth, the inner loop of restoring an RDB file or a DUMP payload; its
 functions return ``None`` for anything unusual and the Python version then does the work (and
-reports corrupt data), so both give the same answers.  ``RSTORE_NO_SPEEDUPS=1`` in the
+reports corrupt data), so both give the same answers.  ``_rdbpack.c`` and ``_rdbread.c`` hold
+the per-record loops of writing and reading RDB files (:mod:`rstore.rdb.writer`,
+:mod:`rstore.rdb.values`), with the same contract, and ``_crc64.c`` CRC-64
+(:mod:`rstore.codec.crc64`).  ``RSTORE_NO_SPEEDUPS=1`` in the
 environment, set before rstore is imported, keeps the pure-Python path.
 """
 
@@ -20,7 +23,11 @@ __all__ = [
     "c_append_entry",
     "c_check_node",
     "c_columns_append",
+    "c_crc64",
     "c_entry_size",
+    "c_pack",
+    "c_read_nodes",
+    "c_read_pel",
     "c_scan_forward",
 ]
 
@@ -29,6 +36,10 @@ c_check_node: Callable[..., tuple[int, int, int, bool, int, int, int, int] | Non
 c_columns_append: Callable[..., tuple[int, bool] | None] | None = None
 c_append_entry: Callable[..., bool | None] | None = None
 c_entry_size: Callable[[object], int | None] | None = None
+c_crc64: Callable[..., int] | None = None
+c_pack: Callable[..., tuple[bytes, int, bool]] | None = None
+c_read_nodes: Callable[..., tuple[list[tuple[Any, ...]], int]] | None = None
+c_read_pel: Callable[..., tuple[list[tuple[Any, ...]], int]] | None = None
 
 if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
     try:
@@ -51,6 +62,25 @@ if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
     if _ca is not None:
         c_append_entry = _ca.append_entry
         c_entry_size = _ca.entry_size
+    try:
+        from rstore.codec import _crc64 as _ccrc  # type: ignore[attr-defined]
+    except ImportError:  # not built: crcmod computes it
+        _ccrc: Any = None  # type: ignore[no-redef]
+    if _ccrc is not None:
+        c_crc64 = _ccrc.crc64
+    try:
+        from rstore.codec import _rdbpack as _cp  # type: ignore[attr-defined]
+    except ImportError:  # not built: RDB records are written in Python
+        _cp: Any = None  # type: ignore[no-redef]
+    if _cp is not None:
+        c_pack = _cp.pack
+    try:
+        from rstore.codec import _rdbread as _cr  # type: ignore[attr-defined]
+    except ImportError:  # not built: RDB records are read in Python
+        _cr: Any = None  # type: ignore[no-redef]
+    if _cr is not None:
+        c_read_nodes = _cr.read_nodes
+        c_read_pel = _cr.read_pel
 
 #: Whether the C accelerator is in use.
 ENABLED = c_scan_forward is not None

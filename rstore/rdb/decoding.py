@@ -77,6 +77,17 @@ class Source:
             self._crc = crc64(self._buf[self._crc_upto : self._pos], self._crc)
             self._crc_upto = self._pos
 
+    def buffered(self) -> tuple[bytes, int]:
+        """The read buffer and the position of the next byte in it, for a reader in C that
+        parses what is buffered and then :meth:`advance` s past it."""
+        return self._buf, self._pos
+
+    def advance(self, pos: int) -> None:
+        """Move to ``pos`` inside the buffer :meth:`buffered` returned (forward only)."""
+        if not self._pos <= pos <= len(self._buf):
+            raise ValueError(f"cannot advance from {self._pos} to {pos}")
+        self._pos = pos
+
     def corrupt(self, what: str, offset: int | None = None) -> CorruptRDBError:
         return CorruptRDBError(what, self.offset if offset is None else offset, self.key)
 

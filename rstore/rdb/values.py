@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rstore.codec import listpack as lp
-from rstore.codec.node_validate import node_facts
+from rstore.codec.node_validate import NodeFacts, checked, node_facts
+from rstore.codec.speedups import c_read_nodes, c_read_pel
 from rstore.errors import CorruptDataError, CorruptRDBError, UnsupportedRDBError
 from rstore.model import (
     ID,
@@ -88,28 +89,54 @@ def read_nodes(
 ) -> Iterator[StreamNode]:
     """``count`` stream nodes (master ID string, listpack string) from where ``src`` stands,
     checked as :func:`read_stream` checks them; ``after`` is the master ID of the node before
-    them, when known (master IDs must rise)."""
+    them, when known (master IDs must rise).
+
+    With the C extension, the nodes in the read buffer are parsed, decompressed and checked in
+    depth there, a buffer at a time (their facts remembered, so that the importer does not
+    walk them again); a node it does not take -- one that crosses the buffer's end, is
+    encoded otherwise, or is damaged -- is read here, which reports the damage."""
     previous = after
-    for _ in range(count):
-        at = src.offset
-        key = src.string()
-        if len(key) != 16:
-            raise src.corrupt("Stream node key entry is not the size of a stream ID", at)
-        master_id = (int.from_bytes(key[:8], "big"), int.from_bytes(key[8:], "big"))
-        if previous is not None and master_id <= previous:
-            raise src.corrupt("stream nodes are not in ascending order (or repeat)", at)
-        previous = master_id
-        at = src.offset
-        listpack = src.string()
-        try:
-            lp.validate(listpack, deep=False)
-            if deep:
-                node_facts(listpack, master_id)
-        except CorruptDataError as exc:
-            raise node_error(src, exc) from exc
-        if listpack[lp.HEADER_SIZE] == lp.EOF:
-            raise src.corrupt("Empty listpack inside stream", at)
-        yield StreamNode(master_id, listpack)
+    left = count
+    while left:
+        if deep and c_read_nodes is not None:
+            buf, pos = src.buffered()
+            have = previous is not None
+            ms, seq = previous if previous is not None else (0, 0)
+            records, _ = c_read_nodes(buf, pos, left, have, ms, seq)
+            if records:
+                left -= len(records)
+                for ms, seq, listpack, live, first_ms, first_seq, last_ms, last_seq, end in records:
+                    previous = (ms, seq)
+                    first = None if first_ms < 0 else (first_ms, first_seq)
+                    checked(listpack, previous, NodeFacts(live, first, (last_ms, last_seq)))
+                    src.advance(end)  # the offset after each node is where it ends
+                    yield StreamNode(previous, listpack)
+                continue
+        node = _read_node(src, previous, deep)
+        previous = node.master_id
+        left -= 1
+        yield node
+
+
+def _read_node(src: Source, previous: ID | None, deep: bool) -> StreamNode:
+    at = src.offset
+    key = src.string()
+    if len(key) != 16:
+        raise src.corrupt("Stream node key entry is not the size of a stream ID", at)
+    master_id = (int.from_bytes(key[:8], "big"), int.from_bytes(key[8:], "big"))
+    if previous is not None and master_id <= previous:
+        raise src.corrupt("stream nodes are not in ascending order (or repeat)", at)
+    at = src.offset
+    listpack = src.string()
+    try:
+        lp.validate(listpack, deep=False)
+        if deep:
+            node_facts(listpack, master_id)
+    except CorruptDataError as exc:
+        raise node_error(src, exc) from exc
+    if listpack[lp.HEADER_SIZE] == lp.EOF:
+        raise src.corrupt("Empty listpack inside stream", at)
+    return StreamNode(master_id, listpack)
 
 
 def read_stream(src: Source, rdb_type: int, *, deep: bool = True) -> Iterator[StreamRecord]:
@@ -145,15 +172,32 @@ def read_stream(src: Source, rdb_type: int, *, deep: bool = True) -> Iterator[St
         pel_size = src.length()
         # The consumer count is stored after the PEL: -1 here means "not read yet".
         yield GroupState(name, group_last, entries_read, pel_size, -1)
-        previous_id = None
-        for _ in range(pel_size):
-            at = src.offset
-            entry_id = src.raw_id()
-            if previous_id is not None and entry_id <= previous_id:
-                raise src.corrupt("Duplicated global PEL entry loading stream consumer group", at)
-            previous_id = entry_id
-            yield PendingEntry(entry_id, src.ms_time(), src.length())
+        yield from _group_pel(src, pel_size)
         yield from _consumers(src, rdb_type)
+
+
+def _group_pel(src: Source, count: int) -> Iterator[PendingEntry]:
+    previous: ID | None = None
+    left = count
+    while left:
+        if c_read_pel is not None:  # the records in the read buffer, in C
+            buf, pos = src.buffered()
+            ms, seq = previous or (0, 0)
+            records, _ = c_read_pel(buf, pos, left, True, previous is not None, ms, seq)
+            if records:
+                left -= len(records)
+                for ms, seq, when, deliveries, end in records:
+                    previous = (ms, seq)
+                    src.advance(end)
+                    yield PendingEntry(previous, when, deliveries)
+                continue
+        at = src.offset
+        entry_id = src.raw_id()
+        if previous is not None and entry_id <= previous:
+            raise src.corrupt("Duplicated global PEL entry loading stream consumer group", at)
+        previous = entry_id
+        left -= 1
+        yield PendingEntry(entry_id, src.ms_time(), src.length())
 
 
 def _consumers(src: Source, rdb_type: int) -> Iterator[StreamRecord]:
@@ -169,16 +213,31 @@ def _consumers(src: Source, rdb_type: int) -> Iterator[StreamRecord]:
         active = src.ms_time() if rdb_type >= STREAM_V3 else None
         pel_size = src.length()
         yield ConsumerState(name, seen, active, pel_size)
-        previous_id = None
-        for _ in range(pel_size):
-            at = src.offset
-            entry_id = src.raw_id()
-            if previous_id is not None and entry_id <= previous_id:
-                raise src.corrupt(
-                    "Duplicated consumer PEL entry loading a stream consumer group", at
-                )
-            previous_id = entry_id
-            yield ConsumerPending(entry_id)
+        yield from _consumer_pel(src, pel_size)
+
+
+def _consumer_pel(src: Source, count: int) -> Iterator[ConsumerPending]:
+    previous: ID | None = None
+    left = count
+    while left:
+        if c_read_pel is not None:  # the IDs in the read buffer, in C
+            buf, pos = src.buffered()
+            ms, seq = previous or (0, 0)
+            records, _ = c_read_pel(buf, pos, left, False, previous is not None, ms, seq)
+            if records:
+                left -= len(records)
+                for ms, seq, end in records:
+                    previous = (ms, seq)
+                    src.advance(end)
+                    yield ConsumerPending(previous)
+                continue
+        at = src.offset
+        entry_id = src.raw_id()
+        if previous is not None and entry_id <= previous:
+            raise src.corrupt("Duplicated consumer PEL entry loading a stream consumer group", at)
+        previous = entry_id
+        left -= 1
+        yield ConsumerPending(entry_id)
 
 
 # ----------------------------------------------------------------------------- other types

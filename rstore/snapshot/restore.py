@@ -83,7 +83,9 @@ def _load(
             current_db = event.db
         elif isinstance(event, KeyStart):
             if current_db == report.db and event.type_name == "stream":
-                _import(txn, _records_of_key(events), event, report, replace, now_ms)
+                expired = event.expire_ms is not None and event.expire_ms <= now_ms
+                records = _records_of_key(events, None if expired else report)
+                _import(txn, records, event, report, replace, now_ms)
             elif current_db == report.db:
                 report.skipped[event.type_name] = report.skipped.get(event.type_name, 0) + 1
             else:
@@ -96,20 +98,16 @@ def _load(
         progress(reader.offset, reader.size)
 
 
-def _records_of_key(events: Iterator[Event]) -> Iterator[Event]:
-    """The events of the current key, up to (and consuming) its KeyEnd."""
+def _records_of_key(events: Iterator[Event], report: RestoreReport | None) -> Iterator[Event]:
+    """The events of the current key, up to (and consuming) its KeyEnd, adding the stream's
+    length to ``report.entries`` as its state goes by, when a report is given (one generator
+    for both: a file of 1M entries has ~30k records)."""
     for event in events:
         if isinstance(event, KeyEnd):
             return
+        if report is not None and isinstance(event, StreamState):
+            report.entries += event.length
         yield event
-
-
-def _counting(records: Iterator[Event], report: RestoreReport) -> Iterator[Event]:
-    """``records`` as they are, adding the stream's length to ``report.entries``."""
-    for record in records:
-        if isinstance(record, StreamState):
-            report.entries += record.length
-        yield record
 
 
 def _import(
@@ -126,7 +124,7 @@ def _import(
             pass
         report.expired.append(key)
         return
-    if restore_stream(txn, key, _counting(records, report), replace=replace):
+    if restore_stream(txn, key, records, replace=replace):
         report.replaced.append(key)
     report.streams.append(key)
     if start.expire_ms is not None:
