@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from rstore.codec import listpack as lp
 from rstore.codec.node_validate import NodeFacts, checked, node_facts
 from rstore.codec.speedups import c_read_nodes, c_read_pel
+from rstore.codec.stream_node import node_counts
 from rstore.errors import CorruptDataError, CorruptRDBError, UnsupportedRDBError
 from rstore.model import (
     ID,
@@ -108,7 +109,10 @@ def read_nodes(
                 for ms, seq, listpack, live, first_ms, first_seq, last_ms, last_seq, end in records:
                     previous = (ms, seq)
                     first = None if first_ms < 0 else (first_ms, first_seq)
-                    checked(listpack, previous, NodeFacts(live, first, (last_ms, last_seq)))
+                    deleted = node_counts(listpack)[1]  # the master entry's second counter
+                    checked(
+                        listpack, previous, NodeFacts(live, first, (last_ms, last_seq), deleted)
+                    )
                     src.advance(end)  # the offset after each node is where it ends
                     yield StreamNode(previous, listpack)
                 continue

@@ -274,9 +274,9 @@ def test_the_importer_gets_the_readers_facts_once() -> None:
 
     node_validate._node_facts = counting  # type: ignore[assignment]
     try:
-        assert node_facts(node.listpack, (7, 0)) == NodeFacts(2, (7, 0), (7, 1))
+        assert node_facts(node.listpack, (7, 0)) == NodeFacts(2, (7, 0), (7, 1), 0)
         assert calls == []  # the reader's check served
-        assert node_facts(node.listpack, (7, 0)) == NodeFacts(2, (7, 0), (7, 1))
+        assert node_facts(node.listpack, (7, 0)) == NodeFacts(2, (7, 0), (7, 1), 0)
         assert calls == [blob]  # once only: checked again
         copy = bytes(bytearray(node.listpack))
         node_facts(copy, (7, 0))
