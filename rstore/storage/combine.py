@@ -1,0 +1,121 @@
+"""Group commit across the threads of a process: writes that arrive together share one commit.
+
+LMDB runs one write transaction at a time, and with ``sync=True`` each commit pays for its
+flushes.  When several threads of one process write at once, the first becomes the *leader*:
+it takes every write queued so far and runs them in one LMDB write transaction, each in its own
+nested transaction (so one that raises leaves nothing and does not disturb the others), then
+commits once.  The threads that queued meanwhile (while the leader waited for LMDB's lock or
+for the disk) wait; the leader hands each its result or its exception and passes the lead to
+the first write that arrived after its batch was taken.  So N threads writing at once pay about
+one commit per batch instead of N, and a lone writer runs exactly as before (a batch of one
+runs directly in the write transaction, no nested one).
+
+:class:`Combiner` is only the queue and the hand-over; the transaction work is the ``commit``
+function it is given (:func:`rstore.storage.commit.commit_batch`), which sets every request's
+outcome or raises for the whole batch (nothing of it was committed).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["Combiner", "Request"]
+
+
+class Request:
+    """One write waiting to be run: its function and, once done, its outcome."""
+
+    __slots__ = ("done", "error", "fn", "lead", "result", "wake")
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        self.fn = fn
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.done = False  # the outcome is final (committed, or failed)
+        self.lead = False  # asked to lead the next batch
+        self.wake = threading.Event()
+
+    def outcome(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+class Combiner:
+    """The write queue of one environment in one process."""
+
+    def __init__(self, commit: Callable[[list[Request]], None]) -> None:
+        self._commit = commit
+        self._lock = threading.Lock()
+        self._queue: list[Request] = []
+        self._leading = False
+        #: Batches committed (or failed) and writes run, by this process (tests read them).
+        self.batches = 0
+        self.writes = 0
+
+    def run(self, fn: Callable[[Any], Any]) -> Any:
+        """Run ``fn`` in a write transaction, alone or with the writes of other threads;
+        return its result or raise its exception once its batch has been committed."""
+        req = Request(fn)
+        with self._lock:
+            self._queue.append(req)
+            leading = not self._leading
+            self._leading = True
+        interrupted: BaseException | None = None
+        if not leading:
+            # Wait to be served or to be asked to lead.  An interrupt (KeyboardInterrupt) must
+            # not abandon the queue: the write may be committing, and if this thread was made
+            # leader the others wait for it.  It is raised once the write is settled.
+            while True:
+                try:
+                    req.wake.wait()
+                    break
+                except BaseException as exc:
+                    interrupted = exc
+        if not req.done:
+            self._lead(req)
+        if interrupted is not None:
+            raise interrupted
+        return req.outcome()
+
+    def _lead(self, own: Request) -> None:
+        with self._lock:
+            batch, self._queue = self._queue, []
+        try:
+            try:
+                self._commit(batch)
+            except Exception as exc:
+                for r in batch:
+                    if not r.done:
+                        r.error = exc if r is own else _copied(exc)
+                        r.done = True
+            except BaseException as exc:  # KeyboardInterrupt in the leader: it gets it ...
+                own.error, own.done = exc, True
+                with self._lock:  # ... and the others, unserved, go back to the front
+                    self._queue[:0] = [r for r in batch if not r.done]
+                batch = [own]
+        finally:
+            self.batches += 1
+            self.writes += len(batch)
+            for r in batch:
+                if r is not own:
+                    r.wake.set()
+            with self._lock:
+                if self._queue:
+                    nxt = self._queue[0]
+                    nxt.lead = True
+                    nxt.wake.set()
+                else:
+                    self._leading = False
+
+
+def _copied(exc: Exception) -> Exception:
+    """Each waiting thread raises its own exception object (one object raised in several
+    threads at once would have its traceback rewritten under them)."""
+    try:
+        return copy.copy(exc)
+    except Exception:
+        return exc
