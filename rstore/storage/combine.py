@@ -12,7 +12,10 @@ runs directly in the write transaction, no nested one).
 
 :class:`Combiner` is only the queue and the hand-over; the transaction work is the ``commit``
 function it is given (:func:`rstore.storage.commit.commit_batch`), which sets every request's
-outcome or raises for the whole batch (nothing of it was committed).
+outcome or raises for the whole batch (nothing of it was committed), and may return a second
+step -- making the commit durable (:mod:`rstore.storage.durable`) -- that runs after the lead
+has been passed on, so the next batch's transaction overlaps this batch's wait for the disk.
+A request is woken only after that step: a durable write returns once it is on disk.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ class Request:
 class Combiner:
     """The write queue of one environment in one process."""
 
-    def __init__(self, commit: Callable[[list[Request]], None]) -> None:
+    def __init__(self, commit: Callable[[list[Request]], Callable[[], None] | None]) -> None:
         self._commit = commit
         self._lock = threading.Lock()
         self._queue: list[Request] = []
@@ -84,14 +87,12 @@ class Combiner:
     def _lead(self, own: Request) -> None:
         with self._lock:
             batch, self._queue = self._queue, []
+        finish: Callable[[], None] | None = None
         try:
             try:
-                self._commit(batch)
+                finish = self._commit(batch)
             except Exception as exc:
-                for r in batch:
-                    if not r.done:
-                        r.error = exc if r is own else _copied(exc)
-                        r.done = True
+                _fail(batch, own, exc)
             except BaseException as exc:  # KeyboardInterrupt in the leader: it gets it ...
                 own.error, own.done = exc, True
                 with self._lock:  # ... and the others, unserved, go back to the front
@@ -100,16 +101,34 @@ class Combiner:
         finally:
             self.batches += 1
             self.writes += len(batch)
+            self._hand_over()
+        # The lead is passed on before this batch's flush: the next batch runs meanwhile.
+        try:
+            if finish is not None:
+                finish()
+        except Exception as exc:
+            _fail(batch, own, exc, committed=True)
+        finally:
             for r in batch:
                 if r is not own:
                     r.wake.set()
-            with self._lock:
-                if self._queue:
-                    nxt = self._queue[0]
-                    nxt.lead = True
-                    nxt.wake.set()
-                else:
-                    self._leading = False
+
+    def _hand_over(self) -> None:
+        with self._lock:
+            if self._queue:
+                nxt = self._queue[0]
+                nxt.lead = True
+                nxt.wake.set()
+            else:
+                self._leading = False
+
+
+def _fail(batch: list[Request], own: Request, exc: Exception, *, committed: bool = False) -> None:
+    for r in batch:
+        if committed or not r.done:
+            r.result = None
+            r.error = exc if r is own else _copied(exc)
+            r.done = True
 
 
 def _copied(exc: Exception) -> Exception:

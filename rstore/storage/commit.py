@@ -11,6 +11,8 @@ fails the commit itself fails every write of the batch: none of it was stored.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import lmdb
@@ -25,12 +27,15 @@ if TYPE_CHECKING:
 __all__ = ["commit_batch"]
 
 
-def commit_batch(env: Env, batch: list[Request]) -> None:
+def commit_batch(env: Env, batch: list[Request]) -> Callable[[], None] | None:
     """Run ``batch`` in one write transaction and commit it; set each request's outcome.
-    Raises (for the whole batch) when nothing could be committed."""
+    Raises (for the whole batch) when nothing could be committed.  Returns what is left to do
+    before the writes may return -- flushing the commit's meta page (``sync=True``) -- for the
+    caller to run after it has let the next batch start."""
     while True:
         env._gate.enter()
         action = None
+        handed_on = False  # the gate is left by the returned step instead
         try:
             if env._forked:
                 env._reopen_after_fork()
@@ -44,19 +49,21 @@ def commit_batch(env: Env, batch: list[Request]) -> None:
                         txn.adopt(carry)
                     outcomes: list[tuple[Any, BaseException | None]] = [(batch[0].fn(txn), None)]
                     txn.flush()
-                    carry = txn.carry(txnid)
+                    carry, wrote = txn.carry(txnid), txn.wrote
                 else:
-                    outcomes, carry = _run_nested(env, raw, txnid, batch, carry)
+                    outcomes, carry, wrote = _run_nested(env, raw, txnid, batch, carry)
             except BaseException:
                 raw.abort()
                 raise
             raw.commit()
             env._committed(txnid, carry)
-            if env._flusher is not None:
-                env._flusher.make_durable(txnid)  # outside LMDB's lock, shared when it can be
             for req, (result, error) in zip(batch, outcomes):
                 req.result, req.error, req.done = result, error, True
-            return
+            flusher = env._flusher
+            if flusher is None or not wrote:  # LMDB commits nothing for a transaction that
+                return None  # changed no page: there is nothing to make durable
+            handed_on = True
+            return functools.partial(env._finish_durable, flusher, txnid)
         except lmdb.MapFullError:
             action = "grow"
         except lmdb.MapResizedError:
@@ -64,7 +71,8 @@ def commit_batch(env: Env, batch: list[Request]) -> None:
         except lmdb.Error as exc:
             raise translate(exc, env.path, writing=True) from exc
         finally:
-            env._gate.leave()
+            if not handed_on:
+                env._gate.leave()
         if action == "grow":
             env._grow_map()
         else:
@@ -73,12 +81,14 @@ def commit_batch(env: Env, batch: list[Request]) -> None:
 
 def _run_nested(
     env: Env, raw: Any, txnid: int, batch: list[Request], carry: Carry | None
-) -> tuple[list[tuple[Any, BaseException | None]], Carry | None]:
+) -> tuple[list[tuple[Any, BaseException | None]], Carry | None, bool]:
     """Each write in a nested transaction of ``raw``; ``(outcomes, carry for the next write
     transaction)``.  A nested transaction has its parent's id, so a write's records are
     carried to the next one of the batch as ``txnid - 1``; a write that failed may have
-    changed the records it was handed, so the next one starts afresh."""
+    changed the records it was handed, so the next one starts afresh.  The last item tells
+    whether a committed write changed a page."""
     outcomes: list[tuple[Any, BaseException | None]] = []
+    wrote = False
     for req in batch:
         child = env._env.begin(write=True, parent=raw, buffers=True)
         txn = env._txn(child, True)
@@ -104,8 +114,9 @@ def _run_nested(
             child.abort()
             raise
         child.commit()
+        wrote = wrote or txn.wrote
         outcomes.append((result, None))
         carry = txn.carry(txnid - 1)
     if carry is not None:
         carry.txnid = txnid  # valid for the transaction after this batch's commit
-    return outcomes, carry
+    return outcomes, carry, wrote

@@ -229,8 +229,16 @@ class Env:
             self._carry = carry
         self._check_readers_on_growth()
 
-    def _commit_batch(self, batch: list[Request]) -> None:
-        commit_batch(self, batch)
+    def _commit_batch(self, batch: list[Request]) -> Callable[[], None] | None:
+        return commit_batch(self, batch)
+
+    def _finish_durable(self, flusher: MetaFlusher, txnid: int) -> None:
+        """Flush commit ``txnid`` (outside LMDB's lock) and leave the gate, which the commit
+        left entered so that closing the store waits for this flush."""
+        try:
+            flusher.make_durable(txnid)
+        finally:
+            self._gate.leave()
 
     def _check_readers_on_growth(self) -> None:
         """After a commit that extended the file, free the reader slots of dead processes.
@@ -302,8 +310,11 @@ class Env:
                     except BaseException:
                         raw.abort()
                         raise
+                    txnid = int(raw.id())
                     raw.commit()
                     self.format, self.sealed, self._carry = layout.FORMAT_VERSION, True, None
+                    if self._flusher is not None:  # MDB_NOMETASYNC: flush the meta page
+                        self._flusher.make_durable(txnid)
                     return before, count
                 except lmdb.MapFullError:
                     current = int(self._env.info()["map_size"])

@@ -283,3 +283,20 @@ def test_a_damaged_shared_word_only_costs_a_flush(tmp_path: Path) -> None:
         store.xadd("s", {"a": 2})
         assert durable.counters.flushes - f0 == 1
         assert store.xlen("s") == 2
+
+
+def test_a_write_that_changed_nothing_is_not_flushed_nor_claimed(tmp_path: Path) -> None:
+    """LMDB commits nothing for a transaction that changed no page (its id is used again by
+    the next one): rstore neither flushes for it nor records it as durable, so the next
+    commit, which carries the same id, still gets its own flush."""
+    with rstore.Store(str(tmp_path / "s"), sync=True) as store:
+        env = _env(store)
+        store.xadd("s", {"a": 1})
+        last = int(env._env.info()["last_txnid"])
+        f0, s0 = durable.counters.flushes, durable.counters.skipped
+        env.write(lambda txn: txn.delete(layout.DB_META, b"t:missing"))
+        assert int(env._env.info()["last_txnid"]) == last  # LMDB committed nothing
+        assert (durable.counters.flushes, durable.counters.skipped) == (f0, s0)
+        store.xadd("s", {"a": 2})
+        assert int(env._env.info()["last_txnid"]) == last + 1
+        assert durable.counters.flushes - f0 == 1
