@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from multiprocessing.connection import Connection
 
 import rstore
@@ -40,3 +41,29 @@ def killed_between_commit_and_flush(path: str, conn: Connection) -> None:
     os.fdatasync = die  # this child only
     store.xadd(KEY, {"w": 0, "seq": 1})
     conn.send_bytes(b"not reached")
+
+
+def threads_until_killed(path: str, conn: Connection, threads: int, pipeline: int) -> None:
+    """``threads`` threads on one Store write until the parent SIGKILLs the process: single
+    XADDs, or pipelines of ``pipeline`` XADDs (field ``b`` numbers the pipeline, ``j`` the
+    entry in it).  After each write returned, its ID(s) are sent (one message per write)."""
+    store = rstore.Store(path, sync=True)
+    send_lock = threading.Lock()
+
+    def writer(t: int) -> None:
+        seq = 0
+        while True:
+            if pipeline:
+                pipe = store.pipeline()
+                for j in range(pipeline):
+                    pipe.xadd(KEY, {"w": t, "seq": seq, "b": seq, "j": j})
+                ids = pipe.execute()
+            else:
+                ids = [store.xadd(KEY, {"w": t, "seq": seq})]
+            with send_lock:
+                conn.send_bytes(b" ".join(ids))
+            seq += 1
+
+    for t in range(threads):
+        threading.Thread(target=writer, args=(t,), daemon=True).start()
+    threading.Event().wait()

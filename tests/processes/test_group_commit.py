@@ -12,7 +12,8 @@ import rstore
 from rstore.storage import durable
 
 from . import helpers_flush as hf
-from .children import WAIT_S, Children, collect
+from . import helpers_mp as h
+from .children import WAIT_S, Children, collect, sigkill
 
 
 def test_durable_writer_processes_make_every_commit_durable(path: str, children: Children) -> None:
@@ -57,3 +58,38 @@ def test_a_writer_killed_between_commit_and_flush(path: str, children: Children)
         assert [f[b"seq"] for _, f in entries] == [b"0", b"1"]
         store.xadd(hf.KEY, {"w": 1, "seq": 2})
         assert store.xlen(hf.KEY) == 3
+
+
+@pytest.mark.parametrize("pipeline", [0, 20])
+def test_sigkill_during_batched_commits_of_many_threads(
+    path: str, children: Children, pipeline: int
+) -> None:
+    """A process whose 8 threads share commits is SIGKILLed while writing: every write that
+    returned is in the store, every pipeline whole or absent, and the store takes writes."""
+    rstore.Store(path).close()
+    parent_end, child_end = children.ctx.Pipe(duplex=False)
+    proc = children.start(hf.threads_until_killed, path, child_end, 8, pipeline)
+    child_end.close()
+    acknowledged: list[bytes] = []
+    while len(acknowledged) < 150:
+        assert parent_end.poll(WAIT_S), "the writers sent nothing"
+        acknowledged.extend(parent_end.recv_bytes().split())
+    sigkill(proc)
+    while True:
+        try:
+            acknowledged.extend(parent_end.recv_bytes().split())
+        except EOFError:
+            break
+    parent_end.close()
+    with rstore.Store(path) as store:
+        entries = h.check_stream(store, hf.KEY)
+        ids = {eid for eid, _ in entries}
+        assert set(acknowledged) <= ids
+        if pipeline:
+            batches: dict[tuple[bytes, bytes], int] = {}
+            for _, f in entries:
+                key = (f[b"w"], f[b"b"])
+                batches[key] = batches.get(key, 0) + 1
+            assert set(batches.values()) == {pipeline}  # no pipeline is torn
+        store.xadd(hf.KEY, {"after": "kill"})
+        assert store.xlen(hf.KEY) == len(entries) + 1
