@@ -25,13 +25,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from rstore.errors import StorageError
+
 __all__ = ["Combiner", "Request"]
 
 
 class Request:
     """One write waiting to be run: its function and, once done, its outcome."""
 
-    __slots__ = ("done", "error", "fn", "lead", "result", "wake")
+    __slots__ = ("committing", "done", "error", "fn", "lead", "result", "wake")
 
     def __init__(self, fn: Callable[[Any], Any]) -> None:
         self.fn = fn
@@ -39,6 +41,7 @@ class Request:
         self.error: BaseException | None = None
         self.done = False  # the outcome is final (committed, or failed)
         self.lead = False  # asked to lead the next batch
+        self.committing = False  # its batch reached LMDB's commit: it may be stored
         self.wake = threading.Event()
 
     def outcome(self) -> Any:
@@ -95,9 +98,11 @@ class Combiner:
                 _fail(batch, own, exc)
             except BaseException as exc:  # KeyboardInterrupt in the leader: it gets it ...
                 own.error, own.done = exc, True
-                with self._lock:  # ... and the others, unserved, go back to the front
+                unsure = [r for r in batch if not r.done and r.committing]
+                _fail(unsure, own, _interrupted("while its commit ran"))
+                with self._lock:  # ... and the others, never run, go back to the front
                     self._queue[:0] = [r for r in batch if not r.done]
-                batch = [own]
+                batch = [own, *unsure]
         finally:
             self.batches += 1
             self.writes += len(batch)
@@ -108,6 +113,9 @@ class Combiner:
                 finish()
         except Exception as exc:
             _fail(batch, own, exc, committed=True)
+        except BaseException as exc:  # an interrupt during the flush: the others get told
+            _fail(batch, own, _interrupted("after its commit, during the flush"), committed=True)
+            own.error = exc
         finally:
             for r in batch:
                 if r is not own:
@@ -129,6 +137,15 @@ def _fail(batch: list[Request], own: Request, exc: Exception, *, committed: bool
             r.result = None
             r.error = exc if r is own else _copied(exc)
             r.done = True
+
+
+def _interrupted(when: str) -> StorageError:
+    return StorageError(
+        f"the write was interrupted {when} (a KeyboardInterrupt or exit in the thread that "
+        "ran it with other threads' writes); it may or may not be stored, and may not be on "
+        "disk",
+        hint="read the store to see whether it is there before writing it again",
+    )
 
 
 def _copied(exc: Exception) -> Exception:

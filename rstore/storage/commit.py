@@ -33,6 +33,8 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[], None] | None:
     before the writes may return -- flushing the commit's meta page (``sync=True``) -- for the
     caller to run after it has let the next batch start."""
     while True:
+        for req in batch:
+            req.committing = False
         env._gate.enter()
         action = None
         handed_on = False  # the gate is left by the returned step instead
@@ -55,6 +57,8 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[], None] | None:
             except BaseException:
                 raw.abort()
                 raise
+            for req in batch:
+                req.committing = True  # from here an interrupt cannot tell whether it stored
             raw.commit()
             env._committed(txnid, carry)
             for req, (result, error) in zip(batch, outcomes):

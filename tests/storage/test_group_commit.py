@@ -300,3 +300,65 @@ def test_a_write_that_changed_nothing_is_not_flushed_nor_claimed(tmp_path: Path)
         store.xadd("s", {"a": 2})
         assert int(env._env.info()["last_txnid"]) == last + 1
         assert durable.counters.flushes - f0 == 1
+
+
+def test_an_interrupt_during_the_leaders_flush_is_not_reported_as_durable(
+    tmp_path: Path,
+) -> None:
+    """The leader of a batch is interrupted while it flushes the batch's commit: it gets the
+    interrupt; the others, committed but not known to be on disk, are told so
+    (StorageError), never a plain success."""
+    with rstore.Store(str(tmp_path / "s"), sync=True) as store:
+        env = _env(store)
+        flusher = env._flusher
+        assert flusher is not None
+        real = flusher.make_durable
+        calls = [0]
+
+        def interrupted_second_time(txnid: int) -> None:
+            calls[0] += 1
+            if calls[0] == 2:  # the batch after the blocker's
+                raise _Stop
+            real(txnid)
+
+        flusher.make_durable = interrupted_second_time  # type: ignore[method-assign]
+        _, errors = _run_batch_behind_blocker(
+            env, [_put(b"t:a", b"A"), _put(b"t:b", b"B"), _put(b"t:c", b"C")]
+        )
+        flusher.make_durable = real  # type: ignore[method-assign]
+        assert isinstance(errors[0], _Stop)
+        for err in errors[1:]:
+            assert isinstance(err, rstore.StorageError)
+            assert "may not be on disk" in str(err)
+        assert [_get(env, k) for k in (b"t:a", b"t:b", b"t:c")] == [b"A", b"B", b"C"]
+
+
+def test_an_interrupt_right_after_the_commit_is_never_a_silent_rerun(tmp_path: Path) -> None:
+    """An interrupt that lands in the leader right after LMDB committed its batch: the other
+    writes are not run a second time (no duplicate) and not reported as surely failed; they
+    get a StorageError saying they may be stored, and they are."""
+    with rstore.Store(str(tmp_path / "s"), sync=True) as store:
+        env = _env(store)
+        real = env._committed
+        calls = [0]
+
+        def committed(txnid: int, carry: Any) -> None:
+            calls[0] += 1
+            real(txnid, carry)
+            if calls[0] == 2:  # the batch after the blocker's
+                raise _Stop
+
+        env._committed = committed  # type: ignore[method-assign]
+        try:
+            writes0 = env._combiner.writes
+            _, errors = _run_batch_behind_blocker(
+                env, [_put(b"t:a", b"A"), _put(b"t:b", b"B"), _put(b"t:c", b"C")]
+            )
+        finally:
+            env._committed = real  # type: ignore[method-assign]
+        assert isinstance(errors[0], _Stop)
+        for err in errors[1:]:
+            assert isinstance(err, rstore.StorageError)
+            assert "may or may not be stored" in str(err)
+        assert [_get(env, k) for k in (b"t:a", b"t:b", b"t:c")] == [b"A", b"B", b"C"]
+        assert env._combiner.writes - writes0 == 4  # the blocker and the three, once each
