@@ -42,7 +42,9 @@ class Request:
         self.done = False  # the outcome is final (committed, or failed)
         self.lead = False  # asked to lead the next batch
         self.committing = False  # its batch reached LMDB's commit: it may be stored
-        self.wake = threading.Event()
+        # For a thread that waits: a lock held from the start and released once to wake it (a
+        # bare lock is much cheaper to make than an Event).  A leader's own write has none.
+        self.wake: threading.Lock | None = None
 
     def outcome(self) -> Any:
         if self.error is not None:
@@ -66,30 +68,38 @@ class Combiner:
         """Run ``fn`` in a write transaction, alone or with the writes of other threads;
         return its result or raise its exception once its batch has been committed."""
         req = Request(fn)
+        wake = None
         with self._lock:
-            self._queue.append(req)
             leading = not self._leading
-            self._leading = True
+            if leading:  # nobody leads, so nobody is queued: a batch of one, no queue
+                self._leading = True
+            else:
+                wake = req.wake = threading.Lock()
+                wake.acquire()
+                self._queue.append(req)
         interrupted: BaseException | None = None
-        if not leading:
+        if wake is None:
+            self._lead(req, [req])
+        else:
             # Wait to be served or to be asked to lead.  An interrupt (KeyboardInterrupt) must
             # not abandon the queue: the write may be committing, and if this thread was made
             # leader the others wait for it.  It is raised once the write is settled.
             while True:
                 try:
-                    req.wake.wait()
+                    wake.acquire()
                     break
                 except BaseException as exc:
                     interrupted = exc
-        if not req.done:
-            self._lead(req)
+            if not req.done:
+                self._lead(req, None)
         if interrupted is not None:
             raise interrupted
         return req.outcome()
 
-    def _lead(self, own: Request) -> None:
-        with self._lock:
-            batch, self._queue = self._queue, []
+    def _lead(self, own: Request, batch: list[Request] | None) -> None:
+        if batch is None:
+            with self._lock:
+                batch, self._queue = self._queue, []
         finish: Callable[[], None] | None = None
         try:
             try:
@@ -118,15 +128,16 @@ class Combiner:
             own.error = exc
         finally:
             for r in batch:
-                if r is not own:
-                    r.wake.set()
+                if r is not own and r.wake is not None:
+                    r.wake.release()
 
     def _hand_over(self) -> None:
         with self._lock:
             if self._queue:
                 nxt = self._queue[0]
                 nxt.lead = True
-                nxt.wake.set()
+                assert nxt.wake is not None  # every queued write waits on its lock
+                nxt.wake.release()
             else:
                 self._leading = False
 
