@@ -37,7 +37,6 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[], None] | None:
             req.committing = False
         env._gate.enter()
         action = None
-        handed_on = False  # the gate is left by the returned step instead
         try:
             if env._forked:
                 env._reopen_after_fork()
@@ -66,8 +65,7 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[], None] | None:
             flusher = env._flusher
             if flusher is None or not wrote:  # LMDB commits nothing for a transaction that
                 return None  # changed no page: there is nothing to make durable
-            handed_on = True
-            return functools.partial(env._finish_durable, flusher, txnid)
+            return functools.partial(flusher.make_durable, txnid)
         except lmdb.MapFullError:
             action = "grow"
         except lmdb.MapResizedError:
@@ -75,8 +73,7 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[], None] | None:
         except lmdb.Error as exc:
             raise translate(exc, env.path, writing=True) from exc
         finally:
-            if not handed_on:
-                env._gate.leave()
+            env._gate.leave()
         if action == "grow":
             env._grow_map()
         else:

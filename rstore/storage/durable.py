@@ -63,6 +63,11 @@ class MetaFlusher:
         st = os.fstat(self._fd)
         self._identity = (st.st_dev, st.st_ino)
         self._lock = threading.Lock()
+        # One flush at a time per process: a write whose commit a flush in progress may not
+        # cover waits for it, then looks again (often covered by then), and closing waits.
+        self._flush_lock = threading.Lock()
+        self._closed = False
+        self._close_failure: StorageError | None = None
         self._known = 0  # the highest txnid this process knows is durable
         self._shared: int | None = None
         with suppress(OSError):
@@ -109,6 +114,16 @@ class MetaFlusher:
         if txnid <= self._known or txnid <= self._read_shared():
             counters.skipped += 1
             return
+        with self._flush_lock:
+            if self._closed and self._close_failure is not None:
+                raise self._close_failure
+            if self._closed or txnid <= self._known:  # closing flushed it, or a flush did
+                counters.skipped += 1
+                return
+            self._flush()
+        self._publish(txnid)
+
+    def _flush(self) -> None:
         try:
             os.fdatasync(self._fd)
         except OSError as exc:
@@ -118,11 +133,20 @@ class MetaFlusher:
                 hint="check the disk; the store stays consistent",
             ) from exc
         counters.flushes += 1
-        self._publish(txnid)
 
     def close(self) -> None:
-        with suppress(OSError):
-            os.close(self._fd)
-        if self._shared is not None:
+        """Flush what was committed (a write whose own flush has not run yet is covered by
+        this one, and then returns without flushing), and close."""
+        with self._flush_lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self._flush()
+            except StorageError as exc:
+                self._close_failure = exc
             with suppress(OSError):
-                os.close(self._shared)
+                os.close(self._fd)
+            if self._shared is not None:
+                with suppress(OSError):
+                    os.close(self._shared)

@@ -232,14 +232,6 @@ class Env:
     def _commit_batch(self, batch: list[Request]) -> Callable[[], None] | None:
         return commit_batch(self, batch)
 
-    def _finish_durable(self, flusher: MetaFlusher, txnid: int) -> None:
-        """Flush commit ``txnid`` (outside LMDB's lock) and leave the gate, which the commit
-        left entered so that closing the store waits for this flush."""
-        try:
-            flusher.make_durable(txnid)
-        finally:
-            self._gate.leave()
-
     def _check_readers_on_growth(self) -> None:
         """After a commit that extended the file, free the reader slots of dead processes.
 

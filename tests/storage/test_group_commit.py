@@ -362,3 +362,30 @@ def test_an_interrupt_right_after_the_commit_is_never_a_silent_rerun(tmp_path: P
             assert "may or may not be stored" in str(err)
         assert [_get(env, k) for k in (b"t:a", b"t:b", b"t:c")] == [b"A", b"B", b"C"]
         assert env._combiner.writes - writes0 == 4  # the blocker and the three, once each
+
+
+def test_an_interrupt_after_a_lone_commit_leaves_the_store_closable(tmp_path: Path) -> None:
+    """A lone write interrupted right after its commit (before its meta-page flush): its
+    caller gets the interrupt, and closing the store neither hangs nor skips the flush (a
+    replay process interrupted with SIGINT once hung at exit here)."""
+    path = str(tmp_path / "s")
+    store = rstore.Store(path, sync=True)
+    env = _env(store)
+    real = env._committed
+
+    def committed(txnid: int, carry: Any) -> None:
+        real(txnid, carry)
+        raise _Stop
+
+    env._committed = committed  # type: ignore[method-assign]
+    with pytest.raises(_Stop):
+        env.write(_put(b"t:a", b"A"))
+    env._committed = real  # type: ignore[method-assign]
+    f0 = durable.counters.flushes
+    closer = threading.Thread(target=store.close)
+    closer.start()
+    closer.join(WAIT_S)
+    assert not closer.is_alive()
+    assert durable.counters.flushes - f0 == 1  # closing flushed the commit
+    with rstore.Store(path) as again:
+        assert _get(_env(again), b"t:a") == b"A"
