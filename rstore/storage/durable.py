@@ -109,6 +109,14 @@ class MetaFlusher:
             record = _RECORD.pack(_MAGIC, dev, ino, txnid, dev ^ ino ^ txnid ^ _CHECK)
             os.pwrite(self._shared, record, 0)
 
+    def forget_if_ahead(self, last_txnid: int) -> None:
+        """At open: a word claiming more than the store has committed (left by a store that
+        was replaced at this path and whose data file got the same inode) is erased.  Racing
+        a writer that just published is harmless: erasing only costs flushes."""
+        if self._shared is not None and self._read_shared() > last_txnid:
+            with suppress(OSError):
+                os.pwrite(self._shared, bytes(_RECORD.size), 0)
+
     def make_durable(self, txnid: int) -> None:
         """Return once commit ``txnid`` is on disk: at once if another flush covered it."""
         if txnid <= self._known or txnid <= self._read_shared():

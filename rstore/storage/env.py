@@ -140,7 +140,9 @@ class Env:
             self._flusher = MetaFlusher(self.path, self._data_path)
             # A writer killed between its commit and its flush (or the store's creation just
             # now) may have left a commit that is visible but not yet on disk.
-            self._flusher.make_durable(int(self._env.info()["last_txnid"]))
+            last = int(self._env.info()["last_txnid"])
+            self._flusher.forget_if_ahead(last)
+            self._flusher.make_durable(last)
 
     @property
     def writable(self) -> bool:

@@ -389,3 +389,31 @@ def test_an_interrupt_after_a_lone_commit_leaves_the_store_closable(tmp_path: Pa
     assert durable.counters.flushes - f0 == 1  # closing flushed the commit
     with rstore.Store(path) as again:
         assert _get(_env(again), b"t:a") == b"A"
+
+
+def test_a_shared_word_ahead_of_the_store_is_erased_at_open(tmp_path: Path) -> None:
+    """A word that names this data file but claims more than the store ever committed (a store
+    replaced at the same path, its new data file on the same inode) is erased when the store
+    is opened, so it can never make a writer skip its flush."""
+    path = str(tmp_path / "s")
+    with rstore.Store(path, sync=True) as store:
+        store.xadd("s", {"a": 1})
+        last = int(_env(store)._env.info()["last_txnid"])
+    data = os.path.join(path, "data.mdb")
+    st = os.stat(data)
+    stale = last + 1000
+    check = st.st_dev ^ st.st_ino ^ stale ^ durable._CHECK
+    with open(os.path.join(path, durable.FILE_NAME), "r+b") as f:
+        f.write(durable._RECORD.pack(durable._MAGIC, st.st_dev, st.st_ino, stale, check))
+    probe = durable.MetaFlusher(path, data)
+    try:
+        assert probe._read_shared() == stale  # the word is well-formed and names this file
+    finally:
+        probe.close()
+    with rstore.Store(path, sync=True) as store:
+        flusher = _env(store)._flusher
+        assert flusher is not None
+        assert flusher._read_shared() <= int(_env(store)._env.info()["last_txnid"])
+        f0 = durable.counters.flushes
+        store.xadd("s", {"a": 2})
+        assert durable.counters.flushes - f0 == 1
