@@ -39,7 +39,7 @@ from rstore.storage import layout, opening, upgrade
 from rstore.storage.combine import Combiner, Request
 from rstore.storage.commit import commit_batch
 from rstore.storage.durable import MetaFlusher
-from rstore.storage.failures import translate
+from rstore.storage.failures import translate, translate_os
 from rstore.storage.gate import Gate
 from rstore.storage.notify import Notifier, PollingWaiter, Waiter, slot_hash
 from rstore.storage.txn import Carry, Txn
@@ -137,12 +137,21 @@ class Env:
             self._flusher.close()
         self._flusher = None
         if self.sync_mode and not self.readonly:
-            self._flusher = MetaFlusher(self.path, self._data_path)
-            # A writer killed between its commit and its flush (or the store's creation just
-            # now) may have left a commit that is visible but not yet on disk.
-            last = int(self._env.info()["last_txnid"])
-            self._flusher.forget_if_ahead(last)
-            self._flusher.make_durable(last)
+            try:
+                self._flusher = MetaFlusher(self.path, self._data_path)
+                # A writer killed between its commit and its flush (or the store's creation
+                # just now) may have left a commit that is visible but not yet on disk.
+                last = int(self._env.info()["last_txnid"])
+                self._flusher.forget_if_ahead(last)
+                self._flusher.make_durable(last)
+            except BaseException as exc:
+                if self._flusher is not None:
+                    self._flusher.close()
+                    self._flusher = None
+                self._env.close()
+                if isinstance(exc, OSError):
+                    raise translate_os(exc, self._data_path, "open") from exc
+                raise
 
     @property
     def writable(self) -> bool:
