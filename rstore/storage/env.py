@@ -36,7 +36,10 @@ import lmdb
 
 from rstore.errors import CorruptStoreError, ReadOnlyStoreError, StorageError
 from rstore.storage import layout, opening, upgrade
-from rstore.storage.failures import translate
+from rstore.storage.combine import Combiner, Request
+from rstore.storage.commit import commit_batch
+from rstore.storage.durable import MetaFlusher
+from rstore.storage.failures import translate, translate_os
 from rstore.storage.gate import Gate
 from rstore.storage.notify import Notifier, PollingWaiter, Waiter, slot_hash
 from rstore.storage.txn import Carry, Txn
@@ -66,6 +69,7 @@ def _after_fork_in_child() -> None:
         env._carry = None
         env._carry_lock = threading.Lock()
         env._waiters = weakref.WeakSet()
+        env._combiner = Combiner(env._commit_batch)
 
 
 if hasattr(os, "register_at_fork"):
@@ -95,6 +99,8 @@ class Env:
         self.format = layout.FORMAT_VERSION
         self._high_water = 0  # the last page number this process saw
         self._commits = 0
+        self._combiner = Combiner(self._commit_batch)
+        self._flusher: MetaFlusher | None = None
         self._open()
         _all_envs.add(self)
 
@@ -127,6 +133,25 @@ class Env:
             raise
         self.sealed = self.format >= layout.FIRST_SEALED_FORMAT
         self._data_path = os.path.join(self.path, opening.DATA_FILE)
+        if self._flusher is not None:
+            self._flusher.close()
+        self._flusher = None
+        if self.sync_mode and not self.readonly:
+            try:
+                self._flusher = MetaFlusher(self.path, self._data_path)
+                # A writer killed between its commit and its flush (or the store's creation
+                # just now) may have left a commit that is visible but not yet on disk.
+                last = int(self._env.info()["last_txnid"])
+                self._flusher.forget_if_ahead(last)
+                self._flusher.make_durable(last)
+            except BaseException as exc:
+                if self._flusher is not None:
+                    self._flusher.close()
+                    self._flusher = None
+                self._env.close()
+                if isinstance(exc, OSError):
+                    raise translate_os(exc, self._data_path, "open") from exc
+                raise
 
     @property
     def writable(self) -> bool:
@@ -196,45 +221,27 @@ class Env:
 
         ``fn`` may run more than once (after the map grows), so it must not have effects outside
         the transaction.  A write that returned is committed; one that raised left nothing.
+        Writes of several threads that arrive together share one commit
+        (:mod:`rstore.storage.combine`); ``fn`` may then run on another thread.
         """
         if not self.writable:
             raise self._refuse_write()
-        while True:
-            self._gate.enter()
-            action = None
-            try:
-                if self._forked:
-                    self._reopen_after_fork()
-                raw = self._begin(True)
-                txnid = raw.id()
-                try:
-                    txn = self._txn(raw, True)
-                    with self._carry_lock:
-                        carry, self._carry = self._carry, None  # take it: never shared
-                    if carry is not None and carry.txnid + 1 == txnid:
-                        txn.adopt(carry)
-                    result = fn(txn)
-                    txn.flush()
-                except BaseException:
-                    raw.abort()
-                    raise
-                raw.commit()
-                with self._carry_lock:
-                    self._carry = txn.carry(txnid)
-                self._check_readers_on_growth()
-                return result
-            except lmdb.MapFullError:
-                action = "grow"
-            except lmdb.MapResizedError:
-                action = "adopt"
-            except lmdb.Error as exc:
-                raise translate(exc, self.path, writing=True) from exc
-            finally:
-                self._gate.leave()
-            if action == "grow":
-                self._grow_map()
-            else:
-                self._adopt_map_size()
+        return self._combiner.run(fn)  # type: ignore[no-any-return]
+
+    def _take_carry(self, txnid: int) -> Carry | None:
+        """What the last write transaction of this process knew, if ``txnid`` follows it."""
+        with self._carry_lock:
+            carry, self._carry = self._carry, None  # take it: never shared
+        return carry if carry is not None and carry.txnid + 1 == txnid else None
+
+    def _committed(self, txnid: int, carry: Carry | None) -> None:
+        """After the commit of ``txnid`` (nothing here may fail the write)."""
+        with self._carry_lock:
+            self._carry = carry
+        self._check_readers_on_growth()
+
+    def _commit_batch(self, batch: list[Request]) -> Callable[[], None] | None:
+        return commit_batch(self, batch)
 
     def _check_readers_on_growth(self) -> None:
         """After a commit that extended the file, free the reader slots of dead processes.
@@ -306,8 +313,11 @@ class Env:
                     except BaseException:
                         raw.abort()
                         raise
+                    txnid = int(raw.id())
                     raw.commit()
                     self.format, self.sealed, self._carry = layout.FORMAT_VERSION, True, None
+                    if self._flusher is not None:  # MDB_NOMETASYNC: flush the meta page
+                        self._flusher.make_durable(txnid)
                     return before, count
                 except lmdb.MapFullError:
                     current = int(self._env.info()["map_size"])
@@ -439,3 +449,5 @@ class Env:
             self._env.close()
             if self._notifier is not None:
                 self._notifier.close()
+        if self._flusher is not None:
+            self._flusher.close()

@@ -8,13 +8,12 @@ Everything rstore stores goes through this class; the LMDB transaction itself st
   :class:`~rstore.errors.CorruptStoreError` naming the sub-database and the stream.  A format 1
   store (no checksums, read-only) is decoded defensively instead: malformed bytes raise the same
   error, never a bare ``struct.error``.
-* **One copy per read.**  The LMDB transaction hands out views into its map (``buffers=True``,
-  set by the Env); a value is verified in place and copied once, as the payload.  No view
-  leaves this class: views are valid only while the transaction lives.
+* **One copy per read.**  LMDB hands out views into its map (``buffers=True``); a value is
+  verified in place and copied once.  No view leaves this class (valid only in the txn).
 * **Write caching.**  Write transactions cache what they change and write it back once, at
-  :meth:`Txn.flush` (called by :meth:`rstore.storage.env.Env.write` just before commit): stream
-  metadata is read once per transaction and written back if marked dirty; nodes obtained with
-  :meth:`Txn.node_for_update` are ``bytearray`` copies kept until flush, and every iteration over
+  :meth:`Txn.flush` (just before commit): stream metadata is read once per transaction and
+  written back if marked dirty; nodes obtained with :meth:`Txn.node_for_update` are
+  ``bytearray`` copies kept until flush (:class:`Carry` hands them on), and every iteration over
   nodes first writes the dirty ones back, so LMDB is the single truth that cursors see.  That
   makes a pipeline of 1000 XADDs touch the tail node 1000 times in memory but write it once.
 * Keyspace changes are written through at once (they are rare and SCAN iterates them).
@@ -31,6 +30,7 @@ from rstore.codec.node_validate import validate_node
 from rstore.errors import CorruptDataError, CorruptStoreError
 from rstore.model import ID
 from rstore.storage import layout, pagecheck
+from rstore.storage.carry import Carry
 from rstore.storage.layout import KeyRecord, StoreConfig, StreamMeta
 
 __all__ = ["Carry", "Txn"]
@@ -40,32 +40,6 @@ T = TypeVar("T")
 _MAX_DIRTY_NODES = 64
 _CARRY_LIMIT = 4096  # records carried from one write transaction to the next, at most
 _DECODE_ERRORS = (struct.error, ValueError, IndexError, KeyError, CorruptDataError)
-
-
-class Carry:
-    """What a committed write transaction knew, for the next one to start from.
-
-    Valid only for the write transaction whose id is ``txnid + 1``: then no other writer (in
-    any process) committed in between, so every record is still exactly what LMDB holds.
-    """
-
-    __slots__ = ("config", "keys", "meta", "names", "nodes", "txnid")
-
-    def __init__(
-        self,
-        txnid: int,
-        keys: dict[bytes, KeyRecord | None],
-        meta: dict[int, StreamMeta],
-        config: StoreConfig | None,
-        nodes: dict[bytes, bytes],
-        names: dict[int, bytes],
-    ) -> None:
-        self.txnid = txnid
-        self.keys = keys
-        self.meta = meta
-        self.config = config
-        self.nodes = nodes
-        self.names = names
 
 
 class Txn:
@@ -84,6 +58,7 @@ class Txn:
         "_raw",
         "sealed",
         "write",
+        "wrote",
     )
 
     def __init__(
@@ -92,6 +67,7 @@ class Txn:
         self._raw = raw
         self._dbs = dbs
         self.write = write
+        self.wrote = False  # certainly changed a page (a put, a delete that found its key, ...)
         self.sealed = sealed  # format 2: values carry checksums
         self._path = path  # the data file, for error messages
         self._config: StoreConfig | None = None
@@ -175,17 +151,20 @@ class Txn:
 
     def put(self, db: bytes, key: bytes, payload: bytes | bytearray) -> None:
         """Store ``payload`` at ``key`` (sealed with its checksum)."""
+        self.wrote = True
         self._raw.put(key, layout.seal(key, payload) if self.sealed else payload, db=self._dbs[db])
 
     def delete(self, db: bytes, key: bytes) -> bool:
         """Remove the record at ``key``; whether it existed."""
-        return bool(self._raw.delete(key, db=self._dbs[db]))
+        found = bool(self._raw.delete(key, db=self._dbs[db]))
+        self.wrote = self.wrote or found
+        return found
 
     def pop(self, db: bytes, key: bytes) -> bytes | None:
         """Remove and return the record at ``key`` (checksum verified), or ``None``."""
         payload = self.get(db, key)  # copied before the delete frees its page
         if payload is not None:
-            self._raw.delete(key, db=self._dbs[db])
+            self.wrote = bool(self._raw.delete(key, db=self._dbs[db])) or self.wrote
         return payload
 
     def count(self, db: bytes) -> int:
@@ -244,6 +223,7 @@ class Txn:
         while cur.key()[: len(prefix)] == prefix:
             if not cur.delete():
                 break
+            self.wrote = True
 
     def drop_all_data(self) -> None:
         """Empty every data sub-database (FLUSHALL); format, config and handles stay."""
@@ -253,6 +233,7 @@ class Txn:
         self._meta.clear()
         self._keys.clear()
         self._names.clear()
+        self.wrote = True
         for db in layout.DATA_DBS:
             self._raw.drop(self._dbs[db], delete=False)
 

@@ -1,0 +1,123 @@
+"""Running a batch of writes in one LMDB write transaction and committing it once.
+
+Called by the environment's :class:`~rstore.storage.combine.Combiner` with the writes queued
+by this process's threads.  One write runs directly in the transaction, as it always did.
+Several run one after another, each in a nested transaction: one that raises is rolled back
+alone and gets its exception; the others are committed together.  Outcomes are handed out only
+once the commit has succeeded; if the map fills up, the whole batch is rolled back, the map
+grows and every write runs again (write functions may run more than once).  Anything that
+fails the commit itself fails every write of the batch: none of it was stored.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import lmdb
+
+from rstore.storage.failures import translate
+from rstore.storage.txn import Carry
+
+if TYPE_CHECKING:
+    from rstore.storage.combine import Request
+    from rstore.storage.env import Env
+
+__all__ = ["commit_batch"]
+
+
+def commit_batch(env: Env, batch: list[Request]) -> Callable[[], None] | None:
+    """Run ``batch`` in one write transaction and commit it; set each request's outcome.
+    Raises (for the whole batch) when nothing could be committed.  Returns what is left to do
+    before the writes may return -- flushing the commit's meta page (``sync=True``) -- for the
+    caller to run after it has let the next batch start."""
+    while True:
+        for req in batch:
+            req.committing = False
+        env._gate.enter()
+        action = None
+        try:
+            if env._forked:
+                env._reopen_after_fork()
+            raw = env._begin(True)
+            txnid = int(raw.id())
+            try:
+                carry = env._take_carry(txnid)
+                if len(batch) == 1:
+                    txn = env._txn(raw, True)
+                    if carry is not None:
+                        txn.adopt(carry)
+                    outcomes: list[tuple[Any, BaseException | None]] = [(batch[0].fn(txn), None)]
+                    txn.flush()
+                    carry, wrote = txn.carry(txnid), txn.wrote
+                else:
+                    outcomes, carry, wrote = _run_nested(env, raw, txnid, batch, carry)
+            except BaseException:
+                raw.abort()
+                raise
+            for req in batch:
+                req.committing = True  # from here an interrupt cannot tell whether it stored
+            raw.commit()
+            env._committed(txnid, carry)
+            for req, (result, error) in zip(batch, outcomes):
+                req.result, req.error, req.done = result, error, True
+            flusher = env._flusher
+            if flusher is None or not wrote:  # LMDB commits nothing for a transaction that
+                return None  # changed no page: there is nothing to make durable
+            return functools.partial(flusher.make_durable, txnid)
+        except lmdb.MapFullError:
+            action = "grow"
+        except lmdb.MapResizedError:
+            action = "adopt"
+        except lmdb.Error as exc:
+            raise translate(exc, env.path, writing=True) from exc
+        finally:
+            env._gate.leave()
+        if action == "grow":
+            env._grow_map()
+        else:
+            env._adopt_map_size()
+
+
+def _run_nested(
+    env: Env, raw: Any, txnid: int, batch: list[Request], carry: Carry | None
+) -> tuple[list[tuple[Any, BaseException | None]], Carry | None, bool]:
+    """Each write in a nested transaction of ``raw``; ``(outcomes, carry for the next write
+    transaction)``.  A nested transaction has its parent's id, so a write's records are
+    carried to the next one of the batch as ``txnid - 1``; a write that failed may have
+    changed the records it was handed, so the next one starts afresh.  The last item tells
+    whether a committed write changed a page."""
+    outcomes: list[tuple[Any, BaseException | None]] = []
+    wrote = False
+    for req in batch:
+        child = env._env.begin(write=True, parent=raw, buffers=True)
+        txn = env._txn(child, True)
+        if carry is not None:
+            txn.adopt(carry)
+        try:
+            result = req.fn(txn)
+            txn.flush()
+        except (lmdb.MapFullError, lmdb.MapResizedError):
+            child.abort()
+            raise  # the whole batch runs again after the map changed
+        except lmdb.Error as exc:
+            child.abort()
+            outcomes.append((None, translate(exc, env.path, writing=True)))
+            carry = None
+            continue
+        except Exception as exc:
+            child.abort()
+            outcomes.append((None, exc))
+            carry = None
+            continue
+        except BaseException:
+            child.abort()
+            raise
+        child.commit()
+        wrote = wrote or txn.wrote
+        outcomes.append((result, None))
+        carry = txn.carry(txnid - 1)
+    if carry is not None:
+        carry.txnid = txnid  # valid for the transaction after this batch's commit
+    return outcomes, carry, wrote

@@ -1,0 +1,160 @@
+"""The second half of a durable commit, made outside LMDB's writer lock and shared.
+
+A ``sync=True`` environment is opened with LMDB's ``MDB_NOMETASYNC``: a commit writes its pages,
+flushes the data file (``fdatasync``) and then writes its meta page *without* flushing it, and
+releases the writer lock.  The commit is durable once that meta page is on disk too -- after
+any ``fdatasync`` of ``data.mdb`` that starts after the commit returned, whoever makes it:
+
+* the writer flushes the file itself, after the lock is released, so the next writer (of any
+  process) already runs while it waits for the disk;
+* a flush by another writer (of any process) that began after this commit covers it too.
+
+Which commits are known durable is kept in ``durable.shm`` beside the store (read and written
+with ``pread``/``pwrite``, never mapped): a writer whose commit is already covered by another's
+flush skips its own.  The word names the data file (device and inode), so a store replaced
+under the same path never inherits a stale claim; a torn or damaged word reads as "nothing is
+known durable", which only costs a flush.  The file is a cache of facts, never a promise: if it
+cannot be used, every writer flushes for itself.
+
+Why this keeps LMDB's integrity after an OS crash or power loss: ``MDB_NOMETASYNC`` is a mode
+LMDB documents as integrity-preserving (a crash may only undo the last commits whose meta page
+was not flushed) -- the data pages of a commit are on disk before its meta page is written, and
+a commit never reuses a page of the two trees its meta pages may point to.  The flush here only
+adds what ``sync=True`` promises on top: a call returns after its meta page is on disk.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+from contextlib import suppress
+
+from rstore.errors import StorageError
+
+__all__ = ["FILE_NAME", "MetaFlusher", "counters"]
+
+FILE_NAME = "durable.shm"
+_MAGIC = b"rsdurab1"
+# magic | device | inode | durable txnid | check (the three numbers xor-folded with a constant)
+_RECORD = struct.Struct("<8sQQQQ")
+_CHECK = 0x5A17_C0DE_D00D_F00D
+
+
+class _Counters:
+    """How many after-commit flushes this process made and skipped (tests read them)."""
+
+    __slots__ = ("flushes", "skipped")
+
+    def __init__(self) -> None:
+        self.flushes = 0
+        self.skipped = 0
+
+
+counters = _Counters()
+
+
+class MetaFlusher:
+    """Makes commits of one store durable after LMDB committed them with ``MDB_NOMETASYNC``."""
+
+    def __init__(self, store_path: str, data_path: str) -> None:
+        self._data_path = data_path
+        self._fd = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
+        st = os.fstat(self._fd)
+        self._identity = (st.st_dev, st.st_ino)
+        self._lock = threading.Lock()
+        # One flush at a time per process: a write whose commit a flush in progress may not
+        # cover waits for it, then looks again (often covered by then), and closing waits.
+        self._flush_lock = threading.Lock()
+        self._closed = False
+        self._close_failure: StorageError | None = None
+        self._known = 0  # the highest txnid this process knows is durable
+        self._shared: int | None = None
+        with suppress(OSError):
+            path = os.path.join(store_path, FILE_NAME)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+            try:
+                if os.fstat(fd).st_size < _RECORD.size:
+                    os.posix_fallocate(fd, 0, 4096)  # a full disk fails here, not later
+            except OSError:
+                os.close(fd)
+                raise
+            self._shared = fd
+
+    def _read_shared(self) -> int:
+        if self._shared is None:
+            return 0
+        try:
+            data = os.pread(self._shared, _RECORD.size, 0)
+        except OSError:
+            return 0
+        if len(data) != _RECORD.size:
+            return 0
+        magic, dev, ino, txnid, check = _RECORD.unpack(data)
+        if magic != _MAGIC or (dev, ino) != self._identity or check != dev ^ ino ^ txnid ^ _CHECK:
+            return 0
+        return int(txnid)
+
+    def _publish(self, txnid: int) -> None:
+        with self._lock:
+            if txnid <= self._known:
+                return
+            self._known = txnid
+        if self._shared is None or self._read_shared() >= txnid:
+            return
+        dev, ino = self._identity
+        # Racing writers may overwrite a higher value with a lower one: that costs a flush
+        # later, never a skipped one (the word only ever holds a txnid that was durable).
+        with suppress(OSError):
+            record = _RECORD.pack(_MAGIC, dev, ino, txnid, dev ^ ino ^ txnid ^ _CHECK)
+            os.pwrite(self._shared, record, 0)
+
+    def forget_if_ahead(self, last_txnid: int) -> None:
+        """At open: a word claiming more than the store has committed (left by a store that
+        was replaced at this path and whose data file got the same inode) is erased.  Racing
+        a writer that just published is harmless: erasing only costs flushes."""
+        if self._shared is not None and self._read_shared() > last_txnid:
+            with suppress(OSError):
+                os.pwrite(self._shared, bytes(_RECORD.size), 0)
+
+    def make_durable(self, txnid: int) -> None:
+        """Return once commit ``txnid`` is on disk: at once if another flush covered it."""
+        if txnid <= self._known or txnid <= self._read_shared():
+            counters.skipped += 1
+            return
+        with self._flush_lock:
+            if self._closed and self._close_failure is not None:
+                raise self._close_failure
+            if self._closed or txnid <= self._known:  # closing flushed it, or a flush did
+                counters.skipped += 1
+                return
+            self._flush()
+        self._publish(txnid)
+
+    def _flush(self) -> None:
+        try:
+            os.fdatasync(self._fd)
+        except OSError as exc:
+            raise StorageError(
+                f"{self._data_path}: the write was committed but flushing it to disk failed "
+                f"({exc}); it may be lost if the machine crashes",
+                hint="check the disk; the store stays consistent",
+            ) from exc
+        counters.flushes += 1
+
+    def close(self) -> None:
+        """Flush what was committed (a write whose own flush has not run yet is covered by
+        this one, and then returns without flushing), and close."""
+        with self._flush_lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self._flush()
+            except StorageError as exc:
+                self._close_failure = exc
+            with suppress(OSError):
+                os.close(self._fd)
+            if self._shared is not None:
+                with suppress(OSError):
+                    os.close(self._shared)
