@@ -415,7 +415,10 @@ class Store(RedisCommands):
         refuses the whole batch before anything runs (raised).  Replies are as :meth:`execute`
         gives them; BLOCK is ignored.  :meth:`pipeline` is the redis-py-style front of this.
         """
-        batch = [encode_argv(list(argv)) for argv in commands]
+        return self._run_batch([encode_argv(list(argv)) for argv in commands])
+
+    def _run_batch(self, batch: list[list[bytes]]) -> list[Any]:
+        """:meth:`execute_batch` of argvs already encoded (pipelines encode as they queue)."""
         if not batch:
             return []
         return [

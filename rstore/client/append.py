@@ -27,6 +27,14 @@ class AppendCommands(ClientBase):
     ) -> Any:
         """Append an entry; returns its ID (``bytes``), or ``None`` with ``nomkstream`` on a
         missing stream."""
+        if maxlen is None and minid is None and limit is None and not nomkstream:
+            # no options (pipelines of plain XADDs): the same argv, built in one step
+            if not isinstance(fields, dict) or len(fields) == 0:
+                raise DataError("XADD fields must be a non-empty dict")
+            argv = [b"XADD", name, id]
+            for pair in fields.items():
+                argv += pair
+            return self._command(argv)
         pieces: list[Any] = []
         if maxlen is not None and minid is not None:
             raise DataError("Only one of ```maxlen``` or ```minid``` may be specified")
