@@ -12,7 +12,7 @@ from rstore.client.shapes import Decoder, finish, make_decoder
 from rstore.commands.argv import encode_arg, encode_argv
 from rstore.commands.executor import execute, in_transaction, now_ms, run_batch
 from rstore.commands.registry import Context, lookup
-from rstore.commands.reply import to_public
+from rstore.commands.reply import NIL_ARRAY, to_public
 from rstore.errors import CorruptStoreError, ResponseError, StoreClosedError
 from rstore.ids import format_id
 from rstore.model import AppendReport
@@ -421,10 +421,12 @@ class Store(RedisCommands):
         """:meth:`execute_batch` of argvs already encoded (pipelines encode as they queue)."""
         if not batch:
             return []
-        return [
-            reply if isinstance(reply, ResponseError) else to_public(reply, spec.public)
-            for spec, reply in run_batch(self._live_env(), batch)
-        ]
+        specs, replies = run_batch(self._live_env(), batch)
+        for i, reply in enumerate(replies):
+            public = specs[i].public
+            if reply is NIL_ARRAY or (public is not None and not isinstance(reply, ResponseError)):
+                replies[i] = to_public(reply, public)
+        return replies
 
     def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Pipeline:
         """A pipeline whose :meth:`~Pipeline.execute` runs in one atomic transaction

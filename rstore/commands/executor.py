@@ -148,11 +148,12 @@ def _wait(env: Env, blocked: Blocked) -> Any:
             woken = waiter.wait(min(remaining, SAFETY_RECHECK_S))
 
 
-def run_batch(env: Env, batch: list[list[bytes]]) -> list[tuple[CommandSpec, Any]]:
+def run_batch(env: Env, batch: list[list[bytes]]) -> tuple[list[CommandSpec], list[Any]]:
     """Run ``batch`` in one transaction, atomically (MULTI/EXEC's rule): a command refused
     while running answers with its error (a ResponseError instance in its place) and the others
     still apply; an unknown command or a wrong argument count refuses the whole batch before
-    anything runs (raised).  BLOCK is ignored inside a batch."""
+    anything runs (raised).  BLOCK is ignored inside a batch.  Returns the commands' specs and
+    their internal replies, in order."""
     specs = lookup_all(batch)  # refuse the whole batch before running any
 
     def body(ctx: Context) -> list[Any]:
@@ -177,10 +178,10 @@ def run_batch(env: Env, batch: list[list[bytes]]) -> list[tuple[CommandSpec, Any
 
     write = any(spec.write for spec in specs)
     replies = in_transaction(env, body, write=write, in_batch=True)
-    return [
-        (spec, reply.build() if isinstance(reply, Deferred) else reply)
-        for spec, reply in zip(specs, replies)
-    ]
+    for i, reply in enumerate(replies):
+        if isinstance(reply, Deferred):
+            replies[i] = reply.build()
+    return specs, replies
 
 
 def run_in_transaction(env: Env, body: Callable[[Context], T]) -> T:

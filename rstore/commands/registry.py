@@ -235,11 +235,15 @@ def lookup_all(batch: list[list[bytes]]) -> list[CommandSpec]:
     specs: list[CommandSpec] = []
     name: bytes | None = None
     spec: CommandSpec | None = None
+    arity = 0
     for argv in batch:
         if spec is not None and argv and argv[0] == name and not spec.subcommands:
-            _check_arity(spec, len(argv))
+            argc = len(argv)
+            if argc != arity if arity > 0 else argc < -arity:
+                _check_arity(spec, argc)  # raises
         else:
             spec = lookup(argv)
             name = argv[0]
+            arity = spec.arity
         specs.append(spec)
     return specs
