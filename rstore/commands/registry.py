@@ -230,20 +230,21 @@ def subcommand_syntax_error(argv: list[bytes]) -> ResponseError:
 
 
 def lookup_all(batch: list[list[bytes]]) -> list[CommandSpec]:
-    """:func:`lookup` of every argv of a batch (the first refusal raises).  A name spelled as
-    the one before it reuses its spec; only the arity is checked again."""
+    """:func:`lookup` of every argv of a batch (the first refusal raises).  A command spelled
+    as the one before it reuses its spec, only the arity checked again -- unless it is a
+    container (XGROUP, XINFO, CONFIG), whose subcommand is looked up each time."""
     specs: list[CommandSpec] = []
-    name: bytes | None = None
+    name: bytes | None = None  # the spelling whose spec can be reused
     spec: CommandSpec | None = None
     arity = 0
     for argv in batch:
-        if spec is not None and argv and argv[0] == name and not spec.subcommands:
+        if name is not None and spec is not None and argv and argv[0] == name:
             argc = len(argv)
             if argc != arity if arity > 0 else argc < -arity:
                 _check_arity(spec, argc)  # raises
         else:
             spec = lookup(argv)
-            name = argv[0]
+            name = argv[0] if COMMANDS.get(argv[0].lower()) is spec else None
             arity = spec.arity
         specs.append(spec)
     return specs

@@ -79,3 +79,24 @@ def test_pipelined_xadds_give_valkeys_replies_and_nodes(
         assert store.dump(key) == oracle.on_valkey("DUMP", key)
     oracle.assert_same_state()
     oracle.check()
+
+
+def test_a_batch_looks_up_each_subcommand_of_a_container(oracle: Oracle) -> None:
+    """Consecutive commands of one name share their lookup in a batch, except containers: each
+    XGROUP / XINFO / CONFIG names its own subcommand (and arity)."""
+    store = oracle.store
+    assert store is not None
+    batch = [
+        ["XADD", "s", "1-1", "f", "v"],
+        ["XGROUP", "CREATE", "s", "g", "$"],
+        ["XGROUP", "DESTROY", "s", "g"],
+        ["XGROUP", "CREATE", "s", "g", "0", "ENTRIESREAD", "1"],
+        ["XGROUP", "CREATECONSUMER", "s", "g", "c"],
+        ["XGROUP", "DELCONSUMER", "s", "g", "c"],
+        ["XINFO", "GROUPS", "s"],
+        ["XINFO", "CONSUMERS", "s", "g"],
+        ["CONFIG", "GET", "stream-node-max-entries"],
+        ["CONFIG", "GET", "stream-node-max-bytes"],
+    ]
+    got = [_rstore_reply(r) for r in store.execute_batch(batch)]
+    assert got == [oracle.on_valkey(*argv) for argv in batch]  # no times: c was deleted
