@@ -8,6 +8,9 @@
 Both durability pairs are measured: ``sync=True`` vs ``always`` and ``sync=False`` vs
 ``everysec`` (target >= 2x for each).  A sample is one whole batch, queueing included; the rate
 is entries / wall time of the timed blocks, and batch latencies are reported as percentiles.
+The CPU time this process spends in rstore's timed blocks (``time.process_time``: user and
+system, the flushes' included) is printed per run as microseconds per entry, a figure less
+sensitive to a shared machine's noise than the rates (``rstore_cpu_us_per_entry`` in --json).
 
     python bench/xadd_pipeline.py --repeat 3
 """
@@ -15,6 +18,7 @@ is entries / wall time of the timed blocks, and batch latencies are reported as 
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -64,9 +68,17 @@ def run(*, sync: bool, quick: bool = False, base_dir: str | None = None) -> Resu
         valkey_batch = batch_runner(lambda: client.pipeline(transaction=False))
         time_each(rstore_batch, warm)
         time_each(valkey_batch, warm)
+        cpu = [0.0]
+
+        def rstore_block(n: int) -> list[float]:
+            c0 = time.process_time()
+            samples = time_each(rstore_batch, n)
+            cpu[0] += time.process_time() - c0
+            return samples
+
         timed = interleave(
             {
-                "rstore": lambda n: time_each(rstore_batch, n),
+                "rstore": rstore_block,
                 "valkey": lambda n: time_each(valkey_batch, n),
             },
             batches,
@@ -78,6 +90,8 @@ def run(*, sync: bool, quick: bool = False, base_dir: str | None = None) -> Resu
 
     (r_samples, r_wall), (v_samples, v_wall) = timed["rstore"], timed["valkey"]
     entries = batches * PIPELINE_SIZE
+    cpu_us = cpu[0] / entries * 1e6
+    print(f"# rstore sync={sync}: {cpu_us:.2f} µs CPU per entry", flush=True)
     return rate_result(
         workload=f"XADD pipelined {PIPELINE_SIZE}",
         mode=f"rstore sync={sync} / valkey appendfsync {FSYNC_FOR_SYNC[sync]}",
@@ -88,6 +102,7 @@ def run(*, sync: bool, quick: bool = False, base_dir: str | None = None) -> Resu
         valkey_latency_ms=percentiles(v_samples, 1e3),
         latency_of=f"one batch of {PIPELINE_SIZE}",
         batches=batches,
+        rstore_cpu_us_per_entry=cpu_us,
     )
 
 

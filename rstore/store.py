@@ -12,7 +12,7 @@ from rstore.client.shapes import Decoder, finish, make_decoder
 from rstore.commands.argv import encode_arg, encode_argv
 from rstore.commands.executor import execute, now_ms, run_batch
 from rstore.commands.registry import lookup
-from rstore.commands.reply import to_public
+from rstore.commands.reply import NIL_ARRAY, to_public
 from rstore.errors import CorruptStoreError, ResponseError, StoreClosedError
 from rstore.model import AppendReport
 from rstore.pipeline import Pipeline
@@ -401,13 +401,18 @@ class Store(RedisCommands):
         refuses the whole batch before anything runs (raised).  Replies are as :meth:`execute`
         gives them; BLOCK is ignored.  :meth:`pipeline` is the redis-py-style front of this.
         """
-        batch = [encode_argv(list(argv)) for argv in commands]
+        return self._run_batch([encode_argv(list(argv)) for argv in commands])
+
+    def _run_batch(self, batch: list[list[bytes]]) -> list[Any]:
+        """:meth:`execute_batch` of argvs already encoded (pipelines encode as they queue)."""
         if not batch:
             return []
-        return [
-            reply if isinstance(reply, ResponseError) else to_public(reply, spec.public)
-            for spec, reply in run_batch(self._live_env(), batch)
-        ]
+        specs, replies = run_batch(self._live_env(), batch)
+        for i, reply in enumerate(replies):
+            public = specs[i].public
+            if reply is NIL_ARRAY or (public is not None and not isinstance(reply, ResponseError)):
+                replies[i] = to_public(reply, public)
+        return replies
 
     def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Pipeline:
         """A pipeline whose :meth:`~Pipeline.execute` runs in one atomic transaction

@@ -10,6 +10,8 @@ from rstore.errors import DataError
 
 __all__ = ["AppendCommands"]
 
+_FIELDS_NEEDED = "XADD fields must be a non-empty dict"  # redis-py's DataError text
+
 
 class AppendCommands(ClientBase):
     """XADD, as redis-py 8.1's ``Redis`` has them."""
@@ -27,6 +29,14 @@ class AppendCommands(ClientBase):
     ) -> Any:
         """Append an entry; returns its ID (``bytes``), or ``None`` with ``nomkstream`` on a
         missing stream."""
+        if maxlen is None and minid is None and limit is None and not nomkstream:
+            # no options (pipelines of plain XADDs): the same argv, built in one step
+            if not isinstance(fields, dict) or len(fields) == 0:
+                raise DataError(_FIELDS_NEEDED)
+            argv = [b"XADD", name, id]
+            for pair in fields.items():
+                argv += pair
+            return self._command(argv)
         pieces: list[Any] = []
         if maxlen is not None and minid is not None:
             raise DataError("Only one of ```maxlen``` or ```minid``` may be specified")
@@ -48,7 +58,7 @@ class AppendCommands(ClientBase):
             pieces.extend([b"LIMIT", limit])
         pieces.append(id)
         if not isinstance(fields, dict) or len(fields) == 0:
-            raise DataError("XADD fields must be a non-empty dict")
+            raise DataError(_FIELDS_NEEDED)
         for pair in fields.items():
             pieces.extend(pair)
         return self._command([b"XADD", name, *pieces])

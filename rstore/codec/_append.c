@@ -1,16 +1,24 @@
 /*
- * Optional C accelerator for appending entries to a stream node: the inner loop of bulk loads
- * (rstore.streams.bulk, Store.append_entries).
+ * Optional C accelerator for appending entries to a stream node: the inner loop of XADD, of
+ * pipelines of XADDs and of bulk loads (rstore.streams.bulk, Store.append_entries).
  *
- * append_entry() does exactly what rstore.codec.stream_node.append_entry does, for the plain
- * case only: every field and value a `bytes` object, the node's live count a one-byte integer
- * below 127 (so bumping it changes no size), a well-formed master entry.  For anything else it
- * changes nothing and returns None, and the caller runs the Python version (the reference;
- * tests/codec/test_append_speedup.py compares the two byte for byte).
+ * append_entry() does exactly what rstore.codec.stream_node.append_entry does and
+ * append_auto() what rstore.codec.stream_append.append_auto_py does (a run of entries with
+ * automatic IDs, while they fit in the node), for the plain case only: every field and value a
+ * `bytes` object, a well-formed master entry.  For anything else they change nothing and
+ * return None, and the caller runs the Python version (the reference;
+ * tests/codec/test_append_speedup.py compares them byte for byte).
  *
- * Listpack encodings written (as Redis's lpAppend): a canonical int64 decimal as the smallest
- * integer encoding, any other string as a 6-bit, 12-bit or 32-bit length string; each element
- * followed by its backlen.  The reading side is in listpack_read.h.
+ * encode_args() is the hot case of rstore.commands.argv.encode_argv (str and bytes arguments),
+ * which pipelines run on every queued command.
+ *
+ * The appenders work in three steps: read the master entry (live count, deleted count, field
+ * names), encode the new entries into a buffer of their own, then grow the node once: the live
+ * count is rewritten (its element may grow, e.g. from 127 to 128, which moves the rest of the
+ * node), the entries go where the EOF byte was, and the header's total size and element count
+ * follow.
+ *
+ * Listpack elements are written by listpack_write.h and read by listpack_read.h.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -18,134 +26,7 @@
 #include <string.h>
 
 #include "listpack_read.h"
-
-/* Canonical signed 64-bit decimal (Redis's string2ll); 1 and *v on success. */
-static int string2ll(const unsigned char *s, Py_ssize_t n, int64_t *v)
-{
-    Py_ssize_t i = 0;
-    int neg = 0;
-    uint64_t u = 0;
-
-    if (n == 0 || n > 20) return 0;
-    if (n == 1 && s[0] == '0') {
-        *v = 0;
-        return 1;
-    }
-    if (s[0] == '-') {
-        neg = 1;
-        i = 1;
-        if (n == 1) return 0;
-    }
-    if (s[i] < '1' || s[i] > '9') return 0;
-    for (; i < n; i++) {
-        unsigned d;
-        if (s[i] < '0' || s[i] > '9') return 0;
-        d = (unsigned)(s[i] - '0');
-        if (u > (UINT64_MAX - d) / 10) return 0;
-        u = u * 10 + d;
-    }
-    if (neg) {
-        if (u > (uint64_t)INT64_MAX + 1) return 0;
-        *v = (int64_t)(0 - u);
-    } else {
-        if (u > (uint64_t)INT64_MAX) return 0;
-        *v = (int64_t)u;
-    }
-    return 1;
-}
-
-/* Write the backlen of an element of `size` bytes at out; its length. */
-static Py_ssize_t put_backlen(unsigned char *out, Py_ssize_t size)
-{
-    if (size <= 127) {
-        out[0] = (unsigned char)size;
-        return 1;
-    }
-    if (size < 16383) {
-        out[0] = (unsigned char)(size >> 7);
-        out[1] = (unsigned char)((size & 127) | 128);
-        return 2;
-    }
-    if (size < 2097151) {
-        out[0] = (unsigned char)(size >> 14);
-        out[1] = (unsigned char)(((size >> 7) & 127) | 128);
-        out[2] = (unsigned char)((size & 127) | 128);
-        return 3;
-    }
-    if (size < 268435455) {
-        out[0] = (unsigned char)(size >> 21);
-        out[1] = (unsigned char)(((size >> 14) & 127) | 128);
-        out[2] = (unsigned char)(((size >> 7) & 127) | 128);
-        out[3] = (unsigned char)((size & 127) | 128);
-        return 4;
-    }
-    out[0] = (unsigned char)((size >> 28) & 0xFF);
-    out[1] = (unsigned char)(((size >> 21) & 127) | 128);
-    out[2] = (unsigned char)(((size >> 14) & 127) | 128);
-    out[3] = (unsigned char)(((size >> 7) & 127) | 128);
-    out[4] = (unsigned char)((size & 127) | 128);
-    return 5;
-}
-
-/* An integer element in Redis's smallest form (at most 10 bytes); its length. */
-static Py_ssize_t put_int(unsigned char *out, int64_t v)
-{
-    int width, i;
-    if (v >= 0 && v <= 127) {
-        out[0] = (unsigned char)v;
-        out[1] = 1;
-        return 2;
-    }
-    if (v >= -4096 && v <= 4095) {
-        uint64_t u = (uint64_t)v & 0x1FFF;
-        out[0] = (unsigned char)(0xC0 | (u >> 8));
-        out[1] = (unsigned char)(u & 0xFF);
-        out[2] = 2;
-        return 3;
-    }
-    if (v >= -32768 && v <= 32767) {
-        out[0] = 0xF1;
-        width = 2;
-    } else if (v >= -8388608 && v <= 8388607) {
-        out[0] = 0xF2;
-        width = 3;
-    } else if (v >= INT32_MIN && v <= INT32_MAX) {
-        out[0] = 0xF3;
-        width = 4;
-    } else {
-        out[0] = 0xF4;
-        width = 8;
-    }
-    for (i = 0; i < width; i++) out[1 + i] = (unsigned char)(((uint64_t)v >> (8 * i)) & 0xFF);
-    out[1 + width] = (unsigned char)(width + 1);
-    return width + 2;
-}
-
-/* The bytes `encode_value` gives for s (at most len + 10); its length. */
-static Py_ssize_t put_value(unsigned char *out, const unsigned char *s, Py_ssize_t n)
-{
-    int64_t v;
-    Py_ssize_t head;
-    if (n && ((s[0] >= '0' && s[0] <= '9') || s[0] == '-') && string2ll(s, n, &v))
-        return put_int(out, v);
-    if (n < 64) {
-        out[0] = (unsigned char)(0x80 | n);
-        head = 1;
-    } else if (n < 4096) {
-        out[0] = (unsigned char)(0xE0 | (n >> 8));
-        out[1] = (unsigned char)(n & 0xFF);
-        head = 2;
-    } else {
-        out[0] = 0xF0;
-        out[1] = (unsigned char)(n & 0xFF);
-        out[2] = (unsigned char)((n >> 8) & 0xFF);
-        out[3] = (unsigned char)((n >> 16) & 0xFF);
-        out[4] = (unsigned char)((n >> 24) & 0xFF);
-        head = 5;
-    }
-    memcpy(out + head, s, (size_t)n);
-    return head + n + put_backlen(out + head + n, head + n);
-}
+#include "listpack_write.h"
 
 /* Whether the element e (read from b) has the text s (integers compared as decimal). */
 static int same_text(const unsigned char *b, const element *e, PyObject *s)
@@ -158,6 +39,191 @@ static int same_text(const unsigned char *b, const element *e, PyObject *s)
         return len == n && memcmp(text, p, (size_t)n) == 0;
     }
     return e->str_len == n && memcmp(b + e->str_at, p, (size_t)n) == 0;
+}
+
+/* The encoded size of an integer element (what put_int writes). */
+static Py_ssize_t int_size(int64_t v)
+{
+    unsigned char tmp[10];
+    return put_int(tmp, v);
+}
+
+#define MASTER_FIELDS_INLINE 16
+
+/* A node being appended to: what its master entry says, and the new bytes waiting. */
+typedef struct {
+    PyObject *node;
+    Py_ssize_t len;                  /* the node's length before this append */
+    Py_ssize_t count_size;           /* bytes of the live count element as stored */
+    int64_t count, used;             /* live entries; entries including tombstones */
+    Py_ssize_t nmaster;              /* master field names ... */
+    element *mf;                     /* ... read from the node (offsets into it) */
+    element mf_inline[MASTER_FIELDS_INLINE];
+    unsigned char *buf;              /* the encoded new entries */
+    Py_ssize_t buf_len, buf_cap;
+    Py_ssize_t added;                /* listpack elements added */
+    Py_ssize_t appended;             /* entries added */
+} appender;
+
+static void appender_free(appender *a)
+{
+    if (a->mf != a->mf_inline) PyMem_Free(a->mf);
+    PyMem_Free(a->buf);
+}
+
+/* Read the master entry of node.  0: ready; 1: not a case for C (nothing set); -1: error
+ * (exception set). */
+static int appender_open(appender *a, PyObject *node)
+{
+    const unsigned char *b;
+    Py_ssize_t stop, p, q, i;
+    int64_t v;
+    element e;
+
+    memset(a, 0, sizeof *a);
+    a->mf = a->mf_inline;
+    a->node = node;
+    a->len = PyByteArray_GET_SIZE(node);
+    b = (const unsigned char *)PyByteArray_AS_STRING(node);
+    stop = a->len - 1;
+    if (a->len < HEADER_SIZE + 3 || b[stop] != 0xFF) return 1;
+    if ((q = read_int(b, stop, HEADER_SIZE, &a->count)) < 0 || a->count < 0) return 1;
+    a->count_size = q - HEADER_SIZE;
+    if ((p = read_int(b, stop, q, &v)) < 0 || v < 0) return 1; /* deleted */
+    a->used = a->count + v;
+    if ((p = read_int(b, stop, p, &v)) < 0 || v < 0 || v > stop) return 1;
+    a->nmaster = (Py_ssize_t)v;
+    if (a->nmaster > MASTER_FIELDS_INLINE) {
+        a->mf = PyMem_Malloc((size_t)a->nmaster * sizeof(element));
+        if (a->mf == NULL) {
+            a->mf = a->mf_inline;
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    for (i = 0; i < a->nmaster; i++) {
+        if ((p = read_el(b, stop, p, &a->mf[i])) < 0) {
+            appender_free(a);
+            return 1;
+        }
+    }
+    if (read_el(b, stop, p, &e) < 0) { /* the master terminator */
+        appender_free(a);
+        return 1;
+    }
+    return 0;
+}
+
+/* The node's length if the pending entries were written now. */
+static Py_ssize_t appender_len(const appender *a)
+{
+    return a->len + a->buf_len + int_size(a->count + a->appended) - a->count_size;
+}
+
+/* The raw size of items (Redis's totelelen), or -1 unless they are an even number (at least
+ * two) of bytes objects. */
+static Py_ssize_t plain_size(PyObject **items, Py_ssize_t n)
+{
+    Py_ssize_t i, total = 0;
+    if (n < 2 || n % 2) return -1;
+    for (i = 0; i < n; i++) {
+        if (!PyBytes_CheckExact(items[i])) return -1;
+        total += PyBytes_GET_SIZE(items[i]);
+    }
+    return total;
+}
+
+/* Encode one entry (items: field, value, ...; plain_size said yes) into the buffer. */
+static int appender_add(appender *a, uint64_t mms, uint64_t mseq, uint64_t ms, uint64_t seq,
+                        PyObject **items, Py_ssize_t n_items, Py_ssize_t raw_size)
+{
+    const unsigned char *b = (const unsigned char *)PyByteArray_AS_STRING(a->node);
+    Py_ssize_t n = n_items / 2, i, need, w;
+    int same = a->nmaster == n;
+    unsigned char *out;
+
+    for (i = 0; same && i < n; i++) same = same_text(b, &a->mf[i], items[2 * i]);
+    need = raw_size + 10 * n_items + 50; /* an element is at most its bytes + 10 */
+    if (a->buf_len + need > a->buf_cap) {
+        Py_ssize_t cap = 2 * a->buf_cap + need;
+        unsigned char *grown = PyMem_Realloc(a->buf, (size_t)cap);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        a->buf = grown;
+        a->buf_cap = cap;
+    }
+    out = a->buf + a->buf_len;
+    w = put_int(out, same ? FLAG_SAMEFIELDS : 0);
+    w += put_int(out + w, (int64_t)(ms - mms));
+    w += put_int(out + w, (int64_t)(seq - mseq));
+    if (!same) w += put_int(out + w, (int64_t)n);
+    for (i = same ? 1 : 0; i < n_items; i += same ? 2 : 1) {
+        PyObject *s = items[i];
+        w += put_value(out + w, (const unsigned char *)PyBytes_AS_STRING(s), PyBytes_GET_SIZE(s));
+    }
+    w += put_int(out + w, same ? n + 3 : 2 * n + 4); /* lp_count */
+    a->buf_len += w;
+    a->added += same ? n + 4 : 2 * n + 5;
+    a->appended += 1;
+    return 0;
+}
+
+/* Write the pending entries into the node.  0: done; 1: the node cannot be resized (an exported
+ * buffer, or too large): nothing changed, no exception set. */
+static int appender_commit(appender *a)
+{
+    unsigned char *b, cnt[10];
+    Py_ssize_t cnt_size, new_len, body_at;
+    unsigned cur;
+
+    if (a->appended == 0) return 0;
+    cnt_size = put_int(cnt, a->count + a->appended);
+    new_len = appender_len(a);
+    if (new_len > (Py_ssize_t)UINT32_MAX || PyByteArray_Resize(a->node, new_len) < 0) {
+        PyErr_Clear(); /* the Python version decides what to raise */
+        return 1;
+    }
+    b = (unsigned char *)PyByteArray_AS_STRING(a->node);
+    body_at = HEADER_SIZE + a->count_size;
+    if (cnt_size != a->count_size)
+        memmove(b + HEADER_SIZE + cnt_size, b + body_at, (size_t)(a->len - 1 - body_at));
+    memcpy(b + HEADER_SIZE, cnt, (size_t)cnt_size);
+    memcpy(b + a->len - 1 + cnt_size - a->count_size, a->buf, (size_t)a->buf_len);
+    b[new_len - 1] = 0xFF;
+    b[0] = (unsigned char)(new_len & 0xFF);
+    b[1] = (unsigned char)((new_len >> 8) & 0xFF);
+    b[2] = (unsigned char)((new_len >> 16) & 0xFF);
+    b[3] = (unsigned char)((new_len >> 24) & 0xFF);
+    cur = (unsigned)b[4] | ((unsigned)b[5] << 8);
+    if (cur != 65535) {
+        Py_ssize_t next = (Py_ssize_t)cur + a->added;
+        if (next > 65535) next = 65535;
+        b[4] = (unsigned char)(next & 0xFF);
+        b[5] = (unsigned char)((next >> 8) & 0xFF);
+    }
+    return 0;
+}
+
+/* Write "<ms>-<seq>" in decimal at out (at most 41 bytes); its length. */
+static Py_ssize_t format_id(char *out, uint64_t ms, uint64_t seq)
+{
+    char digits[20];
+    Py_ssize_t w = 0;
+    int n, k;
+    uint64_t parts[2] = {ms, seq};
+    for (k = 0; k < 2; k++) {
+        uint64_t v = parts[k];
+        n = 0;
+        do {
+            digits[n++] = (char)('0' + v % 10);
+            v /= 10;
+        } while (v);
+        while (n) out[w++] = digits[--n];
+        if (k == 0) out[w++] = '-';
+    }
+    return w;
 }
 
 /* entry_size(fields_values) -> int | None: the raw length of the items (Redis's totelelen),
@@ -179,84 +245,123 @@ static PyObject *entry_size(PyObject *self, PyObject *fv)
 /* append_entry(node, master_ms, master_seq, ms, seq, fields_values) -> True | None */
 static PyObject *append_entry(PyObject *self, PyObject *args)
 {
-    PyObject *node, *fv, **items;
+    PyObject *node, *fv;
     unsigned long long mms, mseq, ms, seq;
-    Py_ssize_t len, stop, p, n, i, nmaster, body_len, added, lp_count, old_len, w;
-    int64_t v, ms_d, seq_d;
-    int same;
-    unsigned char *b, *out;
-    element e;
+    Py_ssize_t size;
+    appender a;
+    int rc;
 
     if (!PyArg_ParseTuple(args, "YKKKKO", &node, &mms, &mseq, &ms, &seq, &fv)) return NULL;
     if (!PyList_CheckExact(fv) && !PyTuple_CheckExact(fv)) Py_RETURN_NONE;
-    n = PySequence_Fast_GET_SIZE(fv);
-    items = PySequence_Fast_ITEMS(fv);
-    if (n < 2 || n % 2) Py_RETURN_NONE;
-    body_len = 0;
-    for (i = 0; i < n; i++) {
-        if (!PyBytes_CheckExact(items[i])) Py_RETURN_NONE;
-        body_len += PyBytes_GET_SIZE(items[i]) + 10; /* an element is at most its bytes + 10 */
-    }
-    n /= 2;
-    len = PyByteArray_GET_SIZE(node);
-    b = (unsigned char *)PyByteArray_AS_STRING(node);
-    stop = len - 1;
-    if (len < HEADER_SIZE + 3 || b[stop] != 0xFF || b[HEADER_SIZE] >= 127) Py_RETURN_NONE;
-    p = HEADER_SIZE + 2;                                     /* past the live count */
-    if ((p = read_int(b, stop, p, &v)) < 0) Py_RETURN_NONE; /* deleted */
-    if ((p = read_int(b, stop, p, &v)) < 0 || v < 0) Py_RETURN_NONE;
-    nmaster = (Py_ssize_t)v;
-    same = nmaster == n;
-    for (i = 0; same && i < n; i++) {
-        if ((p = read_el(b, stop, p, &e)) < 0) Py_RETURN_NONE;
-        same = same_text(b, &e, items[2 * i]);
-    }
-    ms_d = (int64_t)((uint64_t)ms - (uint64_t)mms);
-    seq_d = (int64_t)((uint64_t)seq - (uint64_t)mseq);
-    lp_count = same ? n + 3 : 2 * n + 4;
-    added = same ? n + 4 : 2 * n + 5;
-    body_len += 3 * 10 + 10 + 10; /* flags, deltas, field count, lp_count */
-    out = PyMem_Malloc((size_t)body_len);
-    if (out == NULL) return PyErr_NoMemory();
-    w = put_int(out, same ? FLAG_SAMEFIELDS : 0);
-    w += put_int(out + w, ms_d);
-    w += put_int(out + w, seq_d);
-    if (!same) w += put_int(out + w, (int64_t)n);
-    for (i = 0; i < n; i++) {
-        PyObject *f = items[2 * i], *val = items[2 * i + 1];
-        if (!same)
-            w += put_value(out + w, (const unsigned char *)PyBytes_AS_STRING(f), PyBytes_GET_SIZE(f));
-        w += put_value(out + w, (const unsigned char *)PyBytes_AS_STRING(val),
-                       PyBytes_GET_SIZE(val));
-    }
-    w += put_int(out + w, (int64_t)lp_count);
-    old_len = len;
-    if (old_len - 1 + w + 1 > (Py_ssize_t)UINT32_MAX ||
-        PyByteArray_Resize(node, old_len - 1 + w + 1) < 0) {
-        PyMem_Free(out);
-        PyErr_Clear(); /* exported buffer or no memory: the Python version decides */
+    size = plain_size(PySequence_Fast_ITEMS(fv), PySequence_Fast_GET_SIZE(fv));
+    if (size < 0) Py_RETURN_NONE;
+    if ((rc = appender_open(&a, node)) != 0) {
+        if (rc < 0) return NULL;
         Py_RETURN_NONE;
     }
-    b = (unsigned char *)PyByteArray_AS_STRING(node);
-    memcpy(b + old_len - 1, out, (size_t)w);
-    PyMem_Free(out);
-    len = old_len + w;
-    b[len - 1] = 0xFF;
-    b[HEADER_SIZE] += 1; /* live count, below 127: same size */
-    b[0] = (unsigned char)(len & 0xFF);
-    b[1] = (unsigned char)((len >> 8) & 0xFF);
-    b[2] = (unsigned char)((len >> 16) & 0xFF);
-    b[3] = (unsigned char)((len >> 24) & 0xFF);
-    {
-        unsigned cur = (unsigned)b[4] | ((unsigned)b[5] << 8);
-        if (cur != 65535) {
-            Py_ssize_t next = (Py_ssize_t)cur + added;
-            if (next > 65535) next = 65535;
-            b[4] = (unsigned char)(next & 0xFF);
-            b[5] = (unsigned char)((next >> 8) & 0xFF);
-        }
-    }
+    rc = appender_add(&a, mms, mseq, ms, seq, PySequence_Fast_ITEMS(fv),
+                      PySequence_Fast_GET_SIZE(fv), size);
+    if (rc == 0) rc = appender_commit(&a) ? 1 : 0;
+    appender_free(&a);
+    if (rc < 0) return NULL;
+    if (rc > 0) Py_RETURN_NONE;
     Py_RETURN_TRUE;
+}
+
+/* append_auto(node, master_ms, master_seq, last_ms, last_seq, now_ms, entries, start, stop,
+ *             offset, max_bytes, max_entries, ids) -> (next, last_ms, last_seq) | None
+ * Append entries[start:stop] (each a list or tuple whose fields and values start at `offset`)
+ * with automatic IDs under now_ms, while each fits in the node; the IDs go to `ids` as
+ * b"<ms>-<seq>". */
+static PyObject *append_auto(PyObject *self, PyObject *args)
+{
+    PyObject *node, *entries, *ids, *id;
+    unsigned long long mms, mseq, lms, lseq, now;
+    Py_ssize_t start, stop, offset, max_bytes, max_entries, i, ids_before;
+    appender a;
+    int rc;
+    char text[48];
+
+    if (!PyArg_ParseTuple(args, "YKKKKKOnnnnnO", &node, &mms, &mseq, &lms, &lseq, &now,
+                          &entries, &start, &stop, &offset, &max_bytes, &max_entries, &ids))
+        return NULL;
+    if (!PyList_CheckExact(entries) || !PyList_CheckExact(ids)) Py_RETURN_NONE;
+    if (start < 0 || offset < 0 || stop > PyList_GET_SIZE(entries)) Py_RETURN_NONE;
+    if ((rc = appender_open(&a, node)) != 0) {
+        if (rc < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+    ids_before = PyList_GET_SIZE(ids);
+    for (i = start; i < stop; i++) {
+        PyObject *entry = PyList_GET_ITEM(entries, i);
+        Py_ssize_t n, size;
+        if (!PyList_CheckExact(entry) && !PyTuple_CheckExact(entry)) break;
+        n = PySequence_Fast_GET_SIZE(entry) - offset;
+        if (n < 2) break;
+        size = plain_size(PySequence_Fast_ITEMS(entry) + offset, n);
+        if (size < 0) break;
+        if (lms == UINT64_MAX && lseq == UINT64_MAX) break; /* no ID left: XADD's error */
+        if (0 < max_entries && max_entries <= a.used + a.appended) break;
+        if (appender_len(&a) + size >= max_bytes) break; /* a new node: the caller's work */
+        if (now > lms) {
+            lms = now;
+            lseq = 0;
+        } else if (lseq < UINT64_MAX) {
+            lseq += 1;
+        } else {
+            lms += 1;
+            lseq = 0;
+        }
+        if (appender_add(&a, mms, mseq, lms, lseq, PySequence_Fast_ITEMS(entry) + offset, n,
+                         size) < 0)
+            goto error;
+        id = PyBytes_FromStringAndSize(text, format_id(text, lms, lseq));
+        if (id == NULL) goto error;
+        rc = PyList_Append(ids, id);
+        Py_DECREF(id);
+        if (rc < 0) goto error;
+    }
+    if (appender_commit(&a) != 0) {
+        appender_free(&a);
+        if (PyList_SetSlice(ids, ids_before, PyList_GET_SIZE(ids), NULL) < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+    appender_free(&a);
+    return Py_BuildValue("nKK", i, lms, lseq);
+error:
+    appender_free(&a);
+    PyList_SetSlice(ids, ids_before, PyList_GET_SIZE(ids), NULL);
+    return NULL;
+}
+
+/* encode_args(argv) -> list | None: a new list with each str item UTF-8 encoded and each bytes
+ * item as it is (redis-py's encoding of command arguments); None unless argv is a list of str
+ * and bytes objects that encode (the Python version then decides). */
+static PyObject *encode_args(PyObject *self, PyObject *argv)
+{
+    Py_ssize_t i, n;
+    PyObject *out;
+    if (!PyList_CheckExact(argv)) Py_RETURN_NONE;
+    n = PyList_GET_SIZE(argv);
+    if ((out = PyList_New(n)) == NULL) return NULL;
+    for (i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(argv, i);
+        if (PyBytes_CheckExact(item)) {
+            Py_INCREF(item);
+        } else if (PyUnicode_CheckExact(item)) {
+            item = PyUnicode_AsUTF8String(item);
+            if (item == NULL) {
+                PyErr_Clear(); /* e.g. a lone surrogate: the Python version raises */
+                Py_DECREF(out);
+                Py_RETURN_NONE;
+            }
+        } else {
+            Py_DECREF(out);
+            Py_RETURN_NONE;
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
+    return out;
 }
 
 static PyMethodDef methods[] = {
@@ -267,6 +372,14 @@ static PyMethodDef methods[] = {
      "append_entry(node, master_ms, master_seq, ms, seq, fields_values) -> True | None\n\n"
      "Like rstore.codec.stream_node.append_entry; None (node unchanged) when only the Python "
      "version handles the case."},
+    {"append_auto", append_auto, METH_VARARGS,
+     "append_auto(node, master_ms, master_seq, last_ms, last_seq, now_ms, entries, start, "
+     "stop, offset, max_bytes, max_entries, ids) -> (next, last_ms, last_seq) | None\n\n"
+     "Like rstore.codec.stream_append.append_auto_py; None (node and ids unchanged) when only "
+     "the Python version handles the case."},
+    {"encode_args", encode_args, METH_O,
+     "encode_args(argv) -> list | None\n\nstr items UTF-8 encoded, bytes as they are; None "
+     "unless all are str or bytes and encode."},
     {NULL, NULL, 0, NULL},
 };
 

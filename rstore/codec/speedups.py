@@ -20,10 +20,12 @@ from typing import Any
 
 __all__ = [
     "ENABLED",
+    "c_append_auto",
     "c_append_entry",
     "c_check_node",
     "c_columns_append",
     "c_crc64",
+    "c_encode_args",
     "c_entry_size",
     "c_pack",
     "c_read_nodes",
@@ -35,11 +37,13 @@ c_scan_forward: Callable[..., bool | None] | None = None
 c_check_node: Callable[..., tuple[int, int, int, bool, int, int, int, int] | None] | None = None
 c_columns_append: Callable[..., tuple[int, bool] | None] | None = None
 c_append_entry: Callable[..., bool | None] | None = None
+c_append_auto: Callable[..., tuple[int, int, int] | None] | None = None
 c_entry_size: Callable[[object], int | None] | None = None
 c_crc64: Callable[..., int] | None = None
 c_pack: Callable[..., tuple[bytes, int, bool]] | None = None
 c_read_nodes: Callable[..., tuple[list[tuple[Any, ...]], int]] | None = None
 c_read_pel: Callable[..., tuple[list[tuple[Any, ...]], int]] | None = None
+c_encode_args: Callable[[object], list[bytes] | None] | None = None
 
 if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
     try:
@@ -61,6 +65,8 @@ if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
         _ca: Any = None  # type: ignore[no-redef]
     if _ca is not None:
         c_append_entry = _ca.append_entry
+        c_append_auto = _ca.append_auto
+        c_encode_args = _ca.encode_args
         c_entry_size = _ca.entry_size
     try:
         from rstore.codec import _crc64 as _ccrc  # type: ignore[attr-defined]

@@ -1,13 +1,19 @@
 """XADD: its argv parsed in Redis's order (the trimming options by :mod:`rstore.commands.trim`);
-the semantics are in :mod:`rstore.streams.append`."""
+the semantics are in :mod:`rstore.streams.append`.
+
+In a batch (a pipeline), consecutive ``XADD key * field value ...`` on one key run together
+(:func:`xadd_many`, :func:`rstore.streams.append.add_auto`); each command still gets the reply
+or error it would get alone, in order.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rstore import messages
-from rstore.commands.registry import Context, command
+from rstore.commands.registry import Context, batch_handler, command
 from rstore.commands.trim import parse_add_or_trim
+from rstore.errors import ResponseError
 from rstore.streams import append
 
 __all__: list[str] = []
@@ -42,3 +48,42 @@ def xadd(ctx: Context, argv: list[bytes]) -> Any:
         return None
     ctx.signal(argv[1])
     return b"%d-%d" % new_id
+
+
+@batch_handler("xadd")
+def xadd_many(ctx: Context, batch: list[list[bytes]], start: int, stop: int) -> list[Any]:
+    """The replies of the XADDs ``batch[start:stop]`` run in order on ``ctx`` (errors in place,
+    as :func:`rstore.commands.executor.run_batch` gives them): what :func:`xadd` gives one by
+    one, with runs of ``XADD key * ...`` on one key appended together."""
+    out: list[Any] = []
+    add_auto = append.add_auto
+    i = start
+    while i < stop:
+        argv = batch[i]
+        if argv[2] != b"*":
+            out.append(_one(ctx, argv))
+            i += 1
+            continue
+        name = argv[1]
+        end = i + 1
+        while end < stop and batch[end][2] == b"*" and batch[end][1] == name:
+            end += 1
+        while i < end:
+            try:
+                added = add_auto(ctx.txn, name, batch, i, end, 3, ctx.now_ms, out)
+            except ResponseError:  # the key holds another type: each XADD says so below
+                added = i
+            if added > i:
+                ctx.signal(name)
+                i = added
+            if i < end:  # a new node, or a refusal: the general path
+                out.append(_one(ctx, batch[i]))
+                i += 1
+    return out
+
+
+def _one(ctx: Context, argv: list[bytes]) -> Any:
+    try:
+        return xadd(ctx, argv)
+    except ResponseError as exc:
+        return exc

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rstore import messages
+from rstore.codec.speedups import c_encode_args as _c_encode_args
 from rstore.errors import DataError, ResponseError
 from rstore.numbers import string2ll
 
@@ -44,7 +45,12 @@ def parse_int(arg: bytes, message: str = messages.NOT_INTEGER) -> int:
 
 
 def encode_argv(argv: Sequence[Any]) -> list[bytes]:
-    """:func:`encode_arg` over a whole argv, with bytes and str handled inline (hot path)."""
+    """:func:`encode_arg` over a whole argv, with bytes and str handled inline (hot path; in
+    C when the accelerator is built and ``argv`` is a list of str and bytes)."""
+    if _c_encode_args is not None:
+        out = _c_encode_args(argv)
+        if out is not None:
+            return out
     return [
         a if type(a) is bytes else a.encode() if type(a) is str else encode_arg(a) for a in argv
     ]

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from rstore.commands.registry import CommandSpec, Context, lookup
+from rstore.commands.registry import CommandSpec, Context, lookup, lookup_all
 from rstore.commands.reply import NIL_ARRAY
 from rstore.errors import ResponseError
 from rstore.storage.env import Env
@@ -148,26 +148,40 @@ def _wait(env: Env, blocked: Blocked) -> Any:
             woken = waiter.wait(min(remaining, SAFETY_RECHECK_S))
 
 
-def run_batch(env: Env, batch: list[list[bytes]]) -> list[tuple[CommandSpec, Any]]:
+def run_batch(env: Env, batch: list[list[bytes]]) -> tuple[list[CommandSpec], list[Any]]:
     """Run ``batch`` in one transaction, atomically (MULTI/EXEC's rule): a command refused
     while running answers with its error (a ResponseError instance in its place) and the others
     still apply; an unknown command or a wrong argument count refuses the whole batch before
-    anything runs (raised).  BLOCK is ignored inside a batch."""
-    specs = [lookup(argv) for argv in batch]  # refuse the whole batch before running any
+    anything runs (raised).  BLOCK is ignored inside a batch.  Returns the commands' specs and
+    their internal replies, in order."""
+    specs = lookup_all(batch)  # refuse the whole batch before running any
 
-    def body(ctx: Context) -> list[tuple[CommandSpec, Any]]:
-        results: list[tuple[CommandSpec, Any]] = []
-        for spec, argv in zip(specs, batch):
+    def body(ctx: Context) -> list[Any]:
+        replies: list[Any] = []
+        i, n = 0, len(batch)
+        while i < n:
+            spec = specs[i]
+            if spec.batch is not None:  # consecutive commands of this spec, together
+                end = i + 1
+                while end < n and specs[end] is spec:
+                    end += 1
+                replies += spec.batch(ctx, batch, i, end)
+                i = end
+                continue
             assert spec.handler is not None
             try:
-                results.append((spec, spec.handler(ctx, argv)))
+                replies.append(spec.handler(ctx, batch[i]))
             except ResponseError as exc:
-                results.append((spec, exc))
-        return results
+                replies.append(exc)
+            i += 1
+        return replies
 
     write = any(spec.write for spec in specs)
-    results = in_transaction(env, body, write=write, in_batch=True)
-    return [(spec, _resolve(r)) for spec, r in results]
+    replies = in_transaction(env, body, write=write, in_batch=True)
+    for i, reply in enumerate(replies):
+        if isinstance(reply, Deferred):
+            replies[i] = reply.build()
+    return specs, replies
 
 
 def run_in_transaction(env: Env, body: Callable[[Context], T]) -> T:

@@ -29,9 +29,11 @@ __all__ = [
     "COMMAND_MODULES",
     "CommandSpec",
     "Context",
+    "batch_handler",
     "command",
     "load_all",
     "lookup",
+    "lookup_all",
     "subcommand",
 ]
 
@@ -60,6 +62,9 @@ class Context:
 
 
 Handler = Callable[[Context, list[bytes]], Any]
+#: Runs ``batch[start:stop]``, consecutive commands of one spec inside a batch, in order;
+#: their replies, a ResponseError instance in place of a refused command's.
+BatchHandler = Callable[[Context, list[list[bytes]], int, int], list[Any]]
 
 
 @dataclass
@@ -74,6 +79,8 @@ class CommandSpec:
     public: Callable[[Any], Any] | None = None
     subcommands: dict[bytes, CommandSpec] = field(default_factory=dict)
     summary: str = ""
+    # consecutive commands of this spec in a batch, at once (same replies as one by one)
+    batch: BatchHandler | None = None
 
 
 COMMANDS: dict[bytes, CommandSpec] = {}
@@ -131,6 +138,18 @@ def command(
 
     def register(fn: Handler) -> Handler:
         COMMANDS[name.encode()] = CommandSpec(name, arity, write, fn, public, summary=summary)
+        return fn
+
+    return register
+
+
+def batch_handler(name: str) -> Callable[[BatchHandler], BatchHandler]:
+    """Register how consecutive ``name`` commands inside a batch run together (registered
+    with :func:`command` first).  It must give exactly the replies, errors and effects of
+    running them one by one; it only saves the per-command work."""
+
+    def register(fn: BatchHandler) -> BatchHandler:
+        COMMANDS[name.encode()].batch = fn
         return fn
 
     return register
@@ -208,3 +227,24 @@ def subcommand_syntax_error(argv: list[bytes]) -> ResponseError:
         sub=messages.sanitize(argv[1], 128),
         cmd=cstr(argv[0]).decode("utf-8", "surrogateescape").upper(),
     )
+
+
+def lookup_all(batch: list[list[bytes]]) -> list[CommandSpec]:
+    """:func:`lookup` of every argv of a batch (the first refusal raises).  A command spelled
+    as the one before it reuses its spec, only the arity checked again -- unless it is a
+    container (XGROUP, XINFO, CONFIG), whose subcommand is looked up each time."""
+    specs: list[CommandSpec] = []
+    name: bytes | None = None  # the spelling whose spec can be reused
+    spec: CommandSpec | None = None
+    arity = 0
+    for argv in batch:
+        if name is not None and spec is not None and argv and argv[0] == name:
+            argc = len(argv)
+            if argc != arity if arity > 0 else argc < -arity:
+                _check_arity(spec, argc)  # raises
+        else:
+            spec = lookup(argv)
+            name = argv[0] if COMMANDS.get(argv[0].lower()) is spec else None
+            arity = spec.arity
+        specs.append(spec)
+    return specs

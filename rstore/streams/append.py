@@ -4,6 +4,11 @@ A new node is opened when the tail node's byte size plus the raw length of the n
 values reaches ``stream-node-max-bytes``, or when the tail already holds
 ``stream-node-max-entries`` entries counting tombstones.  Otherwise the entry is appended to the
 tail.  Identical rules give identical nodes, so ``radix-tree-keys`` and ``~`` trimming match.
+
+:func:`add_auto` is the same semantics for a run of ``XADD key * field value ...`` on one
+stream (a pipeline): the entries that go into the stream's last node are appended in one call
+(:func:`rstore.codec.stream_append.append_auto`, in C when it is built); an entry that opens a
+node or is refused goes through :func:`add`.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from collections.abc import Sequence
 
 from rstore import messages
 from rstore.codec import stream_node as sn
+from rstore.codec.stream_append import append_auto
 from rstore.ids import ID, MAX_ID, increment
 from rstore.numbers import UINT64_MAX
 from rstore.storage import layout
@@ -19,7 +25,7 @@ from rstore.storage.txn import Txn
 from rstore.streams.keyspace import StreamRef, create_stream, lookup_stream
 from rstore.streams.trim import TrimSpec, trim
 
-__all__ = ["add", "count_entry", "next_id", "node_limits", "stored_tail", "tail_full"]
+__all__ = ["add", "add_auto", "count_entry", "next_id", "node_limits", "stored_tail", "tail_full"]
 
 STREAM_LISTPACK_MAX_SIZE = 1 << 30
 
@@ -83,6 +89,49 @@ def add(
     if trim_spec is not None:
         trim(txn, stream, trim_spec)
     return new_id
+
+
+def add_auto(
+    txn: Txn,
+    name: bytes,
+    entries: list[list[bytes]],
+    start: int,
+    stop: int,
+    offset: int,
+    now_ms: int,
+    ids: list[bytes],
+) -> int:
+    """``XADD name * ...`` for each of ``entries[start:stop]`` in turn (their fields and values
+    from ``offset`` on; ``offset`` 3 for XADD argvs), as far as the entries go into the stream's
+    last node, which is everything but opening a node and refusing: the new IDs are appended to
+    ``ids`` as XADD replies them.
+
+    Returns the index of the first entry not added (``stop`` when all were); the caller runs it
+    through :func:`add`, which opens a new node for it, or gives XADD's error, and may go on
+    after it.  Nothing is done for a missing or empty stream (the first entry creates or sets
+    the stream's first ID: :func:`add`'s work).
+    """
+    stream = lookup_stream(txn, name)
+    if stream is None:
+        return start
+    meta = stream.meta
+    if not meta.length or not meta.node_count:
+        return start
+    node = txn.node_for_update(stream.handle, meta.tail_id)
+    if node is None:
+        return start  # add() reports the missing node
+    max_bytes, max_entries = node_limits(txn)
+    nxt, last_id = append_auto(
+        node, meta.tail_id, meta.last_id, now_ms, entries, start, stop, offset, max_bytes,
+        max_entries, ids,
+    )  # fmt: skip
+    added = nxt - start
+    if added:
+        meta.length += added
+        meta.entries_added += added
+        meta.last_id = last_id
+        txn.stream_put(stream.handle, meta)
+    return nxt
 
 
 def node_limits(txn: Txn) -> tuple[int, int]:

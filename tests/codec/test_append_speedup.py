@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from rstore.codec import speedups
 from rstore.codec import stream_node as sn
+from rstore.commands import argv as argv_module
+from rstore.errors import DataError
 
 from .strategies import READABLE_FAILURES, field_lists, ids, long_strings, values
 
@@ -32,7 +34,7 @@ def _py_append(
 entries = st.lists(
     st.tuples(ids, field_lists, st.lists(st.one_of(values, long_strings), min_size=4, max_size=4)),
     min_size=1,
-    max_size=140,  # past 127 entries: the live count outgrows one byte (the Python path's case)
+    max_size=140,  # past 127 entries: the live count outgrows one byte and the node moves
 )
 
 
@@ -70,3 +72,51 @@ def test_c_append_declines_what_it_does_not_do() -> None:
     assert speedups.c_entry_size([b"ab", b"c"]) == 3
     assert speedups.c_entry_size((b"ab", "c")) is None
     assert speedups.c_entry_size(iter([b"a"])) is None
+
+
+def _python_encode_argv(argv: list[object]) -> list[bytes] | DataError | UnicodeError:
+    saved = argv_module._c_encode_args
+    argv_module._c_encode_args = None
+    try:
+        return argv_module.encode_argv(argv)
+    except (DataError, UnicodeError) as exc:
+        return exc
+    finally:
+        argv_module._c_encode_args = saved
+
+
+arguments = st.one_of(
+    st.binary(max_size=10),
+    st.text(max_size=10),  # lone surrogates included: UTF-8 refuses them
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.booleans(),
+    st.none(),
+    st.binary(max_size=5).map(bytearray),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(arguments, max_size=12))
+def test_c_argument_encoding_gives_the_python_bytes(argv: list[object]) -> None:
+    """Pipelines encode every queued command with encode_argv; in C for str and bytes items,
+    with the same bytes (and the same refusals, from the Python version) as without it."""
+    expected = _python_encode_argv(argv)
+    try:
+        got: object = argv_module.encode_argv(argv)
+    except (DataError, UnicodeError) as exc:
+        got = exc
+    if isinstance(expected, Exception):
+        assert type(got) is type(expected) and str(got) == str(expected)
+    else:
+        assert got == expected and all(type(x) is bytes for x in expected)
+        assert got is not argv  # a new list: the caller's stays as it was
+
+
+def test_c_argument_encoding_declines_other_types() -> None:
+    c = speedups.c_encode_args
+    assert c is not None
+    assert c([b"a", "\u00e9"]) == [b"a", "\u00e9".encode()]
+    assert c([b"a", 1]) is None
+    assert c(["\ud800"]) is None  # the Python version raises UnicodeEncodeError
+    assert c((b"a",)) is None

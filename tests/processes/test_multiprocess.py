@@ -133,6 +133,8 @@ def test_sigkilled_pipeline_is_all_or_nothing(path: str, children: Children) -> 
         for msg in drain(parent_end):
             if msg[0] == "done":
                 done.add((run, msg[1]))
+            else:  # the child started the next batch before the kill landed (a fast batch)
+                killed_batch = msg[1]
         parent_end.close()
         killed.add((run, killed_batch))
         interrupted += (run, killed_batch) not in done
