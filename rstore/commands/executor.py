@@ -30,6 +30,7 @@ __all__ = [
     "execute",
     "in_transaction",
     "now_ms",
+    "resolve_reply",
     "run_batch",
     "run_in_transaction",
     "run_one",
@@ -73,7 +74,8 @@ class Deferred:
     build: Callable[[], Any]
 
 
-def _resolve(reply: Any) -> Any:
+def resolve_reply(reply: Any) -> Any:
+    """A handler's reply, a :class:`Deferred` one built now."""
     return reply.build() if isinstance(reply, Deferred) else reply
 
 
@@ -113,7 +115,7 @@ def run_one(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
     handler = spec.handler
     assert handler is not None
     reply = in_transaction(env, lambda ctx: handler(ctx, argv), write=spec.write)
-    return spec, _resolve(reply)
+    return spec, resolve_reply(reply)
 
 
 def execute(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
@@ -167,7 +169,7 @@ def run_batch(env: Env, batch: list[list[bytes]]) -> list[tuple[CommandSpec, Any
 
     write = any(spec.write for spec in specs)
     results = in_transaction(env, body, write=write, in_batch=True)
-    return [(spec, _resolve(r)) for spec, r in results]
+    return [(spec, resolve_reply(r)) for spec, r in results]
 
 
 def run_in_transaction(env: Env, body: Callable[[Context], T]) -> T:
