@@ -81,7 +81,7 @@ def _multi(server: Server, client: Client, argv: list[bytes]) -> Any:
     if len(argv) != 1:
         return _arity(b"multi")
     if client.multi is not None:
-        return _err("ERR MULTI calls can not be nested")
+        return _err("ERR Command not allowed inside a transaction")
     client.multi = []
     client.multi_failed = False
     return "OK"
