@@ -227,7 +227,12 @@ class Server:
                     break  # after this batch, so that replies keep their order
                 client.queue.popleft()
                 client.last_command = argv[0].lower()
-                self._write_reply(client, argv, handler())
+                try:
+                    reply = handler()
+                except Exception as exc:  # a bug here must not stop the loop for everyone
+                    log.exception("client %d: %r failed", client.id, argv[:2])
+                    reply = ResponseError(f"ERR internal error: {exc}".splitlines()[0])
+                self._write_reply(client, argv, reply)
                 continue
             client.queue.popleft()
             client.last_command = argv[0].lower()
