@@ -66,6 +66,15 @@ def _settings(opener: StoreOpener, config_file: str | None, given: dict[str, Any
 @click.option("--loglevel", type=click.Choice(["debug", "verbose", "notice", "warning"]))
 @click.option("--logfile", metavar="PATH", help="Log to this file (default: stderr).")
 @click.option("--pidfile", metavar="PATH", help="Write the process ID here while serving.")
+@click.option("--tls-port", type=click.IntRange(0, 65535), help="Also serve TLS on this port.")
+@click.option("--tls-cert-file", metavar="PEM", help="The server's certificate (TLS).")
+@click.option("--tls-key-file", metavar="PEM", help="The server's private key (TLS).")
+@click.option("--tls-ca-cert-file", metavar="PEM", help="CA of accepted client certificates.")
+@click.option(
+    "--tls-auth-clients",
+    type=click.Choice(["yes", "no", "optional"]),
+    help="With a CA: require (yes), accept (optional) or ignore client certificates.",
+)
 @click.option("--config", "config_file", metavar="FILE", help="Settings in redis.conf syntax.")
 @click.option("--check-config", is_flag=True, help="Check the settings, print them, exit.")
 @json_option
@@ -85,6 +94,11 @@ def serve_command(
     loglevel: str | None,
     logfile: str | None,
     pidfile: str | None,
+    tls_port: int | None,
+    tls_cert_file: str | None,
+    tls_key_file: str | None,
+    tls_ca_cert_file: str | None,
+    tls_auth_clients: str | None,
     config_file: str | None,
     check_config: bool,
     as_json: bool,
@@ -110,7 +124,9 @@ def serve_command(
             "bind": bind, "port": port, "unixsocket": unixsocket, "appendfsync": appendfsync,
             "requirepass": requirepass, "maxclients": maxclients, "timeout": timeout,
             "dir": dir_, "dbfilename": dbfilename, "loglevel": loglevel, "logfile": logfile,
-            "pidfile": pidfile,
+            "pidfile": pidfile, "tls-port": tls_port, "tls-cert-file": tls_cert_file,
+            "tls-key-file": tls_key_file, "tls-ca-cert-file": tls_ca_cert_file,
+            "tls-auth-clients": tls_auth_clients,
         }  # fmt: skip
         config = _settings(opener, config_file, given)
     except ConfigError as exc:
@@ -146,8 +162,9 @@ def serve_command(
 
         asyncio.run(server.serve(on_ready=ready))
         log.info("stopped: flushed and closed")
-    except OSError as exc:
-        raise click.ClickException(f"cannot listen: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+        text = getattr(exc, "strerror", None) or str(exc)
+        raise click.ClickException(f"cannot serve: {text}") from None
     finally:
         store.close()
         if config.pidfile:

@@ -4,7 +4,8 @@ One setting per line, ``name value``, words split and quoted as inline commands 
 starts a comment line.  Names are redis.conf's where rstore has the setting (``bind``,
 ``port``, ``unixsocket``, ``appendfsync``, ``requirepass``, ``maxclients``, ``timeout``,
 ``proto-max-bulk-len``, ``client-query-buffer-limit``, ``dir``, ``dbfilename``,
-``loglevel``, ``logfile``, ``pidfile``) plus ``store`` (the store directory) and
+``loglevel``, ``logfile``, ``pidfile``, ``tls-port``, ``tls-cert-file``, ``tls-key-file``,
+``tls-ca-cert-file``, ``tls-auth-clients``) plus ``store`` (the store directory) and
 ``client-output-buffer-limit`` (one size: a client whose unread replies exceed it is
 disconnected).  Sizes take redis.conf's units (``1k`` = 1000, ``1kb`` = 1024, ``mb``, ``gb``).
 """
@@ -73,6 +74,14 @@ def apply_setting(config: ServerConfig, name: str, values: list[str]) -> None:
         if value.lower() not in _LEVELS:
             raise ConfigError(f"loglevel must be one of {', '.join(_LEVELS)}, not '{value}'")
         config.loglevel = value.lower()
+    elif key == "tls-port":
+        config.tls_port = _int(value, 0, 65535)
+    elif key == "tls-auth-clients":
+        if value.lower() not in ("yes", "no", "optional"):
+            raise ConfigError(f"tls-auth-clients must be yes, no or optional, not '{value}'")
+        config.tls_auth_clients = value.lower()
+    elif key in ("tls-cert-file", "tls-key-file", "tls-ca-cert-file"):
+        setattr(config, key.replace("-", "_"), value or None)
     elif key in ("unixsocket", "requirepass", "dir", "dbfilename", "logfile", "pidfile", "store"):
         setattr(config, key, value or None if key in ("unixsocket", "requirepass") else value)
     else:

@@ -25,6 +25,13 @@ class ServerConfig:
     client_query_buffer_limit: int = 1024 * 1024 * 1024
     #: a client whose unread replies exceed this many bytes is disconnected (0 = no limit)
     client_output_buffer_limit: int = 0
+    #: TLS: a second listening port, its certificate and key, and the CA that signs client
+    #: certificates (``tls_auth_clients``: ``yes`` requires one, ``optional``, ``no``)
+    tls_port: int = 0
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    tls_ca_cert_file: str | None = None
+    tls_auth_clients: str = "yes"
     #: where SAVE and BGSAVE write their RDB file
     dir: str = "."
     dbfilename: str = "dump.rdb"

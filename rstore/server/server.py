@@ -34,6 +34,7 @@ from .config import ServerConfig
 from .protocol import ProtocolError
 from .resp import encode, error_line
 from .shapes import resp3
+from .tls import tls_context
 
 __all__ = ["Server"]
 
@@ -353,6 +354,11 @@ class Server:
             self._servers.append(await self.loop.create_server(make, config.bind, config.port))
         if config.unixsocket:
             self._servers.append(await self.loop.create_unix_server(make, config.unixsocket))
+        if config.tls_port:
+            context = tls_context(config)
+            self._servers.append(
+                await self.loop.create_server(make, config.bind, config.tls_port, ssl=context)
+            )
         self.loop.call_later(RECHECK_S, self._recheck)
         if self.config.sync == "everysec":
             self.loop.call_later(1.0, self._flush_every_second)
@@ -396,5 +402,12 @@ class Server:
         for client in list(self.clients.values()):
             self._unpark(client)
             client.transport.close()
+        for _ in range(50):  # let the transports finish closing (TLS ones take a few turns)
+            if not self.clients:
+                break
+            await asyncio.sleep(0.01)
+        for client in list(self.clients.values()):  # a TLS peer that never answers the close
+            client.transport.abort()
+        await asyncio.sleep(0)
         with contextlib.suppress(Exception):
             self.store.sync()
