@@ -63,7 +63,11 @@ def _settings(opener: StoreOpener, config_file: str | None, given: dict[str, Any
 @click.option("--timeout", type=int, help="Close clients idle this many seconds (0: never).")
 @click.option("--dir", "dir_", metavar="DIR", help="Where SAVE writes its RDB file (.).")
 @click.option("--dbfilename", metavar="NAME", help="SAVE's file name (dump.rdb).")
-@click.option("--loglevel", type=click.Choice(["debug", "verbose", "notice", "warning"]))
+@click.option(
+    "--loglevel",
+    type=click.Choice(["debug", "verbose", "notice", "warning"]),
+    help="How much to log (notice).",
+)
 @click.option("--logfile", metavar="PATH", help="Log to this file (default: stderr).")
 @click.option("--pidfile", metavar="PATH", help="Write the process ID here while serving.")
 @click.option("--tls-port", type=click.IntRange(0, 65535), help="Also serve TLS on this port.")

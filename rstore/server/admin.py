@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from rstore import ResponseError
 
+from . import messages as m
 from .info import info_text
 from .resp import Map, Verbatim
 
@@ -30,13 +31,6 @@ Handler = Callable[[], Any]
 
 #: what the server reports itself compatible with (INFO redis_version, HELLO version)
 COMPAT_VERSION = b"7.2.4"
-NOAUTH = "NOAUTH Authentication required."
-_NO_PASSWORD = (
-    "ERR AUTH <password> called without any password configured for the default user. "
-    "Are you sure your configuration is correct?"
-)
-_WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
-_BAD_NAME = "ERR Client names cannot contain spaces, newlines or special characters."
 #: commands that may run before AUTH
 _BEFORE_AUTH = {b"auth", b"hello", b"quit", b"reset"}
 #: commands that end or refuse a MULTI block instead of being queued
@@ -48,14 +42,14 @@ def _err(line: str) -> ResponseError:
 
 
 def _arity(name: bytes) -> ResponseError:
-    return _err(f"ERR wrong number of arguments for '{name.decode(errors='replace')}' command")
+    return _err(m.WRONG_ARITY.format(name=name.decode(errors="replace")))
 
 
 def handler_for(server: Server, client: Client, argv: list[bytes]) -> Handler | None:
     """The function answering ``argv`` when the loop answers it itself, else ``None``."""
     name = argv[0].lower()
     if not client.authenticated and name not in _BEFORE_AUTH:
-        return lambda: _err(NOAUTH)
+        return lambda: _err(m.NOAUTH)
     if client.multi is not None and name not in _IN_MULTI:
         return lambda: _queue(server, client, argv)
     command = _COMMANDS.get(name)
@@ -68,7 +62,9 @@ def _queue(server: Server, client: Client, argv: list[bytes]) -> Any:
     name = argv[0].lower()
     if name not in _COMMANDS:
         try:
-            server.store.is_write_command(*argv)  # unknown or wrong arity: refused now
+            server.store_of(client.db).is_write_command(
+                *argv
+            )  # unknown or wrong arity: refused now
         except ResponseError as exc:
             client.multi_failed = True
             return exc
@@ -81,7 +77,7 @@ def _multi(server: Server, client: Client, argv: list[bytes]) -> Any:
     if len(argv) != 1:
         return _arity(b"multi")
     if client.multi is not None:
-        return _err("ERR Command not allowed inside a transaction")
+        return _err(m.MULTI_NESTED)
     client.multi = []
     client.multi_failed = False
     return "OK"
@@ -91,7 +87,7 @@ def _discard(server: Server, client: Client, argv: list[bytes]) -> Any:
     if len(argv) != 1:
         return _arity(b"discard")
     if client.multi is None:
-        return _err("ERR DISCARD without MULTI")
+        return _err(m.DISCARD_WITHOUT_MULTI)
     client.multi = None
     return "OK"
 
@@ -101,12 +97,14 @@ def _exec(server: Server, client: Client, argv: list[bytes]) -> Any:
         return _arity(b"exec")
     queued, client.multi = client.multi, None
     if queued is None:
-        return _err("ERR EXEC without MULTI")
+        return _err(m.EXEC_WITHOUT_MULTI)
     if client.multi_failed:
-        return _err("EXECABORT Transaction discarded because of previous errors.")
+        return _err(m.EXECABORT)
     store_part = [a for a in queued if a[0].lower() not in _COMMANDS]
     try:
-        stored = iter(server.store.execute_batch(store_part, raw=True) if store_part else [])
+        stored = iter(
+            server.store_of(client.db).execute_batch(store_part, raw=True) if store_part else []
+        )
     except ResponseError as exc:
         return exc
     replies: list[Any] = []
@@ -124,19 +122,19 @@ def _exec(server: Server, client: Client, argv: list[bytes]) -> Any:
 
 def _watch(server: Server, client: Client, argv: list[bytes]) -> Any:
     if client.multi is not None:
-        return _err("ERR WATCH inside MULTI is not allowed")
-    return _err("ERR WATCH is not supported by rstore serve yet")
+        return _err(m.WATCH_IN_MULTI)
+    return _err(m.WATCH_UNSUPPORTED)
 
 
 def _auth(server: Server, client: Client, argv: list[bytes]) -> Any:
     if len(argv) not in (2, 3):
-        return _err("ERR syntax error") if len(argv) > 3 else _arity(b"auth")
+        return _err(m.SYNTAX) if len(argv) > 3 else _arity(b"auth")
     password = server.config.requirepass
     user = argv[1] if len(argv) == 3 else b"default"
     if password is None and len(argv) == 2:
-        return _err(_NO_PASSWORD)
+        return _err(m.NO_PASSWORD)
     if user != b"default" or (password is not None and argv[-1] != password.encode()):
-        return _err(_WRONGPASS)
+        return _err(m.WRONGPASS)
     client.authenticated = True
     return "OK"
 
@@ -148,9 +146,9 @@ def _hello(server: Server, client: Client, argv: list[bytes]) -> Any:
         try:
             proto = int(argv[1])
         except ValueError:
-            return _err("ERR Protocol version is not an integer or out of range")
+            return _err(m.PROTO_VERSION_NOT_INT)
         if proto not in (2, 3):
-            return _err("NOPROTO unsupported protocol version")
+            return _err(m.NOPROTO)
         i = 2
     name = None
     while i < len(argv):
@@ -164,16 +162,12 @@ def _hello(server: Server, client: Client, argv: list[bytes]) -> Any:
             name = argv[i + 1]
             i += 2
         else:
-            return _err(f"ERR Syntax error in HELLO option '{argv[i].decode(errors='replace')}'")
+            return _err(m.HELLO_SYNTAX.format(option=argv[i].decode(errors="replace")))
     if not client.authenticated:
-        return _err(
-            "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
-            "HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client "
-            "and select the RESP protocol version at the same time"
-        )
+        return _err(m.NOAUTH_HELLO)
     if name is not None:
         if not _valid_name(name):
-            return _err(_BAD_NAME)
+            return _err(m.BAD_CLIENT_NAME)
         client.name = name
     client.proto = proto
     return Map(
@@ -199,9 +193,9 @@ def _select(server: Server, client: Client, argv: list[bytes]) -> Any:
     try:
         db = int(argv[1])
     except ValueError:
-        return _err("ERR value is not an integer or out of range")
-    if db != 0:
-        return _err("ERR DB index is out of range")
+        return _err(m.NOT_INTEGER)
+    if not 0 <= db < server.config.databases:
+        return _err(m.DB_OUT_OF_RANGE)
     client.db = db
     return "OK"
 
@@ -228,9 +222,32 @@ def _time(server: Server, client: Client, argv: list[bytes]) -> Any:
 
 
 def _flushdb(server: Server, client: Client, argv: list[bytes]) -> Any:
+    """FLUSHDB: the client's database; FLUSHALL: every database."""
     if len(argv) > 2 or (len(argv) == 2 and argv[1].lower() not in (b"sync", b"async")):
-        return _err("ERR syntax error")
-    return server.store.execute_many([[b"FLUSHALL", *argv[1:]]])[0]
+        return _err(m.SYNTAX)
+    if argv[0].lower() == b"flushdb":
+        stores = [server.store_of(client.db)]
+    else:
+        stores = list(server.existing_stores().values())
+    reply: Any = "OK"
+    for store in stores:
+        reply = store.execute_many([[b"FLUSHALL", *argv[1:]]])[0]
+        if isinstance(reply, ResponseError):
+            return reply
+    return reply
+
+
+def _function(server: Server, client: Client, argv: list[bytes]) -> Any:
+    """FUNCTION: there are no functions (no scripting): FLUSH has nothing to remove, LIST
+    nothing to show."""
+    sub = argv[1].lower() if len(argv) > 1 else b""
+    if sub == b"flush" and len(argv) <= 3:
+        return "OK"
+    if sub == b"list":
+        return []
+    if not sub:
+        return _arity(b"function")
+    return _err(m.UNKNOWN_SUBCOMMAND.format(sub=argv[1].decode(errors="replace"), cmd="FUNCTION"))
 
 
 def _save(server: Server, client: Client, argv: list[bytes]) -> Any:
@@ -270,7 +287,7 @@ def _command(server: Server, client: Client, argv: list[bytes]) -> Any:
     if sub in (b"", b"info"):
         wanted = [a.lower() for a in argv[2:]] if sub else sorted(names)
         return [names.get(n) for n in wanted]
-    return _err(f"ERR unknown subcommand '{argv[1].decode(errors='replace')}'. Try COMMAND HELP.")
+    return _err(m.UNKNOWN_SUBCOMMAND.format(sub=argv[1].decode(errors="replace"), cmd="COMMAND"))
 
 
 def _client(server: Server, client: Client, argv: list[bytes]) -> Any:
@@ -291,6 +308,8 @@ _COMMANDS: dict[bytes, Callable[[Server, Client, list[bytes]], Any]] = {
     b"reset": _reset,
     b"time": _time,
     b"flushdb": _flushdb,
+    b"flushall": _flushdb,
+    b"function": _function,
     b"save": _save,
     b"bgsave": _save,
     b"lastsave": _lastsave,

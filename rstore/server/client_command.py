@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from rstore import ResponseError
 
+from . import messages as m
 from .info import client_line
 from .resp import Verbatim
 
@@ -16,17 +17,13 @@ if TYPE_CHECKING:
 
 __all__ = ["client_command"]
 
-_UNBLOCKED = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
-
 
 def _err(line: str) -> ResponseError:
     return ResponseError(line)
 
 
 def _arity(sub: bytes) -> ResponseError:
-    return _err(
-        f"ERR wrong number of arguments for 'client|{sub.decode(errors='replace')}' command"
-    )
+    return _err(m.WRONG_ARITY.format(name="client|" + sub.decode(errors="replace")))
 
 
 def _int(raw: bytes) -> int | None:
@@ -40,11 +37,11 @@ def _kill(server: Server, me: Client, args: list[bytes]) -> Any:
     if len(args) == 1:  # the old form: CLIENT KILL addr:port
         found = [c for c in server.clients.values() if c.addr == args[0].decode(errors="replace")]
         if not found:
-            return _err("ERR No such client")
+            return _err(m.NO_SUCH_CLIENT)
         _close(server, me, found)
         return "OK"
     if len(args) % 2:
-        return _err("ERR syntax error")
+        return _err(m.SYNTAX)
     chosen = list(server.clients.values())
     skip_me = True
     for key, value in zip(args[::2], args[1::2]):
@@ -53,7 +50,7 @@ def _kill(server: Server, me: Client, args: list[bytes]) -> Any:
         if key == b"id":
             ident = _int(value)
             if ident is None or ident <= 0:
-                return _err("ERR client-id should be greater than 0")
+                return _err(m.CLIENT_ID_POSITIVE)
             chosen = [c for c in chosen if c.id == ident]
         elif key == b"addr":
             chosen = [c for c in chosen if c.addr == text]
@@ -63,14 +60,14 @@ def _kill(server: Server, me: Client, args: list[bytes]) -> Any:
             chosen = [c for c in chosen if c.user == value]
         elif key == b"type":
             if value.lower() not in (b"normal", b"master", b"replica", b"slave", b"pubsub"):
-                return _err(f"ERR Unknown client type '{text}'")
+                return _err(m.UNKNOWN_CLIENT_TYPE.format(kind=text))
             chosen = chosen if value.lower() == b"normal" else []
         elif key == b"skipme":
             if value.lower() not in (b"yes", b"no"):
-                return _err("ERR syntax error")
+                return _err(m.SYNTAX)
             skip_me = value.lower() == b"yes"
         else:
-            return _err("ERR syntax error")
+            return _err(m.SYNTAX)
     if skip_me:
         chosen = [c for c in chosen if c is not me]
     _close(server, me, chosen)
@@ -90,22 +87,22 @@ def _unblock(server: Server, args: list[bytes]) -> Any:
         return _arity(b"unblock")
     ident = _int(args[0])
     if ident is None:
-        return _err("ERR value is not an integer or out of range")
+        return _err(m.NOT_INTEGER)
     how = args[1].lower() if len(args) == 2 else b"timeout"
     if how not in (b"timeout", b"error"):
-        return _err("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+        return _err(m.UNBLOCK_REASON)
     target = server.clients.get(ident)
     if target is None or target.parked is None:
         return 0
     from rstore import NIL_ARRAY  # noqa: PLC0415
 
-    server.unblock(target, NIL_ARRAY if how == b"timeout" else _err(_UNBLOCKED))
+    server.unblock(target, NIL_ARRAY if how == b"timeout" else _err(m.UNBLOCKED))
     return 1
 
 
 def client_command(server: Server, me: Client, argv: list[bytes]) -> Any:
     if len(argv) < 2:
-        return _err("ERR wrong number of arguments for 'client' command")
+        return _err(m.WRONG_ARITY.format(name="client"))
     sub = argv[1].lower()
     args = argv[2:]
     if sub == b"id":
@@ -116,7 +113,7 @@ def client_command(server: Server, me: Client, argv: list[bytes]) -> Any:
         if len(args) != 1:
             return _arity(sub)
         if not all(33 <= c <= 126 for c in args[0]):
-            return _err("ERR Client names cannot contain spaces, newlines or special characters.")
+            return _err(m.BAD_CLIENT_NAME)
         me.name = args[0]
         return "OK"
     if sub == b"setinfo":
@@ -124,12 +121,9 @@ def client_command(server: Server, me: Client, argv: list[bytes]) -> Any:
             return _arity(sub)
         attr = args[0].lower()
         if attr not in (b"lib-name", b"lib-ver"):
-            return _err(f"ERR Unrecognized option '{args[0].decode(errors='replace')}'")
+            return _err(m.UNRECOGNIZED_OPTION.format(option=args[0].decode(errors="replace")))
         if not all(33 <= c <= 126 for c in args[1]):
-            return _err(
-                f"ERR {args[0].decode(errors='replace')} cannot contain spaces, newlines or "
-                "special characters."
-            )
+            return _err(m.BAD_LIB_INFO.format(attr=args[0].decode(errors="replace")))
         if attr == b"lib-name":
             me.lib_name = args[1]
         else:
@@ -142,12 +136,12 @@ def client_command(server: Server, me: Client, argv: list[bytes]) -> Any:
         if len(args) >= 2 and args[0].lower() == b"id":
             ids = [_int(a) for a in args[1:]]
             if any(i is None or i <= 0 for i in ids):
-                return _err("ERR Invalid client ID")
+                return _err(m.INVALID_CLIENT_ID)
             chosen = [c for c in chosen if c.id in ids]
         elif len(args) == 2 and args[0].lower() == b"type":
             chosen = chosen if args[1].lower() == b"normal" else []
         elif args:
-            return _err("ERR syntax error")
+            return _err(m.SYNTAX)
         return Verbatim("".join(client_line(server, c) + "\n" for c in chosen).encode())
     if sub == b"kill":
         return _kill(server, me, args) if args else _arity(sub)
@@ -155,6 +149,6 @@ def client_command(server: Server, me: Client, argv: list[bytes]) -> Any:
         return _unblock(server, args)
     if sub in (b"no-evict", b"no-touch"):
         if len(args) != 1 or args[0].lower() not in (b"on", b"off"):
-            return _err("ERR syntax error")
+            return _err(m.SYNTAX)
         return "OK"
-    return _err(f"ERR unknown subcommand '{argv[1].decode(errors='replace')}'. Try CLIENT HELP.")
+    return _err(m.UNKNOWN_SUBCOMMAND.format(sub=argv[1].decode(errors="replace"), cmd="CLIENT"))

@@ -20,6 +20,7 @@ class ServerConfig:
     sync: str = "always"
     requirepass: str | None = None
     maxclients: int = 10000
+    databases: int = 16
     timeout: int = 0  # seconds a client may stay idle; 0 = forever
     proto_max_bulk_len: int = 512 * 1024 * 1024
     client_query_buffer_limit: int = 1024 * 1024 * 1024

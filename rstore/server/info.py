@@ -104,8 +104,12 @@ def _cpu(server: Server) -> list[str]:
 
 
 def _keyspace(server: Server) -> list[str]:
-    keys = server.store.execute("DBSIZE")
-    return [f"db0:keys={keys},expires=0,avg_ttl=0"] if keys else []
+    lines = []
+    for db, store in sorted(server.existing_stores().items()):
+        keys = store.execute("DBSIZE")
+        if keys:
+            lines.append(f"db{db}:keys={keys},expires=0,avg_ttl=0")
+    return lines
 
 
 _SECTIONS = {

@@ -14,6 +14,8 @@ trusted to start a request.  The limits are Valkey's: a bulk string of at most
 
 from __future__ import annotations
 
+from . import messages
+
 __all__ = ["INLINE_MAX", "ProtocolError", "RequestParser", "split_inline"]
 
 #: the longest inline request, and the longest ``*N`` / ``$N`` line (Valkey's PROTO_INLINE_MAX_SIZE)
@@ -150,7 +152,7 @@ class RequestParser:
                 line_end = buf.find(b"\n", self._pos)
                 if line_end < 0:
                     if len(buf) - self._pos > INLINE_MAX:
-                        raise ProtocolError("ERR Protocol error: too big inline request")
+                        raise ProtocolError(messages.PROTO_INLINE_TOO_BIG)
                     return
                 stop = (
                     line_end - 1 if line_end > self._pos and buf[line_end - 1] == 13 else line_end
@@ -158,7 +160,7 @@ class RequestParser:
                 words = split_inline(bytes(buf[self._pos : stop]))
                 self._pos = line_end + 1
                 if words is None:
-                    raise ProtocolError("ERR Protocol error: unbalanced quotes in request")
+                    raise ProtocolError(messages.PROTO_UNBALANCED)
                 if words:
                     out.append(words)
                 continue
@@ -172,13 +174,13 @@ class RequestParser:
             cr = buf.find(b"\r", self._pos)
             if cr < 0 or cr + 1 >= len(buf):
                 if len(buf) - self._pos > INLINE_MAX:
-                    raise ProtocolError("ERR Protocol error: too big mbulk count string")
+                    raise ProtocolError(messages.PROTO_MBULK_TOO_BIG)
                 return False
             count = _number(bytes(buf[self._pos + 1 : cr]))
             if count is None or count > _INT_MAX:
-                raise ProtocolError("ERR Protocol error: invalid multibulk length")
+                raise ProtocolError(messages.PROTO_MBULK_INVALID)
             if count > _UNAUTH_ARGS and not authenticated:
-                raise ProtocolError("ERR Protocol error: unauthenticated multibulk length")
+                raise ProtocolError(messages.PROTO_MBULK_UNAUTH)
             self._pos = cr + 2
             if count <= 0:
                 return True
@@ -188,16 +190,16 @@ class RequestParser:
             cr = buf.find(b"\r", self._pos)
             if cr < 0 or cr + 1 >= len(buf):
                 if len(buf) - self._pos > INLINE_MAX:
-                    raise ProtocolError("ERR Protocol error: too big bulk count string")
+                    raise ProtocolError(messages.PROTO_BULK_COUNT_TOO_BIG)
                 return False
             if buf[self._pos] != 0x24:  # "$"
                 got = chr(buf[self._pos])  # a byte as one character: latin-1 when sent
-                raise ProtocolError(f"ERR Protocol error: expected '$', got '{got}'")
+                raise ProtocolError(messages.PROTO_EXPECTED_DOLLAR.format(got=got))
             size = _number(bytes(buf[self._pos + 1 : cr]))
             if size is None or size < 0 or size > self.max_bulk:
-                raise ProtocolError("ERR Protocol error: invalid bulk length")
+                raise ProtocolError(messages.PROTO_BULK_INVALID)
             if size > _UNAUTH_BULK and not authenticated:
-                raise ProtocolError("ERR Protocol error: unauthenticated bulk length")
+                raise ProtocolError(messages.PROTO_BULK_UNAUTH)
             start = cr + 2
             if len(buf) < start + size + 2:
                 return False  # the bulk string (and its CRLF) is not all here yet

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from typing import Any
 
 from rstore import NIL_ARRAY, BlockedCall, ResponseError, Store, command_table
 
-from . import admin
+from . import admin, messages
 from .client import Client, Parked
 from .config import ServerConfig
 from .protocol import ProtocolError
@@ -81,6 +82,7 @@ class Server:
 
     def __init__(self, store: Store, config: ServerConfig) -> None:
         self.store = store
+        self._stores: dict[int, Store] = {0: store}  # database -> its store (SELECT)
         self.config = config
         self.clients: dict[int, Client] = {}
         self._ids = itertools.count(1)
@@ -94,6 +96,22 @@ class Server:
         self.stats = {"connections": 0, "commands": 0, "rejected": 0, "batches": 0}
         self.commands_per_batch_max = 0
         self._command_table: dict[bytes, list[Any]] | None = None
+
+    def store_of(self, db: int) -> Store:
+        """The store of database ``db``: database 0 is the served store, database N another
+        store in its directory, ``db<N>``, opened on first use (docs/server.md)."""
+        store = self._stores.get(db)
+        if store is None:
+            path = os.path.join(self.store.path, f"db{db}")
+            store = self._stores[db] = Store(path, sync=self.config.sync == "always")
+        return store
+
+    def existing_stores(self) -> dict[int, Store]:
+        """Every database that holds a store: those opened, and those found on disk."""
+        for db in range(1, self.config.databases):
+            if db not in self._stores and os.path.isdir(os.path.join(self.store.path, f"db{db}")):
+                self.store_of(db)
+        return dict(self._stores)
 
     def command_names(self) -> dict[bytes, list[Any]]:
         """COMMAND INFO entries: the store's commands and the loop's own."""
@@ -112,7 +130,7 @@ class Server:
         self.stats["connections"] += 1
         if len(self.clients) >= self.config.maxclients:
             self.stats["rejected"] += 1
-            transport.write(error_line("ERR max number of clients reached"))
+            transport.write(error_line(messages.MAX_CLIENTS))
             transport.close()
             client.closed = True
             return client
@@ -177,19 +195,21 @@ class Server:
                 self._send(client)
 
     def _round(self) -> bool:
-        """One batch: whether there was anything to run."""
-        batch: list[list[bytes]] = []
-        owners: list[tuple[Client, bool]] = []  # (client, re-run of its parked read)
+        """One batch per database: whether there was anything to run."""
+        batches: dict[int, tuple[list[list[bytes]], list[tuple[Client, bool]]]] = {}
         for client in list(self._ready.values()):
             parked = client.parked
             if parked is not None:
                 if parked.woken:
                     parked.woken = False
+                    batch, owners = batches.setdefault(client.db, ([], []))
                     batch.append(parked.call.argv)
                     owners.append((client, True))
                 else:
                     self._ready.pop(client.id, None)
                 continue
+            self._answer_leading(client)  # SELECT among them picks the batch below
+            batch, owners = batches.setdefault(client.db, ([], []))
             taken = self._take(client, batch)
             owners.extend((client, False) for _ in range(taken))
             if not client.queue and client.parked is None:
@@ -199,42 +219,52 @@ class Server:
                     client.reply(error_line(str(client.protocol_error)))
                     client.closing = True
                 self._ready.pop(client.id, None)
-        if not batch:
-            return False
+        ran = False
+        for db, (batch, owners) in batches.items():
+            if batch:
+                ran = True
+                self._run(db, batch, owners)
+        return ran
+
+    def _run(self, db: int, batch: list[list[bytes]], owners: list[tuple[Client, bool]]) -> None:
         self.stats["batches"] += 1
         self.stats["commands"] += len(batch)
         self.commands_per_batch_max = max(self.commands_per_batch_max, len(batch))
         try:
-            results: list[Any] = self.store.execute_many(batch)
+            results: list[Any] = self.store_of(db).execute_many(batch)
         except Exception as exc:  # nothing of the batch committed: each command says why
             log.error("a batch of %d commands failed: %s", len(batch), exc)
-            failure = ResponseError(f"ERR {exc}".splitlines()[0])
+            failure = ResponseError(messages.INTERNAL.format(what=str(exc).splitlines()[0]))
             results = [failure] * len(batch)
         for (client, rerun), argv, result in zip(owners, batch, results):
             if client.closed and isinstance(result, BlockedCall) and not rerun:
                 continue  # gone before its read was parked
             self._deliver(client, argv, result, rerun)
-        return True
 
-    def _take(self, client: Client, batch: list[list[bytes]]) -> int:
-        """Run the client's leading connection commands, then move its next store commands
-        into ``batch`` (up to a connection command, or through a blocking read)."""
-        taken = 0
+    def _answer_leading(self, client: Client) -> None:
+        """Answer the connection commands at the head of the client's queue."""
         while client.queue and client.parked is None and not client.closing:
             argv = client.queue[0]
             handler = admin.handler_for(self, client, argv)
-            if handler is not None:
-                if taken:
-                    break  # after this batch, so that replies keep their order
-                client.queue.popleft()
-                client.last_command = argv[0].lower()
-                try:
-                    reply = handler()
-                except Exception as exc:  # a bug here must not stop the loop for everyone
-                    log.exception("client %d: %r failed", client.id, argv[:2])
-                    reply = ResponseError(f"ERR internal error: {exc}".splitlines()[0])
-                self._write_reply(client, argv, reply)
-                continue
+            if handler is None:
+                return
+            client.queue.popleft()
+            client.last_command = argv[0].lower()
+            try:
+                reply = handler()
+            except Exception as exc:  # a bug here must not stop the loop for everyone
+                log.exception("client %d: %r failed", client.id, argv[:2])
+                reply = ResponseError(messages.INTERNAL.format(what=str(exc).splitlines()[0]))
+            self._write_reply(client, argv, reply)
+
+    def _take(self, client: Client, batch: list[list[bytes]]) -> int:
+        """Move the client's next store commands into ``batch``: up to a connection command,
+        or through a blocking read."""
+        taken = 0
+        while client.queue and client.parked is None and not client.closing:
+            argv = client.queue[0]
+            if admin.handler_for(self, client, argv) is not None:
+                break  # after this batch, so that replies keep their order
             client.queue.popleft()
             client.last_command = argv[0].lower()
             batch.append(argv)
@@ -281,7 +311,7 @@ class Server:
     # -- parked reads --------------------------------------------------------------------------
 
     def _park(self, client: Client, call: BlockedCall) -> None:
-        watch = self.store.watch(call)
+        watch = self.store_of(client.db).watch(call)
         parked = client.parked = Parked(call, watch)
         assert self.loop is not None
         fd = watch.fileno()
@@ -369,7 +399,8 @@ class Server:
 
     def _flush_every_second(self) -> None:
         try:
-            self.store.sync()
+            for store in list(self._stores.values()):
+                store.sync()
         except Exception as exc:
             log.error("background flush failed: %s", exc)
         assert self.loop is not None
@@ -409,5 +440,8 @@ class Server:
         for client in list(self.clients.values()):  # a TLS peer that never answers the close
             client.transport.abort()
         await asyncio.sleep(0)
-        with contextlib.suppress(Exception):
-            self.store.sync()
+        for db, store in list(self._stores.items()):
+            with contextlib.suppress(Exception):
+                store.sync()
+                if db:
+                    store.close()  # database 0 is the caller's
