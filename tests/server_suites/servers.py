@@ -5,16 +5,24 @@ it running (:class:`SuiteServer`: ``host``, ``port``, ``stop()``).  :data:`CANDI
 the servers whose results are compared with valkey-server's from the same run; each candidate
 lists the tests it is excused from (name -> reason, documented in ``docs/server.md``).
 
-To add a server (``rstore serve``): write a start function (start the server on a free loopback
-port with its data in the given directory, wait until it answers PING, return an object with
-``host``, ``port`` and ``stop()``), and append
-``ServerFactory("rstore", start, missing, tcl_exclusions=..., redispy_exclusions=...)`` to
-:data:`CANDIDATES`.  Every ``server_suite`` comparison test is parametrized over that list.
+A server given by its command line (``rstore serve``) is one more item of :data:`CANDIDATES`::
+
+    command_factory(
+        "rstore",
+        [sys.executable, "-m", "rstore_cli.entry", "serve", "--store", "{dir}", "--port", "{port}"],
+        tcl_exclusions=RSTORE_TCL_EXCLUSIONS,
+        redispy_exclusions=RSTORE_REDISPY_EXCLUSIONS,
+    )
+
+(:class:`CommandServer`: a free loopback port, ready when it answers PING, stopped by its PID
+with SIGTERM, then SIGKILL after 10 s); or give :class:`ServerFactory` a start function of its
+own.  Every ``server_suite`` comparison test is parametrized over that list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import shutil
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -45,6 +53,42 @@ class ServerFactory:
     tcl_exclusions: Mapping[str, str] = field(default_factory=dict)
     #: Tests of redis-py's suite (``Class::test``) this server is excused from: name -> reason.
     redispy_exclusions: Mapping[str, str] = field(default_factory=dict)
+
+
+class CommandServer(ValkeyServer):
+    """A server program started from an ``argv`` template, whose items may hold ``{port}``,
+    ``{host}`` and ``{dir}`` (the free port, 127.0.0.1, the data directory).  The rest is the
+    launcher's: choosing the port, waiting for PING, the log file, stopping by PID."""
+
+    def __init__(self, argv: Sequence[str], directory: Path) -> None:
+        super().__init__(argv[0], directory)
+        self.argv = list(argv)
+
+    def command_line(self) -> list[str]:
+        return [item.format(port=self.port, host=HOST, dir=self.dir) for item in self.argv]
+
+    @property
+    def host(self) -> str:
+        return HOST
+
+
+def command_factory(
+    name: str,
+    argv: Sequence[str],
+    tcl_exclusions: Mapping[str, str] | None = None,
+    redispy_exclusions: Mapping[str, str] | None = None,
+) -> ServerFactory:
+    """A factory of :class:`CommandServer` s; missing when ``argv[0]`` is no program here."""
+
+    def start(directory: Path) -> SuiteServer:
+        server = CommandServer(argv, directory)
+        server.start()
+        return server
+
+    def missing() -> str | None:
+        return None if shutil.which(argv[0]) else f"{argv[0]} is not installed"
+
+    return ServerFactory(name, start, missing, tcl_exclusions or {}, redispy_exclusions or {})
 
 
 class _Valkey:
@@ -79,8 +123,16 @@ def valkey_missing() -> str | None:
 REFERENCE = ServerFactory("valkey", start_valkey, valkey_missing)
 
 #: The servers compared with the reference.  valkey-server itself is one, run a second time on
-#: a fresh server: that proves the harness (a run compared with another run of the same server
-#: finds nothing missing), and shows the suites are stable from one run to the next.
+#: a fresh server started from its command line, as ``rstore serve`` will be: that proves the
+#: harness (a run compared with another run of the same server finds nothing missing) and
+#: :class:`CommandServer`, and shows that the suites give the same results run after run.
 CANDIDATES: list[ServerFactory] = [
-    ServerFactory("valkey", start_valkey, valkey_missing),
+    command_factory(
+        "valkey",
+        [
+            find_server_binary() or "valkey-server",
+            *("--port", "{port}", "--bind", "{host}", "--dir", "{dir}"),
+            *("--save", "", "--appendonly", "no"),
+        ],
+    ),
 ]

@@ -14,6 +14,8 @@ from redispy_suite import PROTOCOLS
 
 from .conftest import SuiteRuns
 from .expectations import (
+    RSTORE_REDISPY_EXCLUSIONS,
+    RSTORE_TCL_EXCLUSIONS,
     VALKEY_REDISPY_FAILED,
     VALKEY_REDISPY_PASSED,
     VALKEY_REDISPY_SELECTED,
@@ -58,3 +60,12 @@ def test_valkey_passes_redispy_stream_tests_but_one(
     assert all(run.details[name].startswith("Redis version required >= ") for name in skipped)
     # RESP3 and RESP2 select, skip and fail the same tests
     assert run.outcomes == reference_runs.redispy[PROTOCOLS[0]].outcomes
+
+
+def test_rstore_exclusions_name_tests_valkey_passes(reference_runs: SuiteRuns) -> None:
+    """Each test rstore is excused from exists and passes on valkey: an excuse for a test that
+    was renamed, or that valkey fails anyway, would hide nothing and mislead readers."""
+    tcl_ok = reference_runs.tcl.names("ok")
+    assert set(RSTORE_TCL_EXCLUSIONS) <= tcl_ok, set(RSTORE_TCL_EXCLUSIONS) - tcl_ok
+    for run in reference_runs.redispy.values():
+        assert set(RSTORE_REDISPY_EXCLUSIONS) <= run.names("passed")
