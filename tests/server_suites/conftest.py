@@ -13,9 +13,11 @@ except under CI (``$CI`` set), where they fail.
 from __future__ import annotations
 
 import os
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 import redis_suite
@@ -33,7 +35,7 @@ class SuiteRuns:
     redispy: dict[int, RedispyRun]  # by protocol
 
 
-def unavailable(reason: str) -> None:
+def unavailable(reason: str) -> NoReturn:
     if os.environ.get("CI"):
         pytest.fail(reason)
     pytest.skip(reason)
@@ -62,11 +64,12 @@ def _redispy_runs(factory: ServerFactory, directory: Path, suite: Path) -> dict[
 
 @pytest.fixture(scope="session")
 def tcl_source() -> Path:
+    if shutil.which("tclsh") is None:
+        unavailable("tclsh is not installed (Debian package tcl; .ci/install-servers)")
     try:
         return redis_suite.find_source()
     except redis_suite.SuiteUnavailable as exc:
         unavailable(str(exc))
-        raise  # unreachable: unavailable() skips or fails
 
 
 @pytest.fixture(scope="session")
@@ -75,7 +78,6 @@ def redispy_tests(tmp_path_factory: pytest.TempPathFactory) -> Path:
         sdist = redispy_suite.download_sdist()
     except redispy_suite.SuiteUnavailable as exc:
         unavailable(str(exc))
-        raise
     return redispy_suite.extract_tests(sdist, tmp_path_factory.mktemp("redis-py-tests"))
 
 
