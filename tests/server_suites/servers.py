@@ -22,12 +22,15 @@ own.  Every ``server_suite`` comparison test is parametrized over that list.
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from valkey_server import HOST, ValkeyServer, find_server_binary
+
+from .expectations import RSTORE_REDISPY_EXCLUSIONS, RSTORE_TCL_EXCLUSIONS, RSTORE_TCL_SKIPS
 
 
 class SuiteServer(Protocol):
@@ -53,6 +56,9 @@ class ServerFactory:
     tcl_exclusions: Mapping[str, str] = field(default_factory=dict)
     #: Tests of redis-py's suite (``Class::test``) this server is excused from: name -> reason.
     redispy_exclusions: Mapping[str, str] = field(default_factory=dict)
+    #: Tests of Redis's tcl suite skipped by name on this server (the driver's --skiptest):
+    #: the excused ones and others that cannot run on it; name -> reason.
+    tcl_skips: Mapping[str, str] = field(default_factory=dict)
 
 
 class CommandServer(ValkeyServer):
@@ -77,6 +83,7 @@ def command_factory(
     argv: Sequence[str],
     tcl_exclusions: Mapping[str, str] | None = None,
     redispy_exclusions: Mapping[str, str] | None = None,
+    tcl_skips: Mapping[str, str] | None = None,
 ) -> ServerFactory:
     """A factory of :class:`CommandServer` s; missing when ``argv[0]`` is no program here."""
 
@@ -88,7 +95,9 @@ def command_factory(
     def missing() -> str | None:
         return None if shutil.which(argv[0]) else f"{argv[0]} is not installed"
 
-    return ServerFactory(name, start, missing, tcl_exclusions or {}, redispy_exclusions or {})
+    return ServerFactory(
+        name, start, missing, tcl_exclusions or {}, redispy_exclusions or {}, tcl_skips or {}
+    )
 
 
 class _Valkey:
@@ -128,11 +137,13 @@ REFERENCE = ServerFactory("valkey", start_valkey, valkey_missing)
 #: :class:`CommandServer`, and shows that the suites give the same results run after run.
 CANDIDATES: list[ServerFactory] = [
     command_factory(
-        "valkey",
+        "rstore",
         [
-            find_server_binary() or "valkey-server",
-            *("--port", "{port}", "--bind", "{host}", "--dir", "{dir}"),
-            *("--save", "", "--appendonly", "no"),
+            sys.executable, "-m", "rstore_cli", "--store", "{dir}/store", "serve",
+            *("--port", "{port}", "--bind", "{host}", "--dir", "{dir}", "--sync", "always"),
         ],
+        tcl_exclusions=RSTORE_TCL_EXCLUSIONS,
+        redispy_exclusions=RSTORE_REDISPY_EXCLUSIONS,
+        tcl_skips=RSTORE_TCL_SKIPS,
     ),
-]
+]  # fmt: skip
