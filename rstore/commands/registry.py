@@ -85,6 +85,8 @@ COMMAND_MODULES: dict[bytes, str] = {
         (
             b"del",
             b"unlink",
+            b"rename",
+            b"renamenx",
             b"exists",
             b"type",
             b"keys",
