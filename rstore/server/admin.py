@@ -54,8 +54,16 @@ def handler_for(server: Server, client: Client, argv: list[bytes]) -> Handler | 
         return lambda: _queue(server, client, argv)
     command = _COMMANDS.get(name)
     if command is None:
+        if name == b"config" and len(argv) == 2 and argv[1].lower() == b"resetstat":
+            return lambda: _resetstat(server)
         return None
     return lambda: command(server, client, argv)
+
+
+def _resetstat(server: Server) -> Any:
+    """CONFIG RESETSTAT: the command and error statistics start again from zero."""
+    server.counters.reset()
+    return "OK"
 
 
 def _queue(server: Server, client: Client, argv: list[bytes]) -> Any:

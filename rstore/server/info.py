@@ -84,6 +84,7 @@ def _stats(server: Server) -> list[str]:
         f"total_commands_processed:{stats['commands']}",
         "instantaneous_ops_per_sec:0",
         f"rejected_connections:{stats['rejected']}",
+        f"total_error_replies:{server.counters.error_replies}",
         "expired_keys:0",
         "evicted_keys:0",
         "keyspace_hits:0",
@@ -112,6 +113,14 @@ def _keyspace(server: Server) -> list[str]:
     return lines
 
 
+def _commandstats(server: Server) -> list[str]:
+    return server.counters.command_lines()
+
+
+def _errorstats(server: Server) -> list[str]:
+    return server.counters.error_lines()
+
+
 _SECTIONS = {
     "server": ("Server", _server),
     "clients": ("Clients", _clients),
@@ -121,7 +130,8 @@ _SECTIONS = {
     "replication": ("Replication", _replication),
     "cpu": ("CPU", _cpu),
     "modules": ("Modules", lambda s: []),
-    "errorstats": ("Errorstats", lambda s: []),
+    "commandstats": ("Commandstats", _commandstats),
+    "errorstats": ("Errorstats", _errorstats),
     "cluster": ("Cluster", lambda s: ["cluster_enabled:0"]),
     "keyspace": ("Keyspace", _keyspace),
 }

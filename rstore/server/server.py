@@ -32,6 +32,7 @@ from rstore import NIL_ARRAY, BlockedCall, ResponseError, Store, command_table
 from . import admin, messages
 from .client import Client, Parked
 from .config import ServerConfig
+from .counters import CommandCounters
 from .protocol import ProtocolError
 from .resp import encode, error_line
 from .shapes import resp3
@@ -95,6 +96,7 @@ class Server:
         self.last_save = int(time.time())
         self.stats = {"connections": 0, "commands": 0, "rejected": 0, "batches": 0}
         self.commands_per_batch_max = 0
+        self.counters = CommandCounters()
         self._command_table: dict[bytes, list[Any]] | None = None
 
     def store_of(self, db: int) -> Store:
@@ -230,13 +232,17 @@ class Server:
         self.stats["batches"] += 1
         self.stats["commands"] += len(batch)
         self.commands_per_batch_max = max(self.commands_per_batch_max, len(batch))
+        started = time.perf_counter()
         try:
             results: list[Any] = self.store_of(db).execute_many(batch)
         except Exception as exc:  # nothing of the batch committed: each command says why
             log.error("a batch of %d commands failed: %s", len(batch), exc)
             failure = ResponseError(messages.INTERNAL.format(what=str(exc).splitlines()[0]))
             results = [failure] * len(batch)
+        each = (time.perf_counter() - started) / len(batch)
         for (client, rerun), argv, result in zip(owners, batch, results):
+            if not isinstance(result, BlockedCall):
+                self.counters.count(argv, result, each)
             if client.closed and isinstance(result, BlockedCall) and not rerun:
                 continue  # gone before its read was parked
             self._deliver(client, argv, result, rerun)
@@ -250,11 +256,13 @@ class Server:
                 return
             client.queue.popleft()
             client.last_command = argv[0].lower()
+            started = time.perf_counter()
             try:
                 reply = handler()
             except Exception as exc:  # a bug here must not stop the loop for everyone
                 log.exception("client %d: %r failed", client.id, argv[:2])
                 reply = ResponseError(messages.INTERNAL.format(what=str(exc).splitlines()[0]))
+            self.counters.count(argv, reply, time.perf_counter() - started)
             self._write_reply(client, argv, reply)
 
     def _take(self, client: Client, batch: list[list[bytes]]) -> int:
@@ -344,6 +352,7 @@ class Server:
         if parked is None:
             return
         self._unpark(client)
+        self.counters.count(parked.call.argv, reply, 0.0)
         self._write_reply(client, parked.call.argv, reply)
         self._send(client)
 
