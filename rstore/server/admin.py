@@ -15,11 +15,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rstore import ResponseError
+from rstore import NIL_ARRAY, ResponseError
 
 from . import messages as m
 from .info import info_text
 from .resp import Map, Verbatim
+from .watch import fingerprint
 
 if TYPE_CHECKING:
     from .client import Client
@@ -85,6 +86,7 @@ def _multi(server: Server, client: Client, argv: list[bytes]) -> Any:
     if len(argv) != 1:
         return _arity(b"multi")
     if client.multi is not None:
+        client.multi_failed = True  # a command refused inside MULTI fails the transaction
         return _err(m.MULTI_NESTED)
     client.multi = []
     client.multi_failed = False
@@ -97,6 +99,7 @@ def _discard(server: Server, client: Client, argv: list[bytes]) -> Any:
     if client.multi is None:
         return _err(m.DISCARD_WITHOUT_MULTI)
     client.multi = None
+    client.watched.clear()
     return "OK"
 
 
@@ -106,8 +109,12 @@ def _exec(server: Server, client: Client, argv: list[bytes]) -> Any:
     queued, client.multi = client.multi, None
     if queued is None:
         return _err(m.EXEC_WITHOUT_MULTI)
+    touched = _touched(server, client) if client.watched else False
+    client.watched.clear()
     if client.multi_failed:
         return _err(m.EXECABORT)
+    if touched:
+        return NIL_ARRAY
     store_part = [a for a in queued if a[0].lower() not in _COMMANDS]
     try:
         stored = iter(
@@ -120,6 +127,8 @@ def _exec(server: Server, client: Client, argv: list[bytes]) -> Any:
         name = a[0].lower()
         command = _COMMANDS.get(name)
         reply = next(stored) if command is None else command(server, client, a)
+        if command is None and not isinstance(reply, ResponseError):
+            server.versions.written(client.db, a, reply)
         if client.proto == 3 and command is None and not isinstance(reply, ResponseError):
             from .shapes import resp3  # noqa: PLC0415 - the shapes of store replies
 
@@ -129,9 +138,37 @@ def _exec(server: Server, client: Client, argv: list[bytes]) -> Any:
 
 
 def _watch(server: Server, client: Client, argv: list[bytes]) -> Any:
+    if len(argv) < 2:
+        return _arity(b"watch")
     if client.multi is not None:
-        return _err(m.WATCH_IN_MULTI)
-    return _err(m.WATCH_UNSUPPORTED)
+        client.multi_failed = True
+        return _err(m.MULTI_NESTED)
+    store = server.store_of(client.db)
+    for key in argv[1:]:
+        where = (client.db, key)
+        if where not in client.watched:
+            client.watched[where] = (
+                server.versions.version(client.db, key),
+                fingerprint(store, key),
+            )
+    return "OK"
+
+
+def _unwatch(server: Server, client: Client, argv: list[bytes]) -> Any:
+    if len(argv) != 1:
+        return _arity(b"unwatch")
+    client.watched.clear()
+    return "OK"
+
+
+def _touched(server: Server, client: Client) -> bool:
+    """Whether a key the client watches changed since (see :mod:`.watch`)."""
+    for (db, key), (version, seen) in client.watched.items():
+        if server.versions.version(db, key) != version:
+            return True
+        if fingerprint(server.store_of(db), key) != seen:
+            return True
+    return False
 
 
 def _auth(server: Server, client: Client, argv: list[bytes]) -> Any:
@@ -215,6 +252,7 @@ def _quit(server: Server, client: Client, argv: list[bytes]) -> Any:
 
 def _reset(server: Server, client: Client, argv: list[bytes]) -> Any:
     client.multi = None
+    client.watched.clear()
     client.proto = 2
     client.name = b""
     client.db = 0
@@ -237,6 +275,9 @@ def _flushdb(server: Server, client: Client, argv: list[bytes]) -> Any:
         stores = [server.store_of(client.db)]
     else:
         stores = list(server.existing_stores().values())
+    flushed = [client.db] if argv[0].lower() == b"flushdb" else range(server.config.databases)
+    for db in flushed:
+        server.versions.written(db, [b"FLUSHALL"])  # every watched key of it: touched
     reply: Any = "OK"
     for store in stores:
         reply = store.execute_many([[b"FLUSHALL", *argv[1:]]])[0]
@@ -309,6 +350,7 @@ _COMMANDS: dict[bytes, Callable[[Server, Client, list[bytes]], Any]] = {
     b"exec": _exec,
     b"discard": _discard,
     b"watch": _watch,
+    b"unwatch": _unwatch,
     b"auth": _auth,
     b"hello": _hello,
     b"select": _select,

@@ -46,6 +46,8 @@ class Client:
         self.user = b"default"
         self.multi: list[list[bytes]] | None = None
         self.multi_failed = False  # a command refused while queueing: EXEC answers EXECABORT
+        #: WATCH: (database, key) -> (the server's version of it, its fingerprint) then
+        self.watched: dict[tuple[int, bytes], tuple[Any, Any]] = {}
         self.parked: Parked | None = None
         self.protocol_error: ProtocolError | None = None
         self.closing = False  # QUIT or a protocol error: close once the replies are out

@@ -44,8 +44,6 @@ MULTI_NESTED = "ERR Command not allowed inside a transaction"
 EXEC_WITHOUT_MULTI = "ERR EXEC without MULTI"
 DISCARD_WITHOUT_MULTI = "ERR DISCARD without MULTI"
 EXECABORT = "EXECABORT Transaction discarded because of previous errors."
-WATCH_IN_MULTI = "ERR WATCH inside MULTI is not allowed"
-WATCH_UNSUPPORTED = "ERR WATCH is not supported by rstore serve yet"
 
 # CLIENT
 NO_SUCH_CLIENT = "ERR No such client"

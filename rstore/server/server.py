@@ -37,6 +37,7 @@ from .protocol import ProtocolError
 from .resp import encode, error_line
 from .shapes import resp3
 from .tls import tls_context
+from .watch import KeyVersions
 
 __all__ = ["Server"]
 
@@ -97,6 +98,7 @@ class Server:
         self.stats = {"connections": 0, "commands": 0, "rejected": 0, "batches": 0}
         self.commands_per_batch_max = 0
         self.counters = CommandCounters()
+        self.versions = KeyVersions()
         self._command_table: dict[bytes, list[Any]] | None = None
 
     def store_of(self, db: int) -> Store:
@@ -243,6 +245,8 @@ class Server:
         for (client, rerun), argv, result in zip(owners, batch, results):
             if not isinstance(result, BlockedCall):
                 self.counters.count(argv, result, each)
+                if not isinstance(result, ResponseError):
+                    self.versions.written(db, argv, result)
             if client.closed and isinstance(result, BlockedCall) and not rerun:
                 continue  # gone before its read was parked
             self._deliver(client, argv, result, rerun)
