@@ -121,7 +121,7 @@ class RequestParser:
     incomplete one for the next :meth:`feed`; it raises :class:`ProtocolError` *after* giving
     back, through ``out``, the requests before the bad one."""
 
-    __slots__ = ("_args", "_buf", "_left", "_pos", "max_bulk")
+    __slots__ = ("_args", "_buf", "_left", "_need", "_pos", "max_bulk")
 
     def __init__(self, max_bulk: int = 512 * 1024 * 1024) -> None:
         self.max_bulk = max_bulk
@@ -129,6 +129,7 @@ class RequestParser:
         self._pos = 0
         self._args: list[bytes] = []
         self._left = 0  # bulk strings still to read of the current array
+        self._need = 0  # the buffer length a bulk string being received needs
 
     @property
     def pending_bytes(self) -> int:
@@ -136,76 +137,96 @@ class RequestParser:
         return len(self._buf) - self._pos
 
     def feed(self, data: bytes) -> None:
-        if self._pos and self._pos == len(self._buf):
-            self._buf.clear()
-            self._pos = 0
-        elif self._pos > 65536:
+        if self._pos > 65536:
             del self._buf[: self._pos]
+            self._need -= self._pos
             self._pos = 0
         self._buf += data
 
     def requests(self, out: list[list[bytes]], *, authenticated: bool = True) -> None:
         """Append every complete request to ``out`` (empty ones are skipped)."""
-        buf = self._buf
-        while self._pos < len(buf):
-            if self._left == 0 and buf[self._pos] != 0x2A:  # not "*": an inline request
-                line_end = buf.find(b"\n", self._pos)
-                if line_end < 0:
-                    if len(buf) - self._pos > INLINE_MAX:
-                        raise ProtocolError(messages.PROTO_INLINE_TOO_BIG)
+        if self._pos >= len(self._buf) or len(self._buf) < self._need:
+            return  # nothing new, or a long bulk string still arriving: not copied again
+        data = bytes(self._buf)  # one copy; every argument is then one slice of it
+        try:
+            while self._pos < len(data):
+                if self._left == 0 and data[self._pos] != 0x2A:  # not "*": an inline request
+                    if not self._inline(data, out):
+                        return
+                elif not self._array(data, out, authenticated):
                     return
-                stop = (
-                    line_end - 1 if line_end > self._pos and buf[line_end - 1] == 13 else line_end
-                )
-                words = split_inline(bytes(buf[self._pos : stop]))
-                self._pos = line_end + 1
-                if words is None:
-                    raise ProtocolError(messages.PROTO_UNBALANCED)
-                if words:
-                    out.append(words)
-                continue
-            if not self._array(out, authenticated):
-                return
+        finally:
+            if self._pos >= len(self._buf):
+                self._buf.clear()
+                self._pos = self._need = 0
 
-    def _array(self, out: list[list[bytes]], authenticated: bool) -> bool:
+    def _inline(self, data: bytes, out: list[list[bytes]]) -> bool:
+        line_end = data.find(b"\n", self._pos)
+        if line_end < 0:
+            if len(data) - self._pos > INLINE_MAX:
+                raise ProtocolError(messages.PROTO_INLINE_TOO_BIG)
+            return False
+        stop = line_end
+        if line_end > self._pos and data[line_end - 1] == 13:  # a CR before the LF
+            stop -= 1
+        words = split_inline(data[self._pos : stop])
+        self._pos = line_end + 1
+        if words is None:
+            raise ProtocolError(messages.PROTO_UNBALANCED)
+        if words:
+            out.append(words)
+        return True
+
+    def _array(self, data: bytes, out: list[list[bytes]], authenticated: bool) -> bool:
         """Read (more of) an array; whether a whole one was consumed."""
-        buf = self._buf
+        pos = self._pos
+        end = len(data)
         if self._left == 0:
-            cr = buf.find(b"\r", self._pos)
-            if cr < 0 or cr + 1 >= len(buf):
-                if len(buf) - self._pos > INLINE_MAX:
+            cr = data.find(b"\r", pos)
+            if cr < 0 or cr + 1 >= end:
+                if end - pos > INLINE_MAX:
                     raise ProtocolError(messages.PROTO_MBULK_TOO_BIG)
                 return False
-            count = _number(bytes(buf[self._pos + 1 : cr]))
+            text = data[pos + 1 : cr]
+            count = int(text) if text.isdigit() and (len(text) == 1 or text[0] != 48) else None
+            if count is None:
+                count = _number(text)
             if count is None or count > _INT_MAX:
                 raise ProtocolError(messages.PROTO_MBULK_INVALID)
             if count > _UNAUTH_ARGS and not authenticated:
                 raise ProtocolError(messages.PROTO_MBULK_UNAUTH)
-            self._pos = cr + 2
+            self._pos = pos = cr + 2
             if count <= 0:
                 return True
             self._left = count
             self._args = []
+        args = self._args
+        max_bulk = self.max_bulk
         while self._left:
-            cr = buf.find(b"\r", self._pos)
-            if cr < 0 or cr + 1 >= len(buf):
-                if len(buf) - self._pos > INLINE_MAX:
+            cr = data.find(b"\r", pos)
+            if cr < 0 or cr + 1 >= end:
+                if end - pos > INLINE_MAX:
                     raise ProtocolError(messages.PROTO_BULK_COUNT_TOO_BIG)
                 return False
-            if buf[self._pos] != 0x24:  # "$"
-                got = chr(buf[self._pos])  # a byte as one character: latin-1 when sent
+            if data[pos] != 0x24:  # "$"
+                got = chr(data[pos])  # a byte as one character: latin-1 when sent
                 raise ProtocolError(messages.PROTO_EXPECTED_DOLLAR.format(got=got))
-            size = _number(bytes(buf[self._pos + 1 : cr]))
-            if size is None or size < 0 or size > self.max_bulk:
+            text = data[pos + 1 : cr]
+            if text.isdigit() and (len(text) == 1 or text[0] != 48):
+                size: int | None = int(text)
+            else:
+                size = _number(text)
+            if size is None or size < 0 or size > max_bulk:
                 raise ProtocolError(messages.PROTO_BULK_INVALID)
             if size > _UNAUTH_BULK and not authenticated:
                 raise ProtocolError(messages.PROTO_BULK_UNAUTH)
             start = cr + 2
-            if len(buf) < start + size + 2:
+            if end < start + size + 2:
+                self._need = start + size + 2
                 return False  # the bulk string (and its CRLF) is not all here yet
-            self._args.append(bytes(buf[start : start + size]))
-            self._pos = start + size + 2  # the two bytes after the string are not looked at
+            args.append(data[start : start + size])
+            self._pos = pos = start + size + 2  # the two bytes after it are not looked at
             self._left -= 1
-        out.append(self._args)
+        out.append(args)
         self._args = []
         return True
