@@ -39,8 +39,8 @@ def id_times(n: int, seed: int) -> list[int]:
     return ms
 
 
-def paced_lags(ms: list[int], speed: float) -> list[float]:
-    pacer = rstore.Pacer(rstore.PaceSchedule(speed))
+def paced_lags(ms: list[int], speed: float, spin: float) -> list[float]:
+    pacer = rstore.Pacer(rstore.PaceSchedule(speed), spin=spin)
     clock = time.monotonic
     released = []
     for value in ms:
@@ -84,6 +84,13 @@ def main() -> None:
     parser.add_argument("--speed", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--no-naive", action="store_true", help="skip the sleep(gap) loop")
+    parser.add_argument(
+        "--spin",
+        type=float,
+        nargs="+",
+        default=[0.001, 0.0],
+        help="Pacer spin settings to run, in seconds (default: 0.001, the default, and 0)",
+    )
     args = parser.parse_args()
     ms = id_times(args.entries, args.seed)
     span = (ms[-1] - ms[0]) / 1000 / args.speed
@@ -93,11 +100,12 @@ def main() -> None:
     )
     load = os.getloadavg()[0]
     print(f"load average {load:.2f} on {os.cpu_count()} CPUs (a busy machine delays wake-ups)")
-    began = time.monotonic()
-    lags = paced_lags(ms, args.speed)
-    took = time.monotonic() - began
-    report("rstore.Pacer", lags)
-    print(f"{'':<22} the run took {took:.3f} s for {span:.3f} s of schedule")
+    for spin in args.spin:
+        began = time.monotonic()
+        lags = paced_lags(ms, args.speed, spin)
+        took = time.monotonic() - began
+        report(f"Pacer spin={spin * 1000:g}ms", lags)
+        print(f"{'':<22} the run took {took:.3f} s for {span:.3f} s of schedule")
     if not args.no_naive:
         report("sleep(gap) loop", naive_lags(ms, args.speed))
 
