@@ -15,9 +15,9 @@ from typing import Any
 
 from rstore import ResponseError
 
-__all__ = ["CommandCounters"]
+from . import messages
 
-_REJECTED = ("ERR wrong number of arguments", "ERR unknown subcommand")
+__all__ = ["CommandCounters"]
 
 
 class CommandCounters:
@@ -38,10 +38,10 @@ class CommandCounters:
             line = getattr(reply, "line", str(reply))
             self.error_replies += 1
             self.errors[line.split(" ", 1)[0]] += 1
-            if line.startswith("ERR unknown command"):
+            if line.startswith(messages.UNKNOWN_COMMAND_PREFIX):
                 return
         stats = self.calls.setdefault(name, [0, 0.0, 0, 0])
-        if line is not None and line.startswith(_REJECTED):
+        if line is not None and line.startswith(messages.REJECTED_PREFIXES):
             stats[2] += 1
             return
         stats[0] += 1

@@ -53,3 +53,7 @@ UNKNOWN_CLIENT_TYPE = "ERR Unknown client type '{kind}'"
 UNRECOGNIZED_OPTION = "ERR Unrecognized option '{option}'"
 UNBLOCK_REASON = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"
 UNBLOCKED = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
+
+# how INFO commandstats tells a refused call from a failed one (by the start of the line)
+REJECTED_PREFIXES = ("ERR wrong number of arguments", "ERR unknown subcommand")
+UNKNOWN_COMMAND_PREFIX = "ERR unknown command"

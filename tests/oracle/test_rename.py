@@ -12,7 +12,7 @@ import pytest
 pytestmark = pytest.mark.oracle
 
 
-def test_rename_moves_the_stream_and_its_groups(both: Callable[..., Any]) -> None:
+def test_rename_moves_the_stream_and_its_groups(oracle: Any, both: Callable[..., Any]) -> None:
     both("XADD", "a", "1-1", "f", "v")
     both("XADD", "a", "2-1", "f", "w")
     both("XGROUP", "CREATE", "a", "g", "0")
@@ -33,8 +33,8 @@ def test_rename_moves_the_stream_and_its_groups(both: Callable[..., Any]) -> Non
     both("RENAMENX", "b", "d")
     both("RENAMENX", "d", "d")
     both("RENAMENX", "missing", "e")
-    both("KEYS", "*")
     both("RENAME", "d")
+    oracle.both_keys("*")  # in any order: valkey's is a hash table's
 
 
 def test_renamed_stream_survives_reopening(oracle: Any) -> None:
