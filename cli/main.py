@@ -67,6 +67,7 @@ COMMAND_INDEX: dict[str, str] = {
     "check": "maintenance",
     "upgrade": "maintenance",
     "exec": "execute",
+    "serve": "serve",
 }
 
 #: The command modules, in the order of :data:`COMMAND_INDEX`.

@@ -21,7 +21,9 @@ from rstore.version import __version__
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from rstore.codec.columns import Columns
     from rstore.codec.node_validate import NodeFacts, node_facts
+    from rstore.commands.listing import command_table
     from rstore.commands.reply import NIL_ARRAY
+    from rstore.commands.serving import BlockedCall, BlockWatch
     from rstore.errors import (
         CorruptDataError,
         CorruptRDBError,
@@ -104,6 +106,9 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
 #: Each public name and the module that defines it.
 _LAZY: dict[str, str] = {
     "NIL_ARRAY": "rstore.commands.reply",
+    "command_table": "rstore.commands.listing",
+    "BlockedCall": "rstore.commands.serving",
+    "BlockWatch": "rstore.commands.serving",
     **dict.fromkeys(
         (
             "CorruptDataError",
@@ -216,6 +221,8 @@ __all__ = [
     "DEFAULT_PATH",
     "NIL_ARRAY",
     "AppendReport",
+    "BlockWatch",
+    "BlockedCall",
     "Columns",
     "Consumer",
     "ConsumerInfo",
@@ -268,6 +275,7 @@ __all__ = [
     "batches_from_store",
     "check_conflicts",
     "check_store",
+    "command_table",
     "copy_groups",
     "decode_entry",
     "decode_lines",

@@ -22,6 +22,7 @@ from rstore.storage.layout import StoreConfig
 
 # Snapshots, inspection and checks load when first used (start-up of one-command processes).
 if TYPE_CHECKING:
+    from rstore.commands.serving import BlockedCall, BlockWatch
     from rstore.model import StreamInfo
     from rstore.snapshot.restore import RestoreReport
     from rstore.snapshot.save import Progress, SaveReport
@@ -376,6 +377,33 @@ class Store(RedisCommands):
         nil array is :data:`rstore.NIL_ARRAY`.  For network fronts and exact comparisons."""
         return execute(self._live_env(), encode_argv(argv))[1]
 
+    def execute_many(self, commands: Iterable[Sequence[Any]]) -> list[Any]:
+        """Run the commands of independent clients in ONE transaction, each on its own: for a
+        network front (``rstore serve``), where every client's command must get its own
+        answer and the writes of all the clients that arrived together share one commit (one
+        flush with ``sync=True``).
+
+        Each command gives its reply as :meth:`execute_raw` does (the two nils apart), or its
+        :class:`ResponseError` *in its place* (an unknown command or a wrong argument count
+        refuses that command only), or, for XREAD / XREADGROUP with BLOCK that have nothing to
+        serve yet, a :class:`rstore.BlockedCall` to park: watch it with :meth:`watch` and run
+        its ``argv`` again in a later call until it is served or its ``deadline`` passes
+        (its reply is then :data:`rstore.NIL_ARRAY`).  Commands run in order, each seeing the
+        writes of those before it, exactly as if they had arrived one after another.
+        """
+        from rstore.commands.serving import run_each  # noqa: PLC0415 - loaded on first use
+
+        return run_each(self._live_env(), [encode_argv(c) for c in commands])
+
+    def watch(self, call: BlockedCall) -> BlockWatch:
+        """Wake-ups for a parked :class:`rstore.BlockedCall`: a :class:`rstore.BlockWatch`
+        whose ``fileno()`` becomes readable when a write -- in this process or another --
+        may have served it (close it when done with the call)."""
+        from rstore.commands.serving import BlockWatch  # noqa: PLC0415 - loaded on first use
+
+        blocked = call.blocked
+        return BlockWatch(self._live_env().waiter(blocked.kind, blocked.keys, blocked.group))
+
     def execute_command(self, *args: Any, **options: Any) -> Any:
         """redis-py's low-level entry point: :meth:`execute`, decoded with
         ``decode_responses``."""
@@ -393,21 +421,24 @@ class Store(RedisCommands):
         """
         return lookup(encode_argv(argv)).write
 
-    def execute_batch(self, commands: Iterable[Sequence[Any]]) -> list[Any]:
+    def execute_batch(self, commands: Iterable[Sequence[Any]], *, raw: bool = False) -> list[Any]:
         """Run several commands, each given as argv, in ONE transaction: other processes see
         all of them or none, a crash keeps all of them or none.  As in MULTI/EXEC, a command
         refused while running gives its :class:`ResponseError` *in place of its reply* (it is
         not raised) and the others still apply; an unknown command or a wrong argument count
         refuses the whole batch before anything runs (raised).  Replies are as :meth:`execute`
-        gives them; BLOCK is ignored.  :meth:`pipeline` is the redis-py-style front of this.
+        gives them (as :meth:`execute_raw` with ``raw=True``); BLOCK is ignored.  :meth:`pipeline`
+        is the redis-py-style front of this, MULTI/EXEC of ``rstore serve`` another.
         """
-        return self._run_batch([encode_argv(list(argv)) for argv in commands])
+        return self._run_batch([encode_argv(list(argv)) for argv in commands], raw=raw)
 
-    def _run_batch(self, batch: list[list[bytes]]) -> list[Any]:
+    def _run_batch(self, batch: list[list[bytes]], *, raw: bool = False) -> list[Any]:
         """:meth:`execute_batch` of argvs already encoded (pipelines encode as they queue)."""
         if not batch:
             return []
         specs, replies = run_batch(self._live_env(), batch)
+        if raw:
+            return replies
         for i, reply in enumerate(replies):
             public = specs[i].public
             if reply is NIL_ARRAY or (public is not None and not isinstance(reply, ResponseError)):

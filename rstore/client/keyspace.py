@@ -25,6 +25,14 @@ class KeyspaceCommands(ClientBase):
     def unlink(self, *names: Any) -> Any:
         return self._command([b"UNLINK", *names])
 
+    def rename(self, src: Any, dst: Any) -> Any:
+        """Rename key ``src`` to ``dst`` (an existing ``dst`` is replaced); ``True``."""
+        return self._command([b"RENAME", src, dst], bool_ok)
+
+    def renamenx(self, src: Any, dst: Any) -> Any:
+        """Rename ``src`` to ``dst`` unless ``dst`` exists; whether it was renamed."""
+        return self._command([b"RENAMENX", src, dst], bool)
+
     def exists(self, *names: Any) -> Any:
         """How many of ``names`` exist."""
         return self._command([b"EXISTS", *names])

@@ -30,6 +30,7 @@ __all__ = [
     "execute",
     "in_transaction",
     "now_ms",
+    "resolve_reply",
     "run_batch",
     "run_in_transaction",
     "run_one",
@@ -73,7 +74,8 @@ class Deferred:
     build: Callable[[], Any]
 
 
-def _resolve(reply: Any) -> Any:
+def resolve_reply(reply: Any) -> Any:
+    """A handler's reply, a :class:`Deferred` one built now."""
     return reply.build() if isinstance(reply, Deferred) else reply
 
 
@@ -113,7 +115,7 @@ def run_one(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
     handler = spec.handler
     assert handler is not None
     reply = in_transaction(env, lambda ctx: handler(ctx, argv), write=spec.write)
-    return spec, _resolve(reply)
+    return spec, resolve_reply(reply)
 
 
 def execute(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
@@ -178,10 +180,7 @@ def run_batch(env: Env, batch: list[list[bytes]]) -> tuple[list[CommandSpec], li
 
     write = any(spec.write for spec in specs)
     replies = in_transaction(env, body, write=write, in_batch=True)
-    for i, reply in enumerate(replies):
-        if isinstance(reply, Deferred):
-            replies[i] = reply.build()
-    return specs, replies
+    return specs, [resolve_reply(r) for r in replies]
 
 
 def run_in_transaction(env: Env, body: Callable[[Context], T]) -> T:

@@ -1,5 +1,5 @@
-"""The keyspace commands: DEL, UNLINK, EXISTS, TYPE, KEYS, SCAN, DBSIZE, FLUSHALL; the semantics
-are in :mod:`rstore.streams.keyspace`."""
+"""The keyspace commands: DEL, UNLINK, RENAME, RENAMENX, EXISTS, TYPE, KEYS, SCAN, DBSIZE,
+FLUSHALL; the semantics are in :mod:`rstore.streams.keyspace`."""
 
 from __future__ import annotations
 
@@ -25,6 +25,23 @@ def del_(ctx: Context, argv: list[bytes]) -> Any:
 @command("unlink", -2, write=True, summary="Delete keys (same as DEL here)")
 def unlink(ctx: Context, argv: list[bytes]) -> Any:
     return del_(ctx, argv)
+
+
+@command("rename", 3, write=True, summary="Rename a key (replacing one of the new name)")
+def rename(ctx: Context, argv: list[bytes]) -> Any:
+    keyspace.rename_key(ctx.txn, argv[1], argv[2])
+    ctx.signal(argv[1])  # readers blocked on either name look again (NOGROUP, or new data)
+    ctx.signal(argv[2])
+    return "OK"
+
+
+@command("renamenx", 3, write=True, summary="Rename a key if the new name is free")
+def renamenx(ctx: Context, argv: list[bytes]) -> Any:
+    renamed = keyspace.rename_key(ctx.txn, argv[1], argv[2], only_new=True)
+    if renamed:
+        ctx.signal(argv[1])
+        ctx.signal(argv[2])
+    return int(renamed)
 
 
 @command("exists", -2, summary="Count how many of the keys exist")

@@ -92,6 +92,8 @@ COMMAND_MODULES: dict[bytes, str] = {
         (
             b"del",
             b"unlink",
+            b"rename",
+            b"renamenx",
             b"exists",
             b"type",
             b"keys",

@@ -346,6 +346,18 @@ class Waiter:
                 pass
         return True
 
+    def fileno(self) -> int | None:
+        """The socket a wake-up arrives on (for an event loop to watch)."""
+        return self._sock.fileno()
+
+    def drain(self) -> bool:
+        """Take the wake-ups that arrived, without waiting; whether there was one."""
+        woken = False
+        with contextlib.suppress(BlockingIOError):
+            while self._sock.recv(64):
+                woken = True
+        return woken
+
     def pass_baton(self) -> None:
         """After running, let the next reader of the same group run (FIFO serving).  Best
         effort: a failure only means the next reader runs at its next re-check."""
@@ -415,6 +427,13 @@ class PollingWaiter:
         """Sleep ``min(timeout_s, INTERVAL_S)``; ``True`` when interrupted, so the caller looks
         at once (it re-checks after every wait anyway)."""
         return self._woken.wait(max(min(timeout_s, self.INTERVAL_S), 0.0))
+
+    def fileno(self) -> int | None:
+        """None: nothing to watch; the caller looks again every :attr:`INTERVAL_S`."""
+        return None
+
+    def drain(self) -> bool:
+        return False
 
     def pass_baton(self) -> None:
         pass

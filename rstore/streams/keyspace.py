@@ -26,6 +26,7 @@ __all__ = [
     "keys",
     "lookup_stream",
     "new_unbound_stream",
+    "rename_key",
     "scan",
 ]
 
@@ -91,6 +92,25 @@ def delete_keys(txn: Txn, names: list[bytes]) -> int:
             _delete(txn, name, rec)
             removed += 1
     return removed
+
+
+def rename_key(txn: Txn, source: bytes, target: bytes, *, only_new: bool = False) -> bool:
+    """RENAME / RENAMENX: the key ``source`` (its stream, groups and all) becomes ``target``;
+    an existing ``target`` is deleted first (RENAME) or left, refusing (RENAMENX: ``False``).
+    ``ERR no such key`` when ``source`` does not exist."""
+    rec = txn.key_get(source)
+    if rec is None:
+        raise messages.error(messages.NO_SUCH_KEY)
+    if source == target:
+        return not only_new
+    existing = txn.key_get(target)
+    if existing is not None:
+        if only_new:
+            return False
+        _delete(txn, target, existing)
+    txn.key_delete(source)
+    txn.key_put(target, rec)
+    return True
 
 
 def exists(txn: Txn, names: list[bytes]) -> int:

@@ -125,6 +125,7 @@ def test_help_and_version(runner: CliRunner) -> None:
         "check",
         "upgrade",
         "exec",
+        "serve",
     ]
     result = runner.invoke(cli, ["group", "--help"])
     listed = re.findall(r"^  (\w[\w-]*)\s", result.stdout.split("Commands:")[1], re.MULTILINE)

@@ -1,0 +1,195 @@
+"""``rstore serve``: a RESP server over the store (a thin front over :mod:`rstore.server`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import ipaddress
+import logging
+import os
+import sys
+from typing import Any
+
+import click
+
+import rstore
+from rstore.server import Server, ServerConfig
+from rstore.server.conffile import ConfigError, apply_setting, read_config
+
+from .context import StoreOpener, json_option, pass_opener
+from .jsonout import echo_json
+
+__all__ = ["COMMANDS"]
+
+_LEVELS = {"debug": logging.DEBUG, "verbose": logging.INFO, "notice": logging.INFO,
+           "warning": logging.WARNING, "nothing": logging.CRITICAL + 1}  # fmt: skip
+
+
+def _loopback(address: str) -> bool:
+    if address in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def _settings(opener: StoreOpener, config_file: str | None, given: dict[str, Any]) -> ServerConfig:
+    config = ServerConfig(store=opener.store_path)
+    if config_file is not None:
+        config = read_config(config_file, config)
+        if opener.path is not None:
+            config.store = opener.store_path  # --store wins over the file
+    for name, value in given.items():
+        if value is not None:
+            apply_setting(config, name, [str(value)])
+    return config
+
+
+@click.command("serve", short_help="Serve the store over RESP (redis-cli, any Redis client).")
+@click.option("--bind", metavar="ADDRESS", help="The address to listen on (127.0.0.1).")
+@click.option("--port", type=click.IntRange(0, 65535), help="The TCP port (6379; 0: none).")
+@click.option("--unixsocket", metavar="PATH", help="Also listen on a Unix socket.")
+@click.option(
+    "--sync",
+    "appendfsync",
+    type=click.Choice(["always", "everysec", "no"]),
+    help="always (default): acknowledge writes once on disk; everysec; no.",
+)
+@click.option("--requirepass", metavar="PASSWORD", help="Clients must AUTH with it.")
+@click.option("--unsafe-no-auth", is_flag=True, help="Allow a non-loopback bind without one.")
+@click.option("--maxclients", type=int, help="The most clients at once (10000).")
+@click.option("--timeout", type=int, help="Close clients idle this many seconds (0: never).")
+@click.option("--dir", "dir_", metavar="DIR", help="Where SAVE writes its RDB file (.).")
+@click.option("--dbfilename", metavar="NAME", help="SAVE's file name (dump.rdb).")
+@click.option(
+    "--loglevel",
+    type=click.Choice(["debug", "verbose", "notice", "warning"]),
+    help="How much to log (notice).",
+)
+@click.option("--logfile", metavar="PATH", help="Log to this file (default: stderr).")
+@click.option("--pidfile", metavar="PATH", help="Write the process ID here while serving.")
+@click.option("--tls-port", type=click.IntRange(0, 65535), help="Also serve TLS on this port.")
+@click.option("--tls-cert-file", metavar="PEM", help="The server's certificate (TLS).")
+@click.option("--tls-key-file", metavar="PEM", help="The server's private key (TLS).")
+@click.option("--tls-ca-cert-file", metavar="PEM", help="CA of accepted client certificates.")
+@click.option(
+    "--tls-auth-clients",
+    type=click.Choice(["yes", "no", "optional"]),
+    help="With a CA: require (yes), accept (optional) or ignore client certificates.",
+)
+@click.option("--config", "config_file", metavar="FILE", help="Settings in redis.conf syntax.")
+@click.option("--check-config", is_flag=True, help="Check the settings, print them, exit.")
+@json_option
+@pass_opener
+def serve_command(
+    opener: StoreOpener,
+    bind: str | None,
+    port: int | None,
+    unixsocket: str | None,
+    appendfsync: str | None,
+    requirepass: str | None,
+    unsafe_no_auth: bool,
+    maxclients: int | None,
+    timeout: int | None,
+    dir_: str | None,
+    dbfilename: str | None,
+    loglevel: str | None,
+    logfile: str | None,
+    pidfile: str | None,
+    tls_port: int | None,
+    tls_cert_file: str | None,
+    tls_key_file: str | None,
+    tls_ca_cert_file: str | None,
+    tls_auth_clients: str | None,
+    config_file: str | None,
+    check_config: bool,
+    as_json: bool,
+) -> None:
+    """Serve the store over the Redis protocol (RESP2 and RESP3), so that redis-cli,
+    valkey-benchmark and every Redis client library can use it, while embedded Python
+    processes keep using the same store directory.  Writes of all clients that arrive
+    together share one transaction and one flush (--sync always: each write acknowledged once
+    on disk).  SIGTERM or ^C: stop accepting, finish the commands already read, flush, exit 0.
+
+    Listens on 127.0.0.1 by default; another address needs --requirepass (or
+    --unsafe-no-auth).  docs/server.md has the details, a systemd unit and the limits.
+
+    \b
+    Examples:
+      rstore serve
+      rstore --store /var/lib/queue serve --port 6380 --sync everysec
+      rstore serve --config /etc/rstore/server.conf --check-config
+      redis-cli -p 6379 XADD events '*' user 42
+    """
+    try:
+        given = {
+            "bind": bind, "port": port, "unixsocket": unixsocket, "appendfsync": appendfsync,
+            "requirepass": requirepass, "maxclients": maxclients, "timeout": timeout,
+            "dir": dir_, "dbfilename": dbfilename, "loglevel": loglevel, "logfile": logfile,
+            "pidfile": pidfile, "tls-port": tls_port, "tls-cert-file": tls_cert_file,
+            "tls-key-file": tls_key_file, "tls-ca-cert-file": tls_ca_cert_file,
+            "tls-auth-clients": tls_auth_clients,
+        }  # fmt: skip
+        config = _settings(opener, config_file, given)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not _loopback(config.bind) and config.requirepass is None and not unsafe_no_auth:
+        raise click.ClickException(
+            f"binding {config.bind} (not loopback) needs --requirepass, or --unsafe-no-auth "
+            "to serve without a password"
+        )
+    if check_config:
+        shown = dataclasses.asdict(config)
+        if shown["requirepass"] is not None:
+            shown["requirepass"] = "(set)"
+        if as_json:
+            echo_json(shown)
+        else:
+            for key, value in shown.items():
+                click.echo(f"{key.replace('_', '-')} {'' if value is None else value}")
+        return
+    _logging(config)
+    store = rstore.Store(config.store, sync=config.sync == "always")
+    if config.pidfile:
+        with open(config.pidfile, "w", encoding="ascii") as f:
+            f.write(f"{os.getpid()}\n")
+    try:
+        server = Server(store, config)
+        log = logging.getLogger("rstore.server")
+
+        def ready() -> None:
+            where = ", ".join(_shown(a) for a in server.ports)
+            log.info("rstore %s serving %s on %s (sync %s)", rstore.__version__, config.store,
+                     where, config.sync)  # fmt: skip
+
+        asyncio.run(server.serve(on_ready=ready))
+        log.info("stopped: flushed and closed")
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+        text = getattr(exc, "strerror", None) or str(exc)
+        raise click.ClickException(f"cannot serve: {text}") from None
+    finally:
+        store.close()
+        if config.pidfile:
+            with contextlib.suppress(OSError):
+                os.unlink(config.pidfile)
+
+
+def _shown(address: Any) -> str:
+    if isinstance(address, tuple):
+        return f"{address[0]}:{address[1]}"
+    return str(address)
+
+
+def _logging(config: ServerConfig) -> None:
+    handler: logging.Handler = (
+        logging.FileHandler(config.logfile) if config.logfile else logging.StreamHandler(sys.stderr)
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    log = logging.getLogger("rstore.server")
+    log.addHandler(handler)
+    log.setLevel(_LEVELS.get(config.loglevel, logging.INFO))
+
+
+COMMANDS = [serve_command]

@@ -1,0 +1,372 @@
+"""Commands of the connection and the server, run by the event loop itself rather than the
+store: HELLO, AUTH, SELECT, QUIT, RESET, CLIENT, INFO, COMMAND, MULTI / EXEC / DISCARD, SAVE,
+BGSAVE, LASTSAVE, FLUSHDB, TIME.  Everything else goes to the store
+(:meth:`rstore.Store.execute_many`), where the semantics of every store command live.
+
+:func:`handler_for` says whether a request is one of these (or must be refused or queued
+first: before AUTH, inside MULTI) and gives the function that answers it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rstore import NIL_ARRAY, ResponseError
+
+from . import messages as m
+from .info import info_text
+from .resp import Map, Verbatim
+from .watch import fingerprint
+
+if TYPE_CHECKING:
+    from .client import Client
+    from .server import Server
+
+__all__ = ["handler_for"]
+
+Handler = Callable[[], Any]
+
+#: what the server reports itself compatible with (INFO redis_version, HELLO version)
+COMPAT_VERSION = b"7.2.4"
+#: commands that may run before AUTH
+_BEFORE_AUTH = {b"auth", b"hello", b"quit", b"reset"}
+#: commands that end or refuse a MULTI block instead of being queued
+_IN_MULTI = {b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"}
+
+
+def _err(line: str) -> ResponseError:
+    return ResponseError(line)
+
+
+def _arity(name: bytes) -> ResponseError:
+    return _err(m.WRONG_ARITY.format(name=name.decode(errors="replace")))
+
+
+def handler_for(server: Server, client: Client, argv: list[bytes]) -> Handler | None:
+    """The function answering ``argv`` when the loop answers it itself, else ``None``."""
+    name = argv[0].lower()
+    if not client.authenticated and name not in _BEFORE_AUTH:
+        return lambda: _err(m.NOAUTH)
+    if client.multi is not None and name not in _IN_MULTI:
+        return lambda: _queue(server, client, argv)
+    command = _COMMANDS.get(name)
+    if command is None:
+        if name == b"config" and len(argv) == 2 and argv[1].lower() == b"resetstat":
+            return lambda: _resetstat(server)
+        return None
+    return lambda: command(server, client, argv)
+
+
+def _resetstat(server: Server) -> Any:
+    """CONFIG RESETSTAT: the command and error statistics start again from zero."""
+    server.counters.reset()
+    return "OK"
+
+
+def _queue(server: Server, client: Client, argv: list[bytes]) -> Any:
+    name = argv[0].lower()
+    if name not in _COMMANDS:
+        try:
+            server.store_of(client.db).is_write_command(
+                *argv
+            )  # unknown or wrong arity: refused now
+        except ResponseError as exc:
+            client.multi_failed = True
+            return exc
+    assert client.multi is not None
+    client.multi.append(argv)
+    return "QUEUED"
+
+
+def _multi(server: Server, client: Client, argv: list[bytes]) -> Any:
+    if len(argv) != 1:
+        return _arity(b"multi")
+    if client.multi is not None:
+        client.multi_failed = True  # a command refused inside MULTI fails the transaction
+        return _err(m.MULTI_NESTED)
+    client.multi = []
+    client.multi_failed = False
+    return "OK"
+
+
+def _discard(server: Server, client: Client, argv: list[bytes]) -> Any:
+    if len(argv) != 1:
+        return _arity(b"discard")
+    if client.multi is None:
+        return _err(m.DISCARD_WITHOUT_MULTI)
+    client.multi = None
+    client.watched.clear()
+    return "OK"
+
+
+def _exec(server: Server, client: Client, argv: list[bytes]) -> Any:
+    if len(argv) != 1:
+        return _arity(b"exec")
+    queued, client.multi = client.multi, None
+    if queued is None:
+        return _err(m.EXEC_WITHOUT_MULTI)
+    touched = _touched(server, client) if client.watched else False
+    client.watched.clear()
+    if client.multi_failed:
+        return _err(m.EXECABORT)
+    if touched:
+        return NIL_ARRAY
+    store_part = [a for a in queued if a[0].lower() not in _COMMANDS]
+    try:
+        stored = iter(
+            server.store_of(client.db).execute_batch(store_part, raw=True) if store_part else []
+        )
+    except ResponseError as exc:
+        return exc
+    replies: list[Any] = []
+    for a in queued:
+        name = a[0].lower()
+        command = _COMMANDS.get(name)
+        reply = next(stored) if command is None else command(server, client, a)
+        if command is None and not isinstance(reply, ResponseError):
+            server.versions.written(client.db, a, reply)
+        if client.proto == 3 and command is None and not isinstance(reply, ResponseError):
+            from .shapes import resp3  # noqa: PLC0415 - the shapes of store replies
+
+            reply = resp3(a, reply)
+        replies.append(reply)
+    return replies
+
+
+def _watch(server: Server, client: Client, argv: list[bytes]) -> Any:
+    if len(argv) < 2:
+        return _arity(b"watch")
+    if client.multi is not None:
+        client.multi_failed = True
+        return _err(m.MULTI_NESTED)
+    store = server.store_of(client.db)
+    for key in argv[1:]:
+        where = (client.db, key)
+        if where not in client.watched:
+            client.watched[where] = (
+                server.versions.version(client.db, key),
+                fingerprint(store, key),
+            )
+    return "OK"
+
+
+def _unwatch(server: Server, client: Client, argv: list[bytes]) -> Any:
+    if len(argv) != 1:
+        return _arity(b"unwatch")
+    client.watched.clear()
+    return "OK"
+
+
+def _touched(server: Server, client: Client) -> bool:
+    """Whether a key the client watches changed since (see :mod:`.watch`)."""
+    for (db, key), (version, seen) in client.watched.items():
+        if server.versions.version(db, key) != version:
+            return True
+        if fingerprint(server.store_of(db), key) != seen:
+            return True
+    return False
+
+
+def _auth(server: Server, client: Client, argv: list[bytes]) -> Any:
+    if len(argv) not in (2, 3):
+        return _err(m.SYNTAX) if len(argv) > 3 else _arity(b"auth")
+    password = server.config.requirepass
+    user = argv[1] if len(argv) == 3 else b"default"
+    if password is None and len(argv) == 2:
+        return _err(m.NO_PASSWORD)
+    if user != b"default" or (password is not None and argv[-1] != password.encode()):
+        return _err(m.WRONGPASS)
+    client.authenticated = True
+    return "OK"
+
+
+def _hello(server: Server, client: Client, argv: list[bytes]) -> Any:
+    proto = client.proto
+    i = 1
+    if len(argv) > 1:
+        try:
+            proto = int(argv[1])
+        except ValueError:
+            return _err(m.PROTO_VERSION_NOT_INT)
+        if proto not in (2, 3):
+            return _err(m.NOPROTO)
+        i = 2
+    name = None
+    while i < len(argv):
+        option = argv[i].lower()
+        if option == b"auth" and i + 2 < len(argv):
+            refused = _auth(server, client, [b"AUTH", argv[i + 1], argv[i + 2]])
+            if isinstance(refused, ResponseError):
+                return refused
+            i += 3
+        elif option == b"setname" and i + 1 < len(argv):
+            name = argv[i + 1]
+            i += 2
+        else:
+            return _err(m.HELLO_SYNTAX.format(option=argv[i].decode(errors="replace")))
+    if not client.authenticated:
+        return _err(m.NOAUTH_HELLO)
+    if name is not None:
+        if not _valid_name(name):
+            return _err(m.BAD_CLIENT_NAME)
+        client.name = name
+    client.proto = proto
+    return Map(
+        [
+            (b"server", b"rstore"),
+            (b"version", COMPAT_VERSION),
+            (b"proto", proto),
+            (b"id", client.id),
+            (b"mode", b"standalone"),
+            (b"role", b"master"),
+            (b"modules", []),
+        ]
+    )
+
+
+def _valid_name(name: bytes) -> bool:
+    return all(33 <= c <= 126 for c in name)
+
+
+def _select(server: Server, client: Client, argv: list[bytes]) -> Any:
+    if len(argv) != 2:
+        return _arity(b"select")
+    try:
+        db = int(argv[1])
+    except ValueError:
+        return _err(m.NOT_INTEGER)
+    if not 0 <= db < server.config.databases:
+        return _err(m.DB_OUT_OF_RANGE)
+    client.db = db
+    return "OK"
+
+
+def _quit(server: Server, client: Client, argv: list[bytes]) -> Any:
+    client.closing = True
+    return "OK"
+
+
+def _reset(server: Server, client: Client, argv: list[bytes]) -> Any:
+    client.multi = None
+    client.watched.clear()
+    client.proto = 2
+    client.name = b""
+    client.db = 0
+    client.authenticated = server.config.requirepass is None
+    return "RESET"
+
+
+def _time(server: Server, client: Client, argv: list[bytes]) -> Any:
+    if len(argv) != 1:
+        return _arity(b"time")
+    now = time.time_ns() // 1000
+    return [b"%d" % (now // 1_000_000), b"%d" % (now % 1_000_000)]
+
+
+def _flushdb(server: Server, client: Client, argv: list[bytes]) -> Any:
+    """FLUSHDB: the client's database; FLUSHALL: every database."""
+    if len(argv) > 2 or (len(argv) == 2 and argv[1].lower() not in (b"sync", b"async")):
+        return _err(m.SYNTAX)
+    if argv[0].lower() == b"flushdb":
+        stores = [server.store_of(client.db)]
+    else:
+        stores = list(server.existing_stores().values())
+    flushed = [client.db] if argv[0].lower() == b"flushdb" else range(server.config.databases)
+    for db in flushed:
+        server.versions.written(db, [b"FLUSHALL"])  # every watched key of it: touched
+    reply: Any = "OK"
+    for store in stores:
+        reply = store.execute_many([[b"FLUSHALL", *argv[1:]]])[0]
+        if isinstance(reply, ResponseError):
+            return reply
+    return reply
+
+
+def _function(server: Server, client: Client, argv: list[bytes]) -> Any:
+    """FUNCTION: there are no functions (no scripting): FLUSH has nothing to remove, LIST
+    nothing to show."""
+    sub = argv[1].lower() if len(argv) > 1 else b""
+    if sub == b"flush" and len(argv) <= 3:
+        return "OK"
+    if sub == b"list":
+        return []
+    if not sub:
+        return _arity(b"function")
+    return _err(m.UNKNOWN_SUBCOMMAND.format(sub=argv[1].decode(errors="replace"), cmd="FUNCTION"))
+
+
+def _save(server: Server, client: Client, argv: list[bytes]) -> Any:
+    if len(argv) != 1:
+        return _arity(argv[0].lower())
+    path = os.path.join(server.config.dir, server.config.dbfilename)
+    if argv[0].lower() == b"save":
+        server.store.save(path)
+        server.last_save = int(time.time())
+        return "OK"
+
+    def background() -> None:
+        server.store.save(path)
+        server.last_save = int(time.time())
+
+    threading.Thread(target=background, name="rstore-bgsave", daemon=True).start()
+    return "Background saving started"
+
+
+def _lastsave(server: Server, client: Client, argv: list[bytes]) -> Any:
+    return server.last_save if len(argv) == 1 else _arity(b"lastsave")
+
+
+def _info(server: Server, client: Client, argv: list[bytes]) -> Any:
+    return Verbatim(info_text(server, [a.lower() for a in argv[1:]]).encode())
+
+
+def _command(server: Server, client: Client, argv: list[bytes]) -> Any:
+    sub = argv[1].lower() if len(argv) > 1 else b""
+    names = server.command_names()
+    if sub == b"count":
+        return len(names)
+    if sub == b"docs":
+        return Map([])
+    if sub == b"list":
+        return sorted(names)
+    if sub in (b"", b"info"):
+        wanted = [a.lower() for a in argv[2:]] if sub else sorted(names)
+        return [names.get(n) for n in wanted]
+    return _err(m.UNKNOWN_SUBCOMMAND.format(sub=argv[1].decode(errors="replace"), cmd="COMMAND"))
+
+
+def _client(server: Server, client: Client, argv: list[bytes]) -> Any:
+    from .client_command import client_command  # noqa: PLC0415 - its own module
+
+    return client_command(server, client, argv)
+
+
+_COMMANDS: dict[bytes, Callable[[Server, Client, list[bytes]], Any]] = {
+    b"multi": _multi,
+    b"exec": _exec,
+    b"discard": _discard,
+    b"watch": _watch,
+    b"unwatch": _unwatch,
+    b"auth": _auth,
+    b"hello": _hello,
+    b"select": _select,
+    b"quit": _quit,
+    b"reset": _reset,
+    b"time": _time,
+    b"flushdb": _flushdb,
+    b"flushall": _flushdb,
+    b"function": _function,
+    b"save": _save,
+    b"bgsave": _save,
+    b"lastsave": _lastsave,
+    b"info": _info,
+    b"command": _command,
+    b"client": _client,
+}
+
+#: the commands this module answers
+COMMAND_NAMES = tuple(_COMMANDS)

@@ -1,0 +1,73 @@
+"""One connected client: its parser, the requests waiting to run, its connection state
+(protocol version, name, MULTI queue, authentication), its parked blocking read, and the
+replies waiting to be written."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from typing import Any
+
+from rstore import BlockedCall, BlockWatch
+
+from .protocol import ProtocolError, RequestParser
+
+__all__ = ["Client", "Parked"]
+
+
+class Parked:
+    """A client's blocking read waiting to be served: the call, its watch, its timer."""
+
+    __slots__ = ("call", "timer", "watch", "woken")
+
+    def __init__(self, call: BlockedCall, watch: BlockWatch) -> None:
+        self.call = call
+        self.watch = watch
+        self.timer: asyncio.TimerHandle | None = None
+        self.woken = False
+
+
+class Client:
+    """The state of one connection."""
+
+    def __init__(self, cid: int, transport: asyncio.Transport, max_bulk: int) -> None:
+        self.id = cid
+        self.transport = transport
+        self.parser = RequestParser(max_bulk)
+        self.queue: deque[list[bytes]] = deque()
+        self.out: list[bytes] = []
+        self.proto = 2
+        self.db = 0
+        self.name = b""
+        self.lib_name = b""
+        self.lib_ver = b""
+        self.authenticated = True
+        self.user = b"default"
+        self.multi: list[list[bytes]] | None = None
+        self.multi_failed = False  # a command refused while queueing: EXEC answers EXECABORT
+        #: WATCH: (database, key) -> (the server's version of it, its fingerprint) then
+        self.watched: dict[tuple[int, bytes], tuple[Any, Any]] = {}
+        self.parked: Parked | None = None
+        self.protocol_error: ProtocolError | None = None
+        self.closing = False  # QUIT or a protocol error: close once the replies are out
+        self.closed = False
+        self.paused = False
+        self.created = time.monotonic()
+        self.last_active = self.created
+        self.last_command = b"NULL"
+        peer: Any = transport.get_extra_info("peername")
+        sock: Any = transport.get_extra_info("sockname")
+        self.addr = _address(peer)
+        self.laddr = _address(sock)
+        self.unix = isinstance(peer, str) or (isinstance(sock, str) and not peer)
+
+    def reply(self, chunk: bytes) -> None:
+        self.out.append(chunk)
+
+
+def _address(value: Any) -> str:
+    if isinstance(value, tuple) and len(value) >= 2:
+        host = value[0]
+        return f"[{host}]:{value[1]}" if ":" in str(host) else f"{host}:{value[1]}"
+    return str(value or "")

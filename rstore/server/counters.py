@@ -1,0 +1,63 @@
+"""Command and error statistics, as INFO commandstats / errorstats and ``total_error_replies``
+show them (reset by CONFIG RESETSTAT).
+
+A command counts once, when it answers: a blocking read when it is served, times out or is
+unblocked.  ``rejected_calls`` counts the calls refused before running (a wrong number of
+arguments), ``failed_calls`` those that ran and answered an error; errors count by their
+first word (``NOGROUP``, ``ERR``, ...).  An unknown command has no command line, only its
+error.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from rstore import ResponseError
+
+from . import messages
+
+__all__ = ["CommandCounters"]
+
+
+class CommandCounters:
+    def __init__(self) -> None:
+        self.calls: dict[str, list[float]] = {}  # name -> [calls, usec, rejected, failed]
+        self.errors: Counter[str] = Counter()
+        self.error_replies = 0
+
+    def reset(self) -> None:
+        self.calls.clear()
+        self.errors.clear()
+        self.error_replies = 0
+
+    def count(self, argv: list[bytes], reply: Any, seconds: float) -> None:
+        name = argv[0].lower().decode("utf-8", "replace")
+        line = None
+        if isinstance(reply, ResponseError):
+            line = getattr(reply, "line", str(reply))
+            self.error_replies += 1
+            self.errors[line.split(" ", 1)[0]] += 1
+            if line.startswith(messages.UNKNOWN_COMMAND_PREFIX):
+                return
+        stats = self.calls.setdefault(name, [0, 0.0, 0, 0])
+        if line is not None and line.startswith(messages.REJECTED_PREFIXES):
+            stats[2] += 1
+            return
+        stats[0] += 1
+        stats[1] += seconds * 1e6
+        if line is not None:
+            stats[3] += 1
+
+    def command_lines(self) -> list[str]:
+        out = []
+        for name, (calls, usec, rejected, failed) in sorted(self.calls.items()):
+            per_call = usec / calls if calls else 0.0
+            out.append(
+                f"cmdstat_{name}:calls={int(calls)},usec={int(usec)},usec_per_call={per_call:.2f},"
+                f"rejected_calls={int(rejected)},failed_calls={int(failed)}"
+            )
+        return out
+
+    def error_lines(self) -> list[str]:
+        return [f"errorstat_{kind}:count={n}" for kind, n in sorted(self.errors.items())]

@@ -1,0 +1,170 @@
+"""INFO's text and CLIENT LIST's lines, with Valkey's section and field names."""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import sys
+import time
+from typing import TYPE_CHECKING
+
+from rstore import __version__
+
+if TYPE_CHECKING:
+    from .client import Client
+    from .server import Server
+
+__all__ = ["client_line", "info_text"]
+
+_DEFAULT = ["server", "clients", "memory", "persistence", "stats", "replication", "cpu",
+            "modules", "errorstats", "cluster", "keyspace"]  # fmt: skip
+
+
+def _server(server: Server) -> list[str]:
+    up = int(time.time() - server.started)
+    port = server.config.port
+    return [
+        "redis_version:7.2.4",
+        "server_name:rstore",
+        f"rstore_version:{__version__}",
+        "redis_mode:standalone",
+        f"os:{platform.system()} {platform.release()} {platform.machine()}",
+        f"arch_bits:{64 if sys.maxsize > 2**32 else 32}",
+        "multiplexing_api:asyncio",
+        f"process_id:{os.getpid()}",
+        f"tcp_port:{port}",
+        f"uptime_in_seconds:{up}",
+        f"uptime_in_days:{up // 86400}",
+        f"executable:{sys.argv[0]}",
+        f"store_dir:{os.path.abspath(server.config.store)}",
+    ]
+
+
+def _clients(server: Server) -> list[str]:
+    clients = list(server.clients.values())
+    parked = [c.parked for c in clients if c.parked is not None]
+    return [
+        f"connected_clients:{len(clients)}",
+        "cluster_connections:0",
+        f"maxclients:{server.config.maxclients}",
+        f"blocked_clients:{len(parked)}",
+        "tracking_clients:0",
+        "pubsub_clients:0",
+        "watching_clients:0",
+        f"clients_in_timeout_table:{sum(p.call.deadline is not None for p in parked)}",
+        f"total_blocking_keys:{len({k for p in parked for k in p.call.keys})}",
+    ]
+
+
+def _memory(server: Server) -> list[str]:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return [f"used_memory:{rss}", f"used_memory_peak:{rss}", "maxmemory:0",
+            "maxmemory_policy:noeviction"]  # fmt: skip
+
+
+def _persistence(server: Server) -> list[str]:
+    always = server.config.sync == "always"
+    return [
+        "loading:0",
+        "async_loading:0",
+        "rdb_bgsave_in_progress:0",
+        f"rdb_last_save_time:{server.last_save}",
+        "rdb_last_bgsave_status:ok",
+        f"aof_enabled:{int(server.config.sync != 'no')}",
+        f"rstore_sync:{server.config.sync}",
+        f"rstore_durable_acks:{int(always)}",
+    ]
+
+
+def _stats(server: Server) -> list[str]:
+    stats = server.stats
+    return [
+        f"total_connections_received:{stats['connections']}",
+        f"total_commands_processed:{stats['commands']}",
+        "instantaneous_ops_per_sec:0",
+        f"rejected_connections:{stats['rejected']}",
+        f"total_error_replies:{server.counters.error_replies}",
+        "expired_keys:0",
+        "evicted_keys:0",
+        "keyspace_hits:0",
+        "keyspace_misses:0",
+        "pubsub_channels:0",
+        f"rstore_batches:{stats['batches']}",
+        f"rstore_largest_batch:{server.commands_per_batch_max}",
+    ]
+
+
+def _replication(server: Server) -> list[str]:
+    return ["role:master", "connected_slaves:0", "master_repl_offset:0"]
+
+
+def _cpu(server: Server) -> list[str]:
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return [f"used_cpu_sys:{use.ru_stime:.6f}", f"used_cpu_user:{use.ru_utime:.6f}"]
+
+
+def _keyspace(server: Server) -> list[str]:
+    lines = []
+    for db, store in sorted(server.existing_stores().items()):
+        keys = store.execute("DBSIZE")
+        if keys:
+            lines.append(f"db{db}:keys={keys},expires=0,avg_ttl=0")
+    return lines
+
+
+def _commandstats(server: Server) -> list[str]:
+    return server.counters.command_lines()
+
+
+def _errorstats(server: Server) -> list[str]:
+    return server.counters.error_lines()
+
+
+_SECTIONS = {
+    "server": ("Server", _server),
+    "clients": ("Clients", _clients),
+    "memory": ("Memory", _memory),
+    "persistence": ("Persistence", _persistence),
+    "stats": ("Stats", _stats),
+    "replication": ("Replication", _replication),
+    "cpu": ("CPU", _cpu),
+    "modules": ("Modules", lambda s: []),
+    "commandstats": ("Commandstats", _commandstats),
+    "errorstats": ("Errorstats", _errorstats),
+    "cluster": ("Cluster", lambda s: ["cluster_enabled:0"]),
+    "keyspace": ("Keyspace", _keyspace),
+}
+
+
+def info_text(server: Server, wanted: list[bytes]) -> str:
+    """INFO [section ...]: the default sections, ``all``/``everything``, or those named."""
+    names = [w.decode("ascii", "replace") for w in wanted]
+    if not names or "default" in names:
+        chosen = list(_DEFAULT)
+    elif "all" in names or "everything" in names:
+        chosen = list(_SECTIONS)
+    else:
+        chosen = [n for n in _SECTIONS if n in names]
+    blocks = []
+    for key in chosen:
+        title, lines = _SECTIONS[key]
+        blocks.append("\r\n".join([f"# {title}", *lines(server)]))
+    return "\r\n\r\n".join(blocks) + "\r\n" if blocks else ""
+
+
+def client_line(server: Server, client: Client) -> str:
+    """One line of CLIENT LIST / CLIENT INFO."""
+    now = time.monotonic()
+    flags = ("b" if client.parked is not None else "") + ("x" if client.multi is not None else "")
+    return (
+        f"id={client.id} addr={client.addr} laddr={client.laddr} fd=-1 "
+        f"name={client.name.decode('utf-8', 'replace')} age={int(now - client.created)} "
+        f"idle={int(now - client.last_active)} flags={flags or 'N'} db={client.db} sub=0 psub=0 "
+        f"ssub=0 multi={-1 if client.multi is None else len(client.multi)} watch=0 "
+        f"qbuf={client.parser.pending_bytes} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 "
+        f"obl=0 oll=0 omem={client.transport.get_write_buffer_size()} tot-mem=0 events=r "
+        f"cmd={client.last_command.decode('utf-8', 'replace')} user=default redir=-1 "
+        f"resp={client.proto} lib-name={client.lib_name.decode('utf-8', 'replace')} "
+        f"lib-ver={client.lib_ver.decode('utf-8', 'replace')}"
+    )

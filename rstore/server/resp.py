@@ -1,0 +1,87 @@
+"""Writing replies in RESP2 or RESP3.
+
+Replies come from the command layer in rstore's internal form (``bytes`` bulk, ``str``
+status, ``int``, ``None`` nil bulk, :data:`rstore.NIL_ARRAY` nil array, ``list`` array,
+:class:`rstore.ResponseError` error) plus the RESP3-only shapes of this module: :class:`Map`,
+:class:`Double`, :class:`Push` (and :class:`Verbatim`).  In RESP2 a :class:`Map` is a flat
+array of keys and values, a :class:`Double` a bulk string, as Valkey sends them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rstore import NIL_ARRAY, ResponseError
+
+__all__ = ["Double", "Map", "Verbatim", "encode", "error_line"]
+
+
+class Map(list):  # type: ignore[type-arg]
+    """A RESP3 map (``%``): a list of ``(key, value)`` pairs; in RESP2 a flat array."""
+
+
+class Verbatim(bytes):
+    """A RESP3 verbatim text (``=``, format ``txt``: INFO, CLIENT LIST); in RESP2 a bulk."""
+
+
+class Double(float):
+    """A RESP3 double (``,``); in RESP2 a bulk string of its text."""
+
+
+def error_line(message: str | bytes) -> bytes:
+    """``-<message>\\r\\n``, with CR and LF turned into blanks (Valkey's rule)."""
+    raw = message.encode("utf-8", "surrogateescape") if isinstance(message, str) else message
+    return b"-" + raw.replace(b"\r", b" ").replace(b"\n", b" ") + b"\r\n"
+
+
+def _double_text(value: float) -> bytes:
+    if math.isnan(value):
+        return b"nan"
+    if value in (float("inf"), float("-inf")):
+        return b"inf" if value > 0 else b"-inf"
+    text = repr(value)
+    return (text[:-2] if text.endswith(".0") else text).encode()
+
+
+def encode(reply: Any, proto: int, out: list[bytes]) -> None:
+    """Append the RESP bytes of ``reply`` to ``out`` (joined by the caller)."""
+    kind = type(reply)
+    if kind is bytes:
+        out.append(b"$%d\r\n%s\r\n" % (len(reply), reply))
+    elif kind is int:
+        out.append(b":%d\r\n" % reply)
+    elif kind is list:
+        out.append(b"*%d\r\n" % len(reply))
+        for item in reply:
+            encode(item, proto, out)
+    elif kind is str:
+        out.append(b"+" + reply.encode("utf-8", "surrogateescape") + b"\r\n")
+    elif reply is None:
+        out.append(b"_\r\n" if proto == 3 else b"$-1\r\n")
+    elif reply is NIL_ARRAY:
+        out.append(b"_\r\n" if proto == 3 else b"*-1\r\n")
+    elif kind is Map:
+        if proto == 3:
+            out.append(b"%%%d\r\n" % len(reply))
+        else:
+            out.append(b"*%d\r\n" % (2 * len(reply)))
+        for key, value in reply:
+            encode(key, proto, out)
+            encode(value, proto, out)
+    elif kind is Verbatim:
+        if proto == 3:
+            out.append(b"=%d\r\ntxt:%s\r\n" % (len(reply) + 4, reply))
+        else:
+            out.append(b"$%d\r\n%s\r\n" % (len(reply), reply))
+    elif kind is Double:
+        text = _double_text(reply)
+        out.append(b",%s\r\n" % text if proto == 3 else b"$%d\r\n%s\r\n" % (len(text), text))
+    elif isinstance(reply, ResponseError):
+        out.append(error_line(reply.line if hasattr(reply, "line") else str(reply)))
+    elif kind is bool:
+        out.append(b":%d\r\n" % reply if proto == 2 else (b"#t\r\n" if reply else b"#f\r\n"))
+    elif isinstance(reply, bytes | bytearray | memoryview):
+        encode(bytes(reply), proto, out)
+    else:
+        raise TypeError(f"no RESP form for {kind.__name__}")

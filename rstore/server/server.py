@@ -1,0 +1,460 @@
+"""The event loop of ``rstore serve``: connections, batching, blocking reads.
+
+**One batch per turn.**  Requests are read as they arrive; once the loop has read what was
+there, the waiting requests of every client go to the store together, in arrival order, in ONE
+transaction (:meth:`rstore.Store.execute_many`): one commit, and with ``--sync always`` one
+flush, for all the clients that sent something meanwhile -- group commit.  Each client's
+replies are written after that commit, so a write is acknowledged only once it is on disk.
+While a flush runs, the next requests gather in the sockets, to form the next batch.  A
+client's own requests run in order; commands of the connection itself (HELLO, CLIENT, MULTI,
+...: :mod:`.admin`) run in the loop between batches, in their place.
+
+**Blocking reads.**  XREAD / XREADGROUP with BLOCK that find nothing are parked (that client
+runs nothing else meanwhile, as in Valkey), with a watch whose descriptor the loop listens
+to: a write by any client of this server, or by any process using the store directory, wakes
+it, and it runs again in the next batch -- until served, timed out (nil) or unblocked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rstore import NIL_ARRAY, BlockedCall, ResponseError, Store, command_table
+
+from . import admin, messages
+from .client import Client, Parked
+from .config import ServerConfig
+from .counters import CommandCounters
+from .protocol import ProtocolError
+from .resp import encode, error_line
+from .shapes import resp3
+from .tls import tls_context
+from .watch import KeyVersions
+
+__all__ = ["Server"]
+
+log = logging.getLogger("rstore.server")
+
+#: a parked read re-checks at least this often, even without a wake-up
+RECHECK_S = 1.0
+
+
+def _blocking(argv: list[bytes]) -> bool:
+    """Whether a command may park its client (XREAD / XREADGROUP with BLOCK)."""
+    name = argv[0].lower()
+    return name in (b"xread", b"xreadgroup") and any(a.lower() == b"block" for a in argv[1:])
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.client: Client | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.client = self.server.connected(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self.client is not None:
+            self.server.received(self.client, data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.client is not None:
+            self.server.disconnected(self.client)
+
+    def pause_writing(self) -> None:
+        if self.client is not None:
+            self.server.pause(self.client)
+
+    def resume_writing(self) -> None:
+        if self.client is not None:
+            self.server.resume(self.client)
+
+
+class Server:
+    """``rstore serve``: a RESP server over one store (see the module docstring)."""
+
+    def __init__(self, store: Store, config: ServerConfig) -> None:
+        self.store = store
+        self._stores: dict[int, Store] = {0: store}  # database -> its store (SELECT)
+        self.config = config
+        self.clients: dict[int, Client] = {}
+        self._ids = itertools.count(1)
+        self._ready: dict[int, Client] = {}  # clients with requests to run, in arrival order
+        self._scheduled = False
+        self._servers: list[asyncio.AbstractServer] = []
+        self._stopping: asyncio.Event | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.started = time.time()
+        self.last_save = int(time.time())
+        self.stats = {"connections": 0, "commands": 0, "rejected": 0, "batches": 0}
+        self.commands_per_batch_max = 0
+        self.counters = CommandCounters()
+        self.versions = KeyVersions()
+        self._command_table: dict[bytes, list[Any]] | None = None
+
+    def store_of(self, db: int) -> Store:
+        """The store of database ``db``: database 0 is the served store, database N another
+        store in its directory, ``db<N>``, opened on first use (docs/server.md)."""
+        store = self._stores.get(db)
+        if store is None:
+            path = os.path.join(self.store.path, f"db{db}")
+            store = self._stores[db] = Store(path, sync=self.config.sync == "always")
+        return store
+
+    def existing_stores(self) -> dict[int, Store]:
+        """Every database that holds a store: those opened, and those found on disk."""
+        for db in range(1, self.config.databases):
+            if db not in self._stores and os.path.isdir(os.path.join(self.store.path, f"db{db}")):
+                self.store_of(db)
+        return dict(self._stores)
+
+    def command_names(self) -> dict[bytes, list[Any]]:
+        """COMMAND INFO entries: the store's commands and the loop's own."""
+        if self._command_table is None:
+            table = dict(command_table())
+            for name in admin.COMMAND_NAMES:
+                table.setdefault(name, [name, -1, ["fast"], 0, 0, 0, [], [], [], []])
+            self._command_table = table
+        return self._command_table
+
+    # -- connections ---------------------------------------------------------------------------
+
+    def connected(self, transport: asyncio.Transport) -> Client:
+        client = Client(next(self._ids), transport, self.config.proto_max_bulk_len)
+        client.authenticated = self.config.requirepass is None
+        self.stats["connections"] += 1
+        if len(self.clients) >= self.config.maxclients:
+            self.stats["rejected"] += 1
+            transport.write(error_line(messages.MAX_CLIENTS))
+            transport.close()
+            client.closed = True
+            return client
+        self.clients[client.id] = client
+        return client
+
+    def disconnected(self, client: Client) -> None:
+        client.closed = True
+        self._unpark(client)
+        self.clients.pop(client.id, None)
+        self._ready.pop(client.id, None)
+
+    def close_client(self, client: Client) -> None:
+        """Close at once (CLIENT KILL, idle timeout, output limit)."""
+        if not client.closed:
+            client.transport.close()
+            self.disconnected(client)
+
+    def pause(self, client: Client) -> None:
+        client.paused = True
+        client.transport.pause_reading()
+
+    def resume(self, client: Client) -> None:
+        client.paused = False
+        if not client.closing and not client.closed:
+            client.transport.resume_reading()
+
+    def received(self, client: Client, data: bytes) -> None:
+        if client.closing or client.closed:
+            return
+        client.last_active = time.monotonic()
+        client.parser.feed(data)
+        got: list[list[bytes]] = []
+        try:
+            client.parser.requests(got, authenticated=client.authenticated)
+        except ProtocolError as exc:
+            client.protocol_error = exc
+            client.transport.pause_reading()
+        if client.parser.pending_bytes > self.config.client_query_buffer_limit:
+            log.warning("closing client %d: query buffer over the limit", client.id)
+            self.close_client(client)
+            return
+        if got or client.protocol_error is not None:
+            client.queue.extend(got)
+            self._ready[client.id] = client
+            self._schedule()
+
+    # -- the turn ------------------------------------------------------------------------------
+
+    def _schedule(self) -> None:
+        if not self._scheduled and self.loop is not None:
+            self._scheduled = True
+            self.loop.call_soon(self._turn)
+
+    def _turn(self) -> None:
+        self._scheduled = False
+        try:
+            while self._round():
+                pass
+        finally:
+            for client in list(self.clients.values()):
+                self._send(client)
+
+    def _round(self) -> bool:
+        """One batch per database: whether there was anything to run."""
+        batches: dict[int, tuple[list[list[bytes]], list[tuple[Client, bool]]]] = {}
+        for client in list(self._ready.values()):
+            parked = client.parked
+            if parked is not None:
+                if parked.woken:
+                    parked.woken = False
+                    batch, owners = batches.setdefault(client.db, ([], []))
+                    batch.append(parked.call.argv)
+                    owners.append((client, True))
+                else:
+                    self._ready.pop(client.id, None)
+                continue
+            self._answer_leading(client)  # SELECT among them picks the batch below
+            batch, owners = batches.setdefault(client.db, ([], []))
+            taken = self._take(client, batch)
+            owners.extend((client, False) for _ in range(taken))
+            if not client.queue and client.parked is None:
+                if client.protocol_error is not None:
+                    if taken:
+                        continue  # the error goes after the replies of this batch
+                    client.reply(error_line(str(client.protocol_error)))
+                    client.closing = True
+                self._ready.pop(client.id, None)
+        ran = False
+        for db, (batch, owners) in batches.items():
+            if batch:
+                ran = True
+                self._run(db, batch, owners)
+        return ran
+
+    def _run(self, db: int, batch: list[list[bytes]], owners: list[tuple[Client, bool]]) -> None:
+        self.stats["batches"] += 1
+        self.stats["commands"] += len(batch)
+        self.commands_per_batch_max = max(self.commands_per_batch_max, len(batch))
+        started = time.perf_counter()
+        try:
+            results: list[Any] = self.store_of(db).execute_many(batch)
+        except Exception as exc:  # nothing of the batch committed: each command says why
+            log.error("a batch of %d commands failed: %s", len(batch), exc)
+            failure = ResponseError(messages.INTERNAL.format(what=str(exc).splitlines()[0]))
+            results = [failure] * len(batch)
+        each = (time.perf_counter() - started) / len(batch)
+        for (client, rerun), argv, result in zip(owners, batch, results):
+            if not isinstance(result, BlockedCall):
+                self.counters.count(argv, result, each)
+                if not isinstance(result, ResponseError):
+                    self.versions.written(db, argv, result)
+            if client.closed and isinstance(result, BlockedCall) and not rerun:
+                continue  # gone before its read was parked
+            self._deliver(client, argv, result, rerun)
+
+    def _answer_leading(self, client: Client) -> None:
+        """Answer the connection commands at the head of the client's queue."""
+        while client.queue and client.parked is None and not client.closing:
+            argv = client.queue[0]
+            handler = admin.handler_for(self, client, argv)
+            if handler is None:
+                return
+            client.queue.popleft()
+            client.last_command = argv[0].lower()
+            started = time.perf_counter()
+            try:
+                reply = handler()
+            except Exception as exc:  # a bug here must not stop the loop for everyone
+                log.exception("client %d: %r failed", client.id, argv[:2])
+                reply = ResponseError(messages.INTERNAL.format(what=str(exc).splitlines()[0]))
+            self.counters.count(argv, reply, time.perf_counter() - started)
+            self._write_reply(client, argv, reply)
+
+    def _take(self, client: Client, batch: list[list[bytes]]) -> int:
+        """Move the client's next store commands into ``batch``: up to a connection command,
+        or through a blocking read."""
+        taken = 0
+        while client.queue and client.parked is None and not client.closing:
+            argv = client.queue[0]
+            if admin.handler_for(self, client, argv) is not None:
+                break  # after this batch, so that replies keep their order
+            client.queue.popleft()
+            client.last_command = argv[0].lower()
+            batch.append(argv)
+            taken += 1
+            if _blocking(argv):
+                break
+        return taken
+
+    def _deliver(self, client: Client, argv: list[bytes], result: Any, rerun: bool) -> None:
+        if isinstance(result, BlockedCall):
+            if rerun:
+                return  # still nothing: stays parked, its first deadline and place kept
+            self._park(client, result)
+            return
+        parked = client.parked if rerun else None
+        if parked is not None:
+            if parked.call.group_read:
+                parked.watch.served()
+            self._unpark(client)
+        self._write_reply(client, argv, result)
+
+    def _write_reply(self, client: Client, argv: list[bytes], result: Any) -> None:
+        if client.closed:
+            return
+        if client.proto == 3 and not isinstance(result, ResponseError):
+            result = resp3(argv, result)
+        encode(result, client.proto, client.out)
+
+    def _send(self, client: Client) -> None:
+        if client.out and not client.closed:
+            client.transport.write(b"".join(client.out))
+            client.out.clear()
+            limit = self.config.client_output_buffer_limit
+            if limit and client.transport.get_write_buffer_size() > limit:
+                log.warning("closing client %d: output buffer over the limit", client.id)
+                self.close_client(client)
+                return
+        if client.closing and not client.closed:
+            client.transport.close()
+        elif client.queue and client.parked is None and not client.closed:
+            self._ready[client.id] = client
+            self._schedule()
+
+    # -- parked reads --------------------------------------------------------------------------
+
+    def _park(self, client: Client, call: BlockedCall) -> None:
+        watch = self.store_of(client.db).watch(call)
+        parked = client.parked = Parked(call, watch)
+        assert self.loop is not None
+        fd = watch.fileno()
+        if fd is not None:
+            self.loop.add_reader(fd, self._woken, client)
+        if call.deadline is not None:
+            parked.timer = self.loop.call_at(call.deadline, self._timed_out, client)
+
+    def _woken(self, client: Client) -> None:
+        parked = client.parked
+        if parked is None:
+            return
+        parked.watch.drain()
+        self.wake(client)
+
+    def wake(self, client: Client) -> None:
+        """Run a parked read again in the next batch."""
+        if client.parked is not None:
+            client.parked.woken = True
+            self._ready[client.id] = client
+            self._schedule()
+
+    def _timed_out(self, client: Client) -> None:
+        if client.parked is not None:
+            self.unblock(client, NIL_ARRAY)
+
+    def unblock(self, client: Client, reply: Any) -> None:
+        """End a parked read with ``reply`` (a timeout's nil, CLIENT UNBLOCK's)."""
+        parked = client.parked
+        if parked is None:
+            return
+        self._unpark(client)
+        self.counters.count(parked.call.argv, reply, 0.0)
+        self._write_reply(client, parked.call.argv, reply)
+        self._send(client)
+
+    def _unpark(self, client: Client) -> None:
+        parked, client.parked = client.parked, None
+        if parked is None:
+            return
+        if parked.timer is not None:
+            parked.timer.cancel()
+        fd = parked.watch.fileno()
+        if fd is not None and self.loop is not None:
+            self.loop.remove_reader(fd)
+        with contextlib.suppress(Exception):
+            parked.watch.close()
+
+    def _recheck(self) -> None:
+        """Every parked read looks again now and then (a waking process may have died)."""
+        for client in list(self.clients.values()):
+            if client.parked is not None:
+                self.wake(client)
+        timeout = self.config.timeout
+        if timeout:
+            idle = time.monotonic() - timeout
+            for client in list(self.clients.values()):
+                if client.parked is None and client.last_active < idle and not client.queue:
+                    self.close_client(client)
+        assert self.loop is not None
+        self.loop.call_later(RECHECK_S, self._recheck)
+
+    # -- running -------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Listen on the configured addresses."""
+        self.loop = asyncio.get_running_loop()
+        make = lambda: _Connection(self)  # noqa: E731
+        config = self.config
+        if config.port:
+            self._servers.append(await self.loop.create_server(make, config.bind, config.port))
+        if config.unixsocket:
+            self._servers.append(await self.loop.create_unix_server(make, config.unixsocket))
+        if config.tls_port:
+            context = tls_context(config)
+            self._servers.append(
+                await self.loop.create_server(make, config.bind, config.tls_port, ssl=context)
+            )
+        self.loop.call_later(RECHECK_S, self._recheck)
+        if self.config.sync == "everysec":
+            self.loop.call_later(1.0, self._flush_every_second)
+
+    @property
+    def ports(self) -> list[Any]:
+        return [s.getsockname() for srv in self._servers for s in getattr(srv, "sockets", ())]
+
+    def _flush_every_second(self) -> None:
+        try:
+            for store in list(self._stores.values()):
+                store.sync()
+        except Exception as exc:
+            log.error("background flush failed: %s", exc)
+        assert self.loop is not None
+        self.loop.call_later(1.0, self._flush_every_second)
+
+    async def serve(self, on_ready: Callable[[], None] | None = None) -> None:
+        """Serve until SIGTERM / SIGINT (or :meth:`stop`): then stop accepting, let the
+        commands in flight finish and their replies go out, flush, and return."""
+        await self.start()
+        self._stopping = asyncio.Event()
+        assert self.loop is not None
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                self.loop.add_signal_handler(sig, self._stopping.set)
+        if on_ready is not None:
+            on_ready()
+        await self._stopping.wait()
+        await self.shutdown()
+
+    def stop(self) -> None:
+        if self._stopping is not None:
+            self._stopping.set()
+
+    async def shutdown(self) -> None:
+        for srv in self._servers:
+            srv.close()
+        for srv in self._servers:
+            await srv.wait_closed()
+        self._turn()  # requests already read run, and their replies go out
+        for client in list(self.clients.values()):
+            self._unpark(client)
+            client.transport.close()
+        for _ in range(50):  # let the transports finish closing (TLS ones take a few turns)
+            if not self.clients:
+                break
+            await asyncio.sleep(0.01)
+        for client in list(self.clients.values()):  # a TLS peer that never answers the close
+            client.transport.abort()
+        await asyncio.sleep(0)
+        for db, store in list(self._stores.items()):
+            with contextlib.suppress(Exception):
+                store.sync()
+                if db:
+                    store.close()  # database 0 is the caller's

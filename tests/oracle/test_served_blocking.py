@@ -1,0 +1,153 @@
+"""Blocking reads through ``rstore serve``, beside valkey-server: a parked XREAD / XREADGROUP
+is woken by another client's write and by a write of another process on the same store,
+answers nil at its timeout, is ended by CLIENT UNBLOCK, and learns of its stream's deletion
+with Valkey's reply; other clients are served meanwhile; parked clients are served in the
+order they blocked."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from served import ServedStore
+from valkey_server import HOST, ValkeyServer
+
+import rstore
+
+from .resp import ErrorReply, RespClient
+
+pytestmark = pytest.mark.oracle
+
+
+@pytest.fixture
+def ports(valkey_server: ValkeyServer, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    with RespClient(HOST, valkey_server.port) as c:
+        c.execute("FLUSHALL")
+    with rstore.Store(tmp_path / "store", sync=False) as store, ServedStore(store) as served:
+        yield {"valkey": valkey_server.port, "rstore": served.port, "path": str(store.path)}
+
+
+def _blocked(port: int, *argv: Any) -> tuple[threading.Thread, list[Any], RespClient]:
+    """``argv`` sent on a new connection, its reply awaited in a thread."""
+    client = RespClient(HOST, port)
+    got: list[Any] = []
+    client.send(*argv)
+    thread = threading.Thread(target=lambda: got.append(client.receive()), daemon=True)
+    thread.start()
+    return thread, got, client
+
+
+def _wait_blocked(port: int, count: int = 1) -> None:
+    with RespClient(HOST, port) as c:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            info = c.execute("INFO", "clients")
+            if f"blocked_clients:{count}".encode() in info:
+                return
+            time.sleep(0.01)
+    raise AssertionError(f"no {count} blocked clients")
+
+
+@pytest.mark.parametrize("side", ["valkey", "rstore"])
+def test_a_write_by_another_client_wakes_the_reader(ports: dict[str, Any], side: str) -> None:
+    port = ports[side]
+    thread, got, conn = _blocked(port, "XREAD", "BLOCK", "10000", "STREAMS", "s", "$")
+    _wait_blocked(port)
+    with RespClient(HOST, port) as other:
+        assert other.execute("PING") == "PONG"  # others are served meanwhile
+        other.execute("XADD", "s", "5-1", "f", "v")
+    thread.join(10)
+    conn.close()
+    assert got == [[[b"s", [[b"5-1", [b"f", b"v"]]]]]]
+
+
+def test_a_write_by_another_process_wakes_the_reader(ports: dict[str, Any]) -> None:
+    port = ports["rstore"]
+    with RespClient(HOST, port) as c:
+        c.execute("XGROUP", "CREATE", "jobs", "g", "$", "MKSTREAM")
+    thread, got, conn = _blocked(
+        port, "XREADGROUP", "GROUP", "g", "w", "BLOCK", "10000", "STREAMS", "jobs", ">"
+    )
+    _wait_blocked(port)
+    started = time.monotonic()
+    code = "import rstore, sys; rstore.Store(sys.argv[1]).execute('XADD', 'jobs', '7-0', 'n', '1')"
+    subprocess.run([sys.executable, "-c", code, ports["path"]], check=True, timeout=60)
+    thread.join(10)
+    conn.close()
+    assert got == [[[b"jobs", [[b"7-0", [b"n", b"1"]]]]]]
+    assert time.monotonic() - started < 8  # woken, not timed out
+
+
+def _timeout_unblock_deletion(port: int) -> dict[str, Any]:
+    replies: dict[str, Any] = {}
+    with RespClient(HOST, port) as c:
+        started = time.monotonic()
+        replies["timeout"] = c.execute("XREAD", "BLOCK", "100", "STREAMS", "s", "$")
+        assert 0.09 < time.monotonic() - started < 5
+        for how in ("TIMEOUT", "ERROR"):
+            thread, got, conn = _blocked(port, "XREAD", "BLOCK", "0", "STREAMS", "s", "$")
+            _wait_blocked(port)
+            lines = c.execute("CLIENT", "LIST").splitlines()
+            blocked = [line for line in lines if b" flags=b " in line]
+            ident = blocked[0].split(b" ")[0].split(b"=")[1]
+            replies[f"unblock {how}"] = c.execute("CLIENT", "UNBLOCK", ident, how)
+            thread.join(10)
+            conn.close()
+            replies[f"reply {how}"] = got
+        replies["unblock nobody"] = c.execute("CLIENT", "UNBLOCK", "999999")
+        c.execute("XGROUP", "CREATE", "d", "g", "$", "MKSTREAM")
+        thread, got, conn = _blocked(
+            port, "XREADGROUP", "GROUP", "g", "w", "BLOCK", "0", "STREAMS", "d", ">"
+        )
+        _wait_blocked(port)
+        c.execute("DEL", "d")
+        thread.join(10)
+        conn.close()
+        replies["deleted"] = got
+    return replies
+
+
+def test_timeout_unblock_and_deletion_answer_as_valkey(ports: dict[str, Any]) -> None:
+    expected = _timeout_unblock_deletion(ports["valkey"])
+    actual = _timeout_unblock_deletion(ports["rstore"])
+    assert actual == expected
+    assert actual["timeout"] is rstore.NIL_ARRAY and actual["reply TIMEOUT"] == [rstore.NIL_ARRAY]
+    assert actual["reply ERROR"] == [ErrorReply("UNBLOCKED client unblocked via CLIENT UNBLOCK")]
+
+
+def test_parked_readers_are_served_in_the_order_they_blocked(ports: dict[str, Any]) -> None:
+    port = ports["rstore"]
+    with RespClient(HOST, port) as c:
+        c.execute("XGROUP", "CREATE", "q", "g", "$", "MKSTREAM")
+        readers = []
+        for i in range(4):
+            readers.append(
+                _blocked(
+                    port,
+                    "XREADGROUP",
+                    "GROUP",
+                    "g",
+                    f"c{i}",
+                    "COUNT",
+                    "1",
+                    "BLOCK",
+                    "10000",
+                    "STREAMS",
+                    "q",
+                    ">",
+                )
+            )
+            _wait_blocked(port, i + 1)
+        for i in range(4):
+            c.execute("XADD", "q", f"{i + 1}-0", "n", str(i))
+        for thread, _got, conn in readers:
+            thread.join(10)
+            conn.close()
+    served = [got[0][0][1][0][0] for _t, got, _c in readers]
+    assert served == [b"1-0", b"2-0", b"3-0", b"4-0"]

@@ -1,0 +1,114 @@
+"""Connection commands of ``rstore serve`` beside valkey-server, raw replies compared:
+MULTI / EXEC / DISCARD (queued replies, errors inside, EXECABORT), AUTH with requirepass and
+the limits before it, HELLO's errors, SELECT, CLIENT SETNAME / GETNAME / ID, QUIT."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from served import ServedStore
+from valkey_server import HOST, ValkeyServer
+
+import rstore
+
+from .resp import RespClient, encode_command
+from .test_served_protocol import _exchange
+
+pytestmark = pytest.mark.oracle
+
+
+def _script(*commands: tuple[str, ...]) -> list[bytes]:
+    return [b"".join(encode_command(list(c)) for c in commands)]
+
+
+@pytest.fixture
+def servers(valkey_server: ValkeyServer, tmp_path: Path) -> Iterator[tuple[int, int]]:
+    with RespClient(HOST, valkey_server.port) as c:
+        c.execute("FLUSHALL")
+    with rstore.Store(tmp_path / "store", sync=False) as store, ServedStore(store) as served:
+        yield valkey_server.port, served.port
+
+
+SCRIPTS = {
+    "multi exec": _script(
+        ("MULTI",),
+        ("XADD", "s", "1-1", "f", "v"),
+        ("XADD", "s", "1-1", "f", "v"),
+        ("XLEN", "s"),
+        ("PING",),
+        ("EXEC",),
+        ("XLEN", "s"),
+    ),
+    "execabort": _script(
+        ("MULTI",),
+        ("XADD", "s", "1-1", "f", "v"),
+        ("NOSUCH",),
+        ("XADD", "s"),
+        ("EXEC",),
+        ("EXISTS", "s"),
+    ),
+    "nesting and strays": _script(
+        ("EXEC",),
+        ("DISCARD",),
+        ("MULTI",),
+        ("MULTI",),
+        ("XLEN", "s"),
+        ("DISCARD",),
+        ("MULTI", "x"),
+    ),
+    "hello errors": _script(("HELLO", "4"), ("HELLO", "x"), ("HELLO", "2", "BOGUS")),
+    "select": _script(("SELECT", "0"), ("SELECT", "x"), ("SELECT",)),
+    "client names": _script(
+        ("CLIENT", "GETNAME"),
+        ("CLIENT", "SETNAME", "a b"),
+        ("CLIENT", "SETNAME", "job-1"),
+        ("CLIENT", "GETNAME"),
+        ("CLIENT", "NOPE"),
+        ("CLIENT", "SETINFO", "LIB-NAME", "x y"),
+        ("CLIENT", "SETINFO", "LIB-VER", "1.0"),
+        ("CLIENT", "UNBLOCK", "x"),
+    ),
+    "auth without a password": _script(("AUTH", "pw"), ("AUTH", "default", "pw")),
+    "quit": _script(("PING",), ("QUIT",), ("PING",)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_same_bytes_back_as_valkey(servers: tuple[int, int], name: str) -> None:
+    valkey_port, rstore_port = servers
+    with RespClient(HOST, valkey_port) as c:
+        c.execute("FLUSHALL")
+    expected = _exchange(valkey_port, SCRIPTS[name])
+    actual = _exchange(rstore_port, SCRIPTS[name])
+    assert actual == expected
+
+
+def test_requirepass(valkey_server: ValkeyServer, tmp_path: Path) -> None:
+    """Before AUTH: NOAUTH, and at most 10 arguments (then the connection is closed).
+
+    One command at a time: valkey-server 8.0.1 sends no reply at all for a refused AUTH that
+    is pipelined behind other commands before it (the client then pairs replies with the
+    wrong commands); rstore answers every command, so only unpipelined AUTH is compared."""
+    script = [
+        encode_command(list(c))
+        for c in (
+            ("PING",), ("XLEN", "s"), ("AUTH", "wrong"), ("AUTH", "someone", "pw"),
+            ("AUTH", "s3cret"), ("PING",),
+        )
+    ]  # fmt: skip
+    too_many = [b"*11\r\n"]
+    with RespClient(HOST, valkey_server.port) as admin:
+        admin.execute("CONFIG", "SET", "requirepass", "s3cret")
+        try:
+            expected = [_exchange(valkey_server.port, s) for s in (script, too_many)]
+        finally:
+            admin.execute("AUTH", "s3cret")
+            admin.execute("CONFIG", "SET", "requirepass", "")
+    with (
+        rstore.Store(tmp_path / "store", sync=False) as store,
+        ServedStore(store, requirepass="s3cret") as served,
+    ):
+        actual = [_exchange(served.port, s) for s in (script, too_many)]
+    assert actual == expected

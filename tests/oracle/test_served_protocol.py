@@ -1,0 +1,199 @@
+"""``rstore serve`` reads requests as valkey-server does: the same bytes in, the same bytes out
+(replies, protocol errors, and whether the connection is closed), for inline commands,
+pipelines split anywhere, and malformed input; and RESP3 replies after HELLO 3."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from served import ServedStore
+from valkey_server import HOST, ValkeyServer
+
+import rstore
+from rstore.server.protocol import ProtocolError, RequestParser
+
+from .resp import RespClient, encode_command
+
+pytestmark = pytest.mark.oracle
+
+
+def _exchange(port: int, chunks: list[bytes], quiet_s: float = 0.3) -> tuple[bytes, bool]:
+    """Send ``chunks`` (a pause between them), read until the server closes the connection
+    or stays quiet; the bytes read and whether it closed."""
+    with socket.create_connection((HOST, port), timeout=10) as sock:
+        for chunk in chunks:
+            sock.sendall(chunk)
+            time.sleep(0.02)
+        sock.settimeout(quiet_s)
+        got = b""
+        closed = False
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                data = sock.recv(65536)
+            except TimeoutError:
+                break
+            except ConnectionResetError:
+                closed = True
+                break
+            if not data:
+                closed = True
+                break
+            got += data
+        return got, closed
+
+
+@pytest.fixture
+def servers(valkey_server: ValkeyServer, tmp_path: Path) -> Iterator[tuple[int, int]]:
+    with RespClient(HOST, valkey_server.port) as c:
+        c.execute("FLUSHALL")
+    with rstore.Store(tmp_path / "store", sync=False) as store, ServedStore(store) as served:
+        yield valkey_server.port, served.port
+
+
+CASES = {
+    "inline": [b"PING\r\n", b"XADD s 1-1 f v\r\nXLEN s\r\n", b'ECHO "a b\\x41\\n"\r\n'],
+    "inline with LF only and quotes": [b"ECHO 'it''s'\n", b"ECHO 'don\\'t'\nEXISTS s\n"],
+    "inline, empty lines": [b"\r\n\r\n\nPING\r\n"],
+    "unbalanced quotes": [b'ECHO "abc\r\nPING\r\n'],
+    "quote then a letter": [b'ECHO "a"b\r\n'],
+    "split array": [b"*3\r\n$4\r\nXADD\r", b"\n$1\r\ns\r\n", b"$3\r\n", b"1-1\r\n"],
+    "empty array": [b"*0\r\n*-1\r\nPING\r\n"],
+    "bad multibulk length": [b"*abc\r\n"],
+    "huge multibulk length": [b"*99999999999\r\n"],
+    "multibulk plus sign": [b"*+1\r\n$4\r\nPING\r\n"],
+    "expected dollar": [b"*1\r\n:4\r\nPING\r\n"],
+    "bad bulk length": [b"*1\r\n$-4\r\n"],
+    "bulk length letters": [b"*1\r\n$x\r\n"],
+    "bulk over the limit": [b"*1\r\n$600000000\r\n"],
+    "commands before an error": [b"PING\r\n*1\r\n$4\r\nPING\r\n*2\r\n?\r\n"],
+    "unknown and arity": [b"*1\r\n$4\r\nNOPE\r\n*1\r\n$4\r\nXADD\r\n"],
+    "too big inline": [b"A" * (64 * 1024 + 10)],
+    "too big count string": [b"*" + b"1" * (64 * 1024 + 10)],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_same_bytes_back_as_valkey(servers: tuple[int, int], name: str) -> None:
+    valkey_port, rstore_port = servers
+    expected = _exchange(valkey_port, CASES[name])
+    actual = _exchange(rstore_port, CASES[name])
+    assert actual == expected
+
+
+def _read_reply(sock: socket.socket, buf: bytearray) -> bytes:
+    """One whole RESP2/RESP3 reply, raw."""
+
+    def line(at: int) -> int:
+        while True:
+            end = buf.find(b"\r\n", at)
+            if end >= 0:
+                return end
+            buf.extend(sock.recv(65536))
+
+    def walk(at: int) -> int:
+        end = line(at)
+        kind, head = buf[at : at + 1], buf[at + 1 : end]
+        nxt = end + 2
+        if kind in (b"$", b"=", b"!"):
+            size = int(head)
+            if size < 0:
+                return nxt
+            while len(buf) < nxt + size + 2:
+                buf.extend(sock.recv(65536))
+            return nxt + size + 2
+        if kind in (b"*", b"~", b">"):
+            for _ in range(max(0, int(head))):
+                nxt = walk(nxt)
+            return nxt
+        if kind in (b"%", b"|"):
+            for _ in range(2 * int(head)):
+                nxt = walk(nxt)
+            return nxt
+        return nxt
+
+    end = walk(0)
+    reply = bytes(buf[:end])
+    del buf[:end]
+    return reply
+
+
+SCRIPT: list[tuple[str, ...]] = [
+    ("XADD", "s", "1-1", "f", "v", "g", "w"),
+    ("XADD", "s", "2-1", "f", "x"),
+    ("XGROUP", "CREATE", "s", "grp", "0"),
+    ("XREADGROUP", "GROUP", "grp", "alice", "COUNT", "1", "STREAMS", "s", ">"),
+    ("XREAD", "COUNT", "5", "STREAMS", "s", "missing", "0", "0"),
+    ("XREAD", "STREAMS", "missing", "0"),
+    ("XREAD", "BLOCK", "50", "STREAMS", "missing", "$"),
+    ("XRANGE", "s", "-", "+"),
+    ("XPENDING", "s", "grp"),
+    ("XAUTOCLAIM", "s", "grp", "bob", "0", "0"),
+    ("XINFO", "GROUPS", "s"),
+    ("XINFO", "STREAM", "s"),
+    ("XLEN", "nothing"),
+    ("TYPE", "s"),
+    ("EXISTS", "s", "missing"),
+    ("DEL", "missing"),
+    ("PING",),
+    ("ECHO", "hi"),
+    ("CONFIG", "GET", "stream-node-max-entries"),  # one name: a pattern's order is a hash's
+]
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_stream_replies_are_valkeys_bytes_in_resp2_and_resp3(
+    servers: tuple[int, int], proto: int
+) -> None:
+    """Every reply of a script of stream commands, raw, after HELLO <proto> on both (no
+    command of the script answers with times: idle times would differ by the run's pace)."""
+    replies = []
+    for port in servers:
+        with socket.create_connection((HOST, port), timeout=10) as sock:
+            buf = bytearray()
+            sock.sendall(encode_command(["HELLO", str(proto)]))
+            _read_reply(sock, buf)  # the servers describe themselves differently
+            got = []
+            for argv in SCRIPT:
+                sock.sendall(encode_command(list(argv)))
+                got.append((argv, _read_reply(sock, buf)))
+            replies.append(got)
+    for (argv, expected), (_, actual) in zip(*replies):
+        assert actual == expected, argv
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    commands=st.lists(st.lists(st.binary(max_size=30), min_size=1, max_size=5), max_size=8),
+    cuts=st.lists(st.integers(0, 400), max_size=6),
+)
+def test_the_parser_reads_any_split_of_a_pipeline(
+    commands: list[list[bytes]], cuts: list[int]
+) -> None:
+    """Requests encoded as RESP arrays and fed in pieces cut anywhere come out whole."""
+    data = b"".join(encode_command(c) for c in commands)
+    parser = RequestParser()
+    got: list[list[bytes]] = []
+    last = 0
+    for cut in [*sorted({min(c, len(data)) for c in cuts}), len(data)]:
+        parser.feed(data[last:cut])
+        parser.requests(got)
+        last = cut
+    assert got == commands and parser.pending_bytes == 0
+
+
+def test_unauthenticated_limits() -> None:
+    parser = RequestParser()
+    parser.feed(b"*11\r\n")
+    with pytest.raises(ProtocolError, match="unauthenticated multibulk length"):
+        parser.requests([], authenticated=False)
+    parser = RequestParser()
+    parser.feed(b"*2\r\n$4\r\nAUTH\r\n$16385\r\n")
+    with pytest.raises(ProtocolError, match="unauthenticated bulk length"):
+        parser.requests([], authenticated=False)

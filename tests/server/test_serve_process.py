@@ -1,0 +1,171 @@
+"""``rstore serve`` as a process: it answers redis-py over TCP and a Unix socket, stops cleanly
+on SIGTERM (exit 0, pid file removed), loses no acknowledged write when killed with SIGKILL
+under load from several clients, shares commits between clients, and refuses bad settings with
+one line."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from valkey_server import free_port
+
+import rstore
+
+
+def _serve(store: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "rstore_cli", "--store", str(store), "serve", *args]
+
+
+class Served:
+    def __init__(self, store: Path, *args: str) -> None:
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            _serve(store, "--port", str(self.port), *args),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        client = redis.Redis(port=self.port)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(self.proc.stderr.read().decode()) from None  # type: ignore[union-attr]
+                time.sleep(0.05)
+        client.close()
+
+    def client(self, **kwargs: object) -> redis.Redis:
+        return redis.Redis(port=self.port, **kwargs)  # type: ignore[arg-type]
+
+    def stop(self, sig: int = signal.SIGTERM) -> tuple[int, str]:
+        self.proc.send_signal(sig)
+        try:
+            _, err = self.proc.communicate(timeout=30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+        return self.proc.returncode, err.decode()
+
+
+@pytest.fixture
+def store_dir(tmp_path: Path) -> Path:
+    return tmp_path / "store"
+
+
+def test_sigterm_stops_cleanly(store_dir: Path, tmp_path: Path) -> None:
+    pidfile = tmp_path / "serve.pid"
+    sock = tmp_path / "serve.sock"
+    served = Served(store_dir, "--pidfile", str(pidfile), "--unixsocket", str(sock))
+    assert int(pidfile.read_text()) == served.proc.pid
+    r = served.client()
+    assert r.xadd("s", {"f": "v"}, id="1-1") == b"1-1"
+    over_unix = redis.Redis(unix_socket_path=str(sock))
+    assert over_unix.xlen("s") == 1
+    r3 = served.client(protocol=3)
+    assert r3.xread({"s": "0"}) == {b"s": [[(b"1-1", {b"f": b"v"})]]}
+    code, err = served.stop()
+    assert code == 0, err
+    assert "stopped: flushed and closed" in err and not pidfile.exists()
+    with rstore.Store(store_dir) as store:
+        assert store.xlen("s") == 1
+
+
+def test_sigkill_under_load_loses_no_acknowledged_write(store_dir: Path) -> None:
+    served = Served(store_dir)
+    acked: dict[int, list[bytes]] = {i: [] for i in range(4)}
+    stop = threading.Event()
+
+    def writer(i: int) -> None:
+        client = served.client()
+        n = 0
+        try:
+            while not stop.is_set():
+                n += 1
+                acked[i].append(client.xadd(f"w{i}", {"n": str(n)}))
+        except (redis.ConnectionError, OSError):
+            pass
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 30
+    while sum(map(len, acked.values())) < 200 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    code, _ = served.stop(signal.SIGKILL)
+    stop.set()
+    for t in threads:
+        t.join(30)
+    assert code == -signal.SIGKILL
+    assert sum(map(len, acked.values())) >= 200
+    with rstore.Store(store_dir) as store:
+        for i, ids in acked.items():
+            stored = {entry_id for entry_id, _ in store.xrange(f"w{i}")}
+            assert set(ids) <= stored, f"writer {i} lost acknowledged entries"
+
+
+def test_clients_share_commits(store_dir: Path) -> None:
+    served = Served(store_dir)
+    try:
+
+        def writer(i: int) -> None:
+            client = served.client()
+            for n in range(60):
+                client.xadd("shared", {"w": str(i), "n": str(n)})
+
+        threads = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        stats = served.client().info("stats")
+        assert served.client().xlen("shared") == 480
+        # several clients' XADDs went into one transaction (one flush) at least once
+        assert stats["rstore_largest_batch"] > 1
+        assert stats["rstore_batches"] < stats["total_commands_processed"]
+    finally:
+        served.stop()
+
+
+def test_bad_settings_are_one_line_errors(store_dir: Path, tmp_path: Path) -> None:
+    conf = tmp_path / "server.conf"
+    conf.write_text("port 7000\nappendfsync sometimes\n")
+    out = subprocess.run(
+        _serve(store_dir, "--config", str(conf), "--check-config"),
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 1
+    assert out.stderr == (
+        f"Error: {conf} line 2: appendfsync must be always, everysec or no, not 'sometimes'\n"
+    )
+    conf.write_text("# a comment\nport 7000\nappendfsync everysec\nrequirepass 's3 cret'\n")
+    good = subprocess.run(
+        _serve(store_dir, "--config", str(conf), "--check-config", "--json"),
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert good.returncode == 0, good.stderr
+    assert '"port": 7000' in good.stdout and '"requirepass": "(set)"' in good.stdout
+    assert '"sync": "everysec"' in good.stdout
+    open_bind = subprocess.run(
+        _serve(store_dir, "--bind", "0.0.0.0"),
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert open_bind.returncode == 1
+    assert "needs --requirepass" in open_bind.stderr and "Traceback" not in open_bind.stderr
