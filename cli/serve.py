@@ -16,6 +16,8 @@ import click
 import rstore
 from rstore.server import Server, ServerConfig
 from rstore.server.conffile import ConfigError, apply_setting, read_config
+from rstore.server.protocol import split_inline
+from rstore.server.users import users_of
 
 from .context import StoreOpener, json_option, pass_opener
 from .jsonout import echo_json
@@ -59,6 +61,13 @@ def _settings(opener: StoreOpener, config_file: str | None, given: dict[str, Any
 )
 @click.option("--requirepass", metavar="PASSWORD", help="Clients must AUTH with it.")
 @click.option("--unsafe-no-auth", is_flag=True, help="Allow a non-loopback bind without one.")
+@click.option(
+    "--user",
+    "users",
+    multiple=True,
+    metavar="'NAME RULES'",
+    help="A user, as redis.conf's user directive: 'bob on >pw ~* +@read' (repeatable).",
+)
 @click.option("--maxclients", type=int, help="The most clients at once (10000).")
 @click.option("--timeout", type=int, help="Close clients idle this many seconds (0: never).")
 @click.option("--dir", "dir_", metavar="DIR", help="Where SAVE writes its RDB file (.).")
@@ -91,6 +100,7 @@ def serve_command(
     appendfsync: str | None,
     requirepass: str | None,
     unsafe_no_auth: bool,
+    users: tuple[str, ...],
     maxclients: int | None,
     timeout: int | None,
     dir_: str | None,
@@ -123,7 +133,11 @@ def serve_command(
       rstore serve --config /etc/rstore/server.conf --check-config
       redis-cli -p 6379 XADD events '*' user 42
     """
+    base_users = ServerConfig()
     try:
+        for rule in users:
+            words = [w.decode() for w in split_inline(rule.encode()) or []]
+            apply_setting(base_users, "user", words)
         given = {
             "bind": bind, "port": port, "unixsocket": unixsocket, "appendfsync": appendfsync,
             "requirepass": requirepass, "maxclients": maxclients, "timeout": timeout,
@@ -133,9 +147,12 @@ def serve_command(
             "tls-auth-clients": tls_auth_clients,
         }  # fmt: skip
         config = _settings(opener, config_file, given)
+        config.users[:0] = base_users.users
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
-    if not _loopback(config.bind) and config.requirepass is None and not unsafe_no_auth:
+    default = users_of(config.requirepass, config.users)["default"]
+    protected = not (default.enabled and default.nopass)  # a new connection must AUTH
+    if not _loopback(config.bind) and not protected and not unsafe_no_auth:
         raise click.ClickException(
             f"binding {config.bind} (not loopback) needs --requirepass, or --unsafe-no-auth "
             "to serve without a password"

@@ -93,15 +93,26 @@ def run_each(env: Env, batch: list[list[bytes]]) -> list[Any]:
 
     def body(ctx: Context) -> list[Any]:
         out: list[Any] = []
-        for spec, argv in zip(specs, batch):
+        i, n = 0, len(batch)
+        while i < n:
+            spec = specs[i]
             if isinstance(spec, ResponseError):
                 out.append(spec)
+                i += 1
+                continue
+            if spec.batch is not None:  # consecutive commands of this spec, together
+                end = i + 1
+                while end < n and specs[end] is spec:
+                    end += 1
+                out += spec.batch(ctx, batch, i, end)
+                i = end
                 continue
             assert spec.handler is not None
             try:
-                out.append(spec.handler(ctx, argv))
+                out.append(spec.handler(ctx, batch[i]))
             except ResponseError as exc:
                 out.append(exc)
+            i += 1
         return out
 
     write = any(isinstance(s, CommandSpec) and s.write for s in specs)

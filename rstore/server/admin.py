@@ -32,6 +32,11 @@ Handler = Callable[[], Any]
 
 #: what the server reports itself compatible with (INFO redis_version, HELLO version)
 COMPAT_VERSION = b"7.2.4"
+#: what a read-only user may always run, and the store's commands outside @read
+_ALWAYS = {b"auth", b"hello", b"quit", b"reset"}
+_NOT_READ = {b"ping", b"echo", b"config"}
+#: commands named with their subcommand in NOPERM (``client|kill``)
+_CONTAINERS = {b"client", b"config", b"command", b"xgroup", b"xinfo", b"function"}
 #: commands that may run before AUTH
 _BEFORE_AUTH = {b"auth", b"hello", b"quit", b"reset"}
 #: commands that end or refuse a MULTI block instead of being queued
@@ -51,6 +56,12 @@ def handler_for(server: Server, client: Client, argv: list[bytes]) -> Handler | 
     name = argv[0].lower()
     if not client.authenticated and name not in _BEFORE_AUTH:
         return lambda: _err(m.NOAUTH)
+    if client.readonly:
+        denied = refused(server, client, argv)
+        if denied is not None:
+            if client.multi is not None:
+                client.multi_failed = True  # refused while queueing: EXEC answers EXECABORT
+            return lambda: denied
     if client.multi is not None and name not in _IN_MULTI:
         return lambda: _queue(server, client, argv)
     command = _COMMANDS.get(name)
@@ -171,17 +182,51 @@ def _touched(server: Server, client: Client) -> bool:
     return False
 
 
+def log_in(server: Server, client: Client, name: str, password: str | None) -> bool:
+    """Make ``name`` the client's user if ``password`` is right (``None``: only a user with no
+    password, as a new connection is the default user's when it needs none)."""
+    user = server.users.get(name)
+    if user is None or not user.enabled:
+        return False
+    if password is None:
+        if not user.nopass:
+            return False
+    elif not user.accepts(password):
+        return False
+    client.authenticated = True
+    client.user = name.encode()
+    client.readonly = user.readonly
+    return True
+
+
 def _auth(server: Server, client: Client, argv: list[bytes]) -> Any:
     if len(argv) not in (2, 3):
         return _err(m.SYNTAX) if len(argv) > 3 else _arity(b"auth")
-    password = server.config.requirepass
-    user = argv[1] if len(argv) == 3 else b"default"
-    if password is None and len(argv) == 2:
+    name = argv[1].decode("utf-8", "replace") if len(argv) == 3 else "default"
+    default = server.users["default"]
+    if len(argv) == 2 and default.nopass and not default.passwords:
         return _err(m.NO_PASSWORD)
-    if user != b"default" or (password is not None and argv[-1] != password.encode()):
+    if not log_in(server, client, name, argv[-1].decode("utf-8", "surrogateescape")):
         return _err(m.WRONGPASS)
-    client.authenticated = True
     return "OK"
+
+
+def refused(server: Server, client: Client, argv: list[bytes]) -> ResponseError | None:
+    """NOPERM for what a read-only (``+@read``) user may not run: anything but the store's
+    read commands, AUTH, HELLO, QUIT and RESET (Valkey's @read category)."""
+    name = argv[0].lower()
+    if name in _ALWAYS:
+        return None
+    if name not in _COMMANDS and name not in _NOT_READ:
+        try:
+            if not server.store_of(client.db).is_write_command(*argv):
+                return None
+        except ResponseError:
+            return None  # unknown or wrong arity: the store answers that
+    shown = name + (b"|" + argv[1].lower() if name in _CONTAINERS and len(argv) > 1 else b"")
+    line = m.NOPERM.format(user=client.user.decode("utf-8", "replace"),
+                           command=shown.decode("utf-8", "replace"))  # fmt: skip
+    return _err(m.EXECABORT_BECAUSE.format(reason=line) if name == b"exec" else line)
 
 
 def _hello(server: Server, client: Client, argv: list[bytes]) -> Any:
@@ -199,9 +244,9 @@ def _hello(server: Server, client: Client, argv: list[bytes]) -> Any:
     while i < len(argv):
         option = argv[i].lower()
         if option == b"auth" and i + 2 < len(argv):
-            refused = _auth(server, client, [b"AUTH", argv[i + 1], argv[i + 2]])
-            if isinstance(refused, ResponseError):
-                return refused
+            failed = _auth(server, client, [b"AUTH", argv[i + 1], argv[i + 2]])
+            if isinstance(failed, ResponseError):
+                return failed
             i += 3
         elif option == b"setname" and i + 1 < len(argv):
             name = argv[i + 1]
@@ -256,7 +301,9 @@ def _reset(server: Server, client: Client, argv: list[bytes]) -> Any:
     client.proto = 2
     client.name = b""
     client.db = 0
-    client.authenticated = server.config.requirepass is None
+    client.authenticated = client.readonly = False
+    client.user = b"default"
+    log_in(server, client, "default", None)
     return "RESET"
 
 

@@ -44,6 +44,7 @@ class Client:
         self.lib_ver = b""
         self.authenticated = True
         self.user = b"default"
+        self.readonly = False  # a read-only user: writes answer NOPERM
         self.multi: list[list[bytes]] | None = None
         self.multi_failed = False  # a command refused while queueing: EXEC answers EXECABORT
         #: WATCH: (database, key) -> (the server's version of it, its fingerprint) then

@@ -5,7 +5,8 @@ starts a comment line.  Names are redis.conf's where rstore has the setting (``b
 ``port``, ``unixsocket``, ``appendfsync``, ``requirepass``, ``maxclients``, ``timeout``,
 ``proto-max-bulk-len``, ``client-query-buffer-limit``, ``dir``, ``dbfilename``,
 ``loglevel``, ``logfile``, ``pidfile``, ``tls-port``, ``tls-cert-file``, ``tls-key-file``,
-``tls-ca-cert-file``, ``tls-auth-clients``) plus ``store`` (the store directory) and
+``tls-ca-cert-file``, ``tls-auth-clients``, ``user`` -- see :mod:`.users`) plus ``store``
+(the store directory) and
 ``client-output-buffer-limit`` (one size: a client whose unread replies exceed it is
 disconnected).  Sizes take redis.conf's units (``1k`` = 1000, ``1kb`` = 1024, ``mb``, ``gb``).
 """
@@ -17,6 +18,7 @@ import re
 
 from .config import ServerConfig
 from .protocol import split_inline
+from .users import parse_user
 
 __all__ = ["ConfigError", "apply_setting", "parse_size", "read_config"]
 
@@ -46,6 +48,13 @@ def _int(text: str, low: int, high: int) -> int:
 def apply_setting(config: ServerConfig, name: str, values: list[str]) -> None:
     """Set one redis.conf-style setting on ``config``; :class:`ConfigError` if it cannot be."""
     key = name.lower()
+    if key == "user":
+        try:
+            parse_user(values)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        config.users.append(list(values))
+        return
     if key == "bind":
         if not values:
             raise ConfigError("bind needs an address")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["ServerConfig"]
 
@@ -19,6 +19,8 @@ class ServerConfig:
     #: arrived together share one flush); ``everysec``: flushed every second; ``no``: by the OS
     sync: str = "always"
     requirepass: str | None = None
+    #: ``user`` directives, each as its words (``["alice", "on", ">pw", "~*", "+@read"]``)
+    users: list[list[str]] = field(default_factory=list)
     maxclients: int = 10000
     databases: int = 16
     timeout: int = 0  # seconds a client may stay idle; 0 = forever

@@ -27,6 +27,7 @@ NO_PASSWORD = (
     "Are you sure your configuration is correct?"
 )
 WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
+NOPERM = "NOPERM User {user} has no permissions to run the '{command}' command"
 BAD_CLIENT_NAME = "ERR Client names cannot contain spaces, newlines or special characters."
 BAD_LIB_INFO = "ERR {attr} cannot contain spaces, newlines or special characters."
 NOPROTO = "NOPROTO unsupported protocol version"
@@ -44,6 +45,7 @@ MULTI_NESTED = "ERR Command not allowed inside a transaction"
 EXEC_WITHOUT_MULTI = "ERR EXEC without MULTI"
 DISCARD_WITHOUT_MULTI = "ERR DISCARD without MULTI"
 EXECABORT = "EXECABORT Transaction discarded because of previous errors."
+EXECABORT_BECAUSE = "EXECABORT Transaction discarded because of: {reason}"
 
 # CLIENT
 NO_SUCH_CLIENT = "ERR No such client"

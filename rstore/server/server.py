@@ -37,6 +37,7 @@ from .protocol import ProtocolError
 from .resp import encode, error_line
 from .shapes import resp3
 from .tls import tls_context
+from .users import users_of
 from .watch import KeyVersions
 
 __all__ = ["Server"]
@@ -98,6 +99,7 @@ class Server:
         self.stats = {"connections": 0, "commands": 0, "rejected": 0, "batches": 0}
         self.commands_per_batch_max = 0
         self.counters = CommandCounters()
+        self.users = users_of(config.requirepass, config.users)
         self.versions = KeyVersions()
         self._command_table: dict[bytes, list[Any]] | None = None
 
@@ -130,7 +132,8 @@ class Server:
 
     def connected(self, transport: asyncio.Transport) -> Client:
         client = Client(next(self._ids), transport, self.config.proto_max_bulk_len)
-        client.authenticated = self.config.requirepass is None
+        client.authenticated = False
+        admin.log_in(self, client, "default", None)  # a default user without password
         self.stats["connections"] += 1
         if len(self.clients) >= self.config.maxclients:
             self.stats["rejected"] += 1

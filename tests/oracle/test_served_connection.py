@@ -112,3 +112,40 @@ def test_requirepass(valkey_server: ValkeyServer, tmp_path: Path) -> None:
     ):
         actual = [_exchange(served.port, s) for s in (script, too_many)]
     assert actual == expected
+
+
+def test_read_only_and_read_write_users(valkey_server: ValkeyServer, tmp_path: Path) -> None:
+    """ACL users in the subset rstore takes (``on >pw ~* +@read`` / ``+@all``): a read-only
+    user runs read commands only (everything else, connection commands included, answers
+    NOPERM as Valkey's @read user gets it); a read-write user writes."""
+    script = [
+        encode_command(list(c))
+        for c in (
+            ("XLEN", "s"), ("AUTH", "bob", "nope"), ("AUTH", "bob", "pw"), ("XLEN", "s"),
+            ("XRANGE", "s", "-", "+"), ("XADD", "s", "1-1", "f", "v"),
+            ("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"), ("FLUSHALL",),
+            ("MULTI",), ("XLEN", "s"), ("XADD", "s", "2-1", "f", "v"), ("EXEC",),
+            ("AUTH", "alice", "pw2"), ("XADD", "s", "1-1", "f", "v"), ("XLEN", "s"),
+            ("AUTH", "carol", "x"), ("AUTH", "bob", "pw"), ("PING",), ("SELECT", "0"),
+            ("CLIENT", "ID"), ("INFO",), ("CONFIG", "GET", "x"), ("TIME",), ("DBSIZE",),
+            ("KEYS", "*"), ("TYPE", "s"), ("XINFO", "STREAM", "s"), ("XREAD", "STREAMS", "s", "0"),
+            ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"), ("WATCH", "s"), ("RESET",),
+            ("XLEN", "s"),
+        )
+    ]  # fmt: skip
+    with RespClient(HOST, valkey_server.port) as admin:
+        admin.execute("FLUSHALL")
+        admin.execute("ACL", "SETUSER", "bob", "on", ">pw", "~*", "+@read")
+        admin.execute("ACL", "SETUSER", "alice", "on", ">pw2", "~*", "+@all")
+        try:
+            expected = _exchange(valkey_server.port, script)
+        finally:
+            admin.execute("ACL", "DELUSER", "bob", "alice")
+            admin.execute("FLUSHALL")
+    users = [["bob", "on", ">pw", "~*", "+@read"], ["alice", "on", ">pw2", "~*", "+@all"]]
+    with (
+        rstore.Store(tmp_path / "store", sync=False) as store,
+        ServedStore(store, users=users) as served,
+    ):
+        actual = _exchange(served.port, script)
+    assert actual == expected
