@@ -88,8 +88,8 @@ def main() -> None:
         "--spin",
         type=float,
         nargs="+",
-        default=[0.001, 0.0],
-        help="Pacer spin settings to run, in seconds (default: 0.001, the default, and 0)",
+        default=[0.0, 0.001],
+        help="Pacer spin settings to run, in seconds (default: 0, the default, and 0.001)",
     )
     args = parser.parse_args()
     ms = id_times(args.entries, args.seed)

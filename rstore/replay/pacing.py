@@ -120,10 +120,10 @@ class Pacer:
     wakes late shows as lag but moves no later due time.
 
     ``spin``: the last part of each wait, in seconds, is not slept but spent reading the clock
-    (``sleep(0)`` between reads, which lets other threads run).  A kernel timer now and then
-    wakes a sleeper milliseconds late, even on an idle machine; polling the last millisecond
-    keeps those late wake-ups out of the lag, at the price of that millisecond of CPU per wait.
-    ``spin=0`` only sleeps (and an injected ``sleep`` is then never called with 0)."""
+    (``sleep(0)`` between reads, which lets other threads run), at the price of that much CPU
+    per wait.  It halves the median lag on the 2-core VM of docs/benchmarks.md but does not
+    shorten the tail there (the process loses its CPU now and then, spinning or not), so the
+    default is 0: only sleep (an injected ``sleep`` is then never called with 0)."""
 
     def __init__(
         self,
@@ -131,7 +131,7 @@ class Pacer:
         *,
         clock: Clock = time.monotonic,
         sleep: Sleep = time.sleep,
-        spin: float = 0.001,
+        spin: float = 0.0,
     ) -> None:
         if not (math.isfinite(spin) and spin >= 0):
             raise ValueError(f"spin must be 0 or more seconds, not {spin!r}")
