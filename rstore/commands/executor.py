@@ -14,7 +14,7 @@ re-runs the command until it is served or its deadline passes (Valkey's 7.2+ mod
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -34,6 +34,7 @@ __all__ = [
     "run_batch",
     "run_in_transaction",
     "run_one",
+    "run_specs",
 ]
 
 T = TypeVar("T")
@@ -150,6 +151,37 @@ def _wait(env: Env, blocked: Blocked) -> Any:
             woken = waiter.wait(min(remaining, SAFETY_RECHECK_S))
 
 
+def run_specs(
+    ctx: Context, specs: Sequence[CommandSpec | ResponseError], batch: list[list[bytes]]
+) -> list[Any]:
+    """Run the commands of ``batch`` in ``ctx``'s transaction, in order, given their specs (or
+    the error that refused each at lookup, which is its reply): each gives its internal reply,
+    or its :class:`ResponseError` in its place; consecutive commands of a spec with a batch
+    handler (XADD's) run together, with exactly the replies they give one by one."""
+    replies: list[Any] = []
+    i, n = 0, len(batch)
+    while i < n:
+        spec = specs[i]
+        if isinstance(spec, ResponseError):
+            replies.append(spec)
+            i += 1
+            continue
+        if spec.batch is not None:
+            end = i + 1
+            while end < n and specs[end] is spec:
+                end += 1
+            replies += spec.batch(ctx, batch, i, end)
+            i = end
+            continue
+        assert spec.handler is not None
+        try:
+            replies.append(spec.handler(ctx, batch[i]))
+        except ResponseError as exc:
+            replies.append(exc)
+        i += 1
+    return replies
+
+
 def run_batch(env: Env, batch: list[list[bytes]]) -> tuple[list[CommandSpec], list[Any]]:
     """Run ``batch`` in one transaction, atomically (MULTI/EXEC's rule): a command refused
     while running answers with its error (a ResponseError instance in its place) and the others
@@ -159,24 +191,7 @@ def run_batch(env: Env, batch: list[list[bytes]]) -> tuple[list[CommandSpec], li
     specs = lookup_all(batch)  # refuse the whole batch before running any
 
     def body(ctx: Context) -> list[Any]:
-        replies: list[Any] = []
-        i, n = 0, len(batch)
-        while i < n:
-            spec = specs[i]
-            if spec.batch is not None:  # consecutive commands of this spec, together
-                end = i + 1
-                while end < n and specs[end] is spec:
-                    end += 1
-                replies += spec.batch(ctx, batch, i, end)
-                i = end
-                continue
-            assert spec.handler is not None
-            try:
-                replies.append(spec.handler(ctx, batch[i]))
-            except ResponseError as exc:
-                replies.append(exc)
-            i += 1
-        return replies
+        return run_specs(ctx, specs, batch)
 
     write = any(spec.write for spec in specs)
     replies = in_transaction(env, body, write=write, in_batch=True)

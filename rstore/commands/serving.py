@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from rstore.commands.executor import Blocked, in_transaction, resolve_reply
+from rstore.commands.executor import Blocked, in_transaction, resolve_reply, run_specs
 from rstore.commands.registry import CommandSpec, Context, lookup
 from rstore.errors import ResponseError
 from rstore.storage.env import Env
@@ -92,28 +92,7 @@ def run_each(env: Env, batch: list[list[bytes]]) -> list[Any]:
             specs.append(exc)
 
     def body(ctx: Context) -> list[Any]:
-        out: list[Any] = []
-        i, n = 0, len(batch)
-        while i < n:
-            spec = specs[i]
-            if isinstance(spec, ResponseError):
-                out.append(spec)
-                i += 1
-                continue
-            if spec.batch is not None:  # consecutive commands of this spec, together
-                end = i + 1
-                while end < n and specs[end] is spec:
-                    end += 1
-                out += spec.batch(ctx, batch, i, end)
-                i = end
-                continue
-            assert spec.handler is not None
-            try:
-                out.append(spec.handler(ctx, batch[i]))
-            except ResponseError as exc:
-                out.append(exc)
-            i += 1
-        return out
+        return run_specs(ctx, specs, batch)
 
     write = any(isinstance(s, CommandSpec) and s.write for s in specs)
     if not any(isinstance(s, CommandSpec) for s in specs):

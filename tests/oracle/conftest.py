@@ -57,6 +57,26 @@ def valkey(valkey_connection: RespClient) -> RespClient:
 
 
 @pytest.fixture
+def ports(valkey_server: ValkeyServer, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """valkey-server (flushed) and ``rstore serve`` over a fresh store, side by side:
+    ``{"valkey": port, "rstore": port, "path": the store's directory}``."""
+    from served import ServedStore
+
+    import rstore
+
+    with RespClient(HOST, valkey_server.port) as c:
+        c.execute("FLUSHALL")
+    with rstore.Store(tmp_path / "store", sync=False) as store, ServedStore(store) as served:
+        yield {"valkey": valkey_server.port, "rstore": served.port, "path": str(store.path)}
+
+
+@pytest.fixture
+def servers(ports: dict[str, Any]) -> tuple[int, int]:
+    """The ports of :func:`ports`: ``(valkey, rstore serve)``."""
+    return ports["valkey"], ports["rstore"]
+
+
+@pytest.fixture
 def oracle(valkey: RespClient, tmp_path: Path) -> Iterator[Oracle]:
     """valkey plus a fresh rstore Store in ``tmp_path`` (commits not fsynced: replies are what
     is compared here; test_persistence covers sync=True)."""

@@ -17,13 +17,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tarfile
-import tempfile
-import xml.etree.ElementTree as ET
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from redispy_suite import SELECT, SuiteUnavailable, download_sdist, extract_tests, junit_outcomes
 from valkey_server import HOST, ValkeyServer, find_server_binary
 
 from .resp import RespClient
@@ -31,13 +29,7 @@ from .resp import RespClient
 pytestmark = pytest.mark.oracle
 
 PLUGIN_DIR = Path(__file__).parent / "redispy"
-SELECT = ["tests/test_commands.py", "-k", "test_x"]
 RUN_TIMEOUT_S = 300
-
-
-def _cache_dir() -> Path:
-    configured = os.environ.get("RSTORE_TEST_CACHE")
-    return Path(configured) if configured else Path.home() / ".cache" / "rstore-tests"
 
 
 def _unavailable(reason: str) -> None:
@@ -46,72 +38,16 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-def _download_sdist(redis_version: str) -> Path:
-    """The sdist of redis-py ``redis_version``, downloaded by pip once and kept in the cache."""
-    cache = _cache_dir()
-    sdist = cache / f"redis-{redis_version}.tar.gz"
-    if sdist.exists():
-        return sdist
-    cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=cache) as scratch:
-        argv = [sys.executable, "-m", "pip", "download", f"redis=={redis_version}"]
-        argv += ["--no-deps", "--no-binary", ":all:", "--dest", scratch, "--quiet"]
-        try:
-            result = subprocess.run(
-                argv, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            _unavailable(f"pip could not download the redis-py sdist: {exc}")
-        downloaded = Path(scratch) / sdist.name
-        if result.returncode != 0 or not downloaded.exists():
-            _unavailable(f"pip could not download the redis-py sdist: {result.stderr[-2000:]}")
-        downloaded.replace(sdist)  # atomic: a half-written sdist is never seen
-    return sdist
-
-
 @pytest.fixture(scope="module")
 def redispy_suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A directory holding ``tests/`` and ``pyproject.toml`` (its pytest settings) of the
-    installed redis-py's sdist.  Its own ``redis/`` is left out: the installed one runs."""
-    redis_version = version("redis")
-    sdist = _download_sdist(redis_version)
-    root = tmp_path_factory.mktemp("redis-py-suite")
-    top = f"redis-{redis_version}/"
-    with tarfile.open(sdist) as archive:
-        members = []
-        for member in archive.getmembers():
-            inner = member.name.removeprefix(top)
-            if inner.startswith("tests/") or inner == "pyproject.toml":
-                member.name = inner
-                members.append(member)
-        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # 3.10.12+
-        archive.extractall(root, members=members, **safe)  # type: ignore[arg-type]
-    assert (root / "tests" / "test_commands.py").exists(), f"no tests/ in {sdist}"
-    return root
-
-
-def _outcomes(junit: Path) -> dict[str, str]:
-    """``{test name: "passed" | "failed" | "skipped"}`` from a JUnit XML report."""
-    outcomes = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        kinds = {child.tag for child in case}
-        if kinds & {"failure", "error"}:
-            outcome = "failed"
-        elif "skipped" in kinds:
-            outcome = "skipped"
-        else:
-            outcome = "passed"
-        outcomes[case.get("name", "?")] = outcome
-    return outcomes
-
-
-def _failure_texts(junit: Path) -> dict[str, str]:
-    texts = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        for child in case:
-            if child.tag in ("failure", "error"):
-                texts[case.get("name", "?")] = (child.text or child.get("message", ""))[-1500:]
-    return texts
+    """``tests/`` and ``pyproject.toml`` (its pytest settings) of the installed redis-py's
+    sdist (:mod:`redispy_suite`, shared with the server suites)."""
+    try:
+        sdist = download_sdist()
+        return extract_tests(sdist, tmp_path_factory.mktemp("redis-py-suite"))
+    except SuiteUnavailable as exc:
+        _unavailable(str(exc))
+        raise
 
 
 def _start(
@@ -176,8 +112,9 @@ def test_redis_py_stream_tests_pass_on_rstore_where_they_pass_on_valkey(
     finally:
         server.stop()
 
-    valkey, rstore = _outcomes(on_valkey), _outcomes(on_rstore)
-    assert valkey and all(name.startswith("test_x") for name in valkey), sorted(valkey)
+    valkey, _ = junit_outcomes(on_valkey)
+    rstore, texts = junit_outcomes(on_rstore)
+    assert valkey and all(name.split("::")[-1].startswith("test_x") for name in valkey), valkey
     assert set(rstore) == set(valkey), "both runs must select the same tests"
     skipped = {name for name, outcome in valkey.items() if outcome == "skipped"}
     assert skipped == {name for name, outcome in rstore.items() if outcome == "skipped"}
@@ -189,7 +126,6 @@ def test_redis_py_stream_tests_pass_on_rstore_where_they_pass_on_valkey(
         f"{facts.get('valkey_version', '?').strip()}, {len(passed_rstore)} on rstore"
     )
     assert len(passed_valkey) >= 25, "valkey passes too few: is the suite running at all?"
-    texts = _failure_texts(on_rstore)
     missing = sorted(passed_valkey - passed_rstore)
     assert missing == [], "pass on valkey, not on rstore:\n" + "\n\n".join(
         f"{name}:\n{texts.get(name, rstore_output[-2000:])}" for name in missing

@@ -10,27 +10,16 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from served import ServedStore
-from valkey_server import HOST, ValkeyServer
+from valkey_server import HOST
 
 import rstore
 
 from .resp import ErrorReply, RespClient
 
 pytestmark = pytest.mark.oracle
-
-
-@pytest.fixture
-def ports(valkey_server: ValkeyServer, tmp_path: Path) -> Iterator[dict[str, Any]]:
-    with RespClient(HOST, valkey_server.port) as c:
-        c.execute("FLUSHALL")
-    with rstore.Store(tmp_path / "store", sync=False) as store, ServedStore(store) as served:
-        yield {"valkey": valkey_server.port, "rstore": served.port, "path": str(store.path)}
 
 
 def _blocked(port: int, *argv: Any) -> tuple[threading.Thread, list[Any], RespClient]:

@@ -4,7 +4,6 @@ the limits before it, HELLO's errors, SELECT, CLIENT SETNAME / GETNAME / ID, QUI
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,14 +20,6 @@ pytestmark = pytest.mark.oracle
 
 def _script(*commands: tuple[str, ...]) -> list[bytes]:
     return [b"".join(encode_command(list(c)) for c in commands)]
-
-
-@pytest.fixture
-def servers(valkey_server: ValkeyServer, tmp_path: Path) -> Iterator[tuple[int, int]]:
-    with RespClient(HOST, valkey_server.port) as c:
-        c.execute("FLUSHALL")
-    with rstore.Store(tmp_path / "store", sync=False) as store, ServedStore(store) as served:
-        yield valkey_server.port, served.port
 
 
 SCRIPTS = {

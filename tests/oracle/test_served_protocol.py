@@ -6,19 +6,15 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from served import ServedStore
-from valkey_server import HOST, ValkeyServer
+from valkey_server import HOST
 
-import rstore
 from rstore.server.protocol import ProtocolError, RequestParser
 
-from .resp import RespClient, encode_command
+from .resp import encode_command
 
 pytestmark = pytest.mark.oracle
 
@@ -47,14 +43,6 @@ def _exchange(port: int, chunks: list[bytes], quiet_s: float = 0.3) -> tuple[byt
                 break
             got += data
         return got, closed
-
-
-@pytest.fixture
-def servers(valkey_server: ValkeyServer, tmp_path: Path) -> Iterator[tuple[int, int]]:
-    with RespClient(HOST, valkey_server.port) as c:
-        c.execute("FLUSHALL")
-    with rstore.Store(tmp_path / "store", sync=False) as store, ServedStore(store) as served:
-        yield valkey_server.port, served.port
 
 
 CASES = {
