@@ -20,6 +20,7 @@ from rstore import NIL_ARRAY, ResponseError
 from . import messages as m
 from .info import info_text
 from .resp import Map, Verbatim
+from .shapes import resp3
 from .watch import fingerprint
 
 if TYPE_CHECKING:
@@ -141,8 +142,6 @@ def _exec(server: Server, client: Client, argv: list[bytes]) -> Any:
         if command is None and not isinstance(reply, ResponseError):
             server.versions.written(client.db, a, reply)
         if client.proto == 3 and command is None and not isinstance(reply, ResponseError):
-            from .shapes import resp3  # noqa: PLC0415 - the shapes of store replies
-
             reply = resp3(a, reply)
         replies.append(reply)
     return replies

@@ -53,7 +53,6 @@ class Client:
         self.protocol_error: ProtocolError | None = None
         self.closing = False  # QUIT or a protocol error: close once the replies are out
         self.closed = False
-        self.paused = False
         self.created = time.monotonic()
         self.last_active = self.created
         self.last_command = b"NULL"

@@ -49,6 +49,11 @@ class CommandCounters:
         if line is not None:
             stats[3] += 1
 
+    @property
+    def processed(self) -> int:
+        """Commands answered since the start or the last reset (``total_commands_processed``)."""
+        return int(sum(stats[0] for stats in self.calls.values()))
+
     def command_lines(self) -> list[str]:
         out = []
         for name, (calls, usec, rejected, failed) in sorted(self.calls.items()):

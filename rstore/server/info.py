@@ -81,7 +81,7 @@ def _stats(server: Server) -> list[str]:
     stats = server.stats
     return [
         f"total_connections_received:{stats['connections']}",
-        f"total_commands_processed:{stats['commands']}",
+        f"total_commands_processed:{server.counters.processed}",
         "instantaneous_ops_per_sec:0",
         f"rejected_connections:{stats['rejected']}",
         f"total_error_replies:{server.counters.error_replies}",

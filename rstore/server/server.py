@@ -96,7 +96,7 @@ class Server:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.started = time.time()
         self.last_save = int(time.time())
-        self.stats = {"connections": 0, "commands": 0, "rejected": 0, "batches": 0}
+        self.stats = {"connections": 0, "rejected": 0, "batches": 0}
         self.commands_per_batch_max = 0
         self.counters = CommandCounters()
         self.users = users_of(config.requirepass, config.users)
@@ -157,11 +157,9 @@ class Server:
             self.disconnected(client)
 
     def pause(self, client: Client) -> None:
-        client.paused = True
         client.transport.pause_reading()
 
     def resume(self, client: Client) -> None:
-        client.paused = False
         if not client.closing and not client.closed:
             client.transport.resume_reading()
 
@@ -235,7 +233,6 @@ class Server:
 
     def _run(self, db: int, batch: list[list[bytes]], owners: list[tuple[Client, bool]]) -> None:
         self.stats["batches"] += 1
-        self.stats["commands"] += len(batch)
         self.commands_per_batch_max = max(self.commands_per_batch_max, len(batch))
         started = time.perf_counter()
         try:
@@ -274,11 +271,12 @@ class Server:
 
     def _take(self, client: Client, batch: list[list[bytes]]) -> int:
         """Move the client's next store commands into ``batch``: up to a connection command,
-        or through a blocking read."""
+        or through a blocking read.  Called right after :meth:`_answer_leading`, so the first
+        command waiting is a store command."""
         taken = 0
         while client.queue and client.parked is None and not client.closing:
             argv = client.queue[0]
-            if admin.handler_for(self, client, argv) is not None:
+            if taken and admin.handler_for(self, client, argv) is not None:
                 break  # after this batch, so that replies keep their order
             client.queue.popleft()
             client.last_command = argv[0].lower()
