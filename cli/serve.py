@@ -133,11 +133,7 @@ def serve_command(
       rstore serve --config /etc/rstore/server.conf --check-config
       redis-cli -p 6379 XADD events '*' user 42
     """
-    base_users = ServerConfig()
     try:
-        for rule in users:
-            words = [w.decode() for w in split_inline(rule.encode()) or []]
-            apply_setting(base_users, "user", words)
         given = {
             "bind": bind, "port": port, "unixsocket": unixsocket, "appendfsync": appendfsync,
             "requirepass": requirepass, "maxclients": maxclients, "timeout": timeout,
@@ -147,7 +143,9 @@ def serve_command(
             "tls-auth-clients": tls_auth_clients,
         }  # fmt: skip
         config = _settings(opener, config_file, given)
-        config.users[:0] = base_users.users
+        for rule in users:  # after the file's: a user given here replaces one of the same name
+            words = [w.decode() for w in split_inline(rule.encode()) or []]
+            apply_setting(config, "user", words)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
     default = users_of(config.requirepass, config.users)["default"]

@@ -169,3 +169,20 @@ def test_bad_settings_are_one_line_errors(store_dir: Path, tmp_path: Path) -> No
     )
     assert open_bind.returncode == 1
     assert "needs --requirepass" in open_bind.stderr and "Traceback" not in open_bind.stderr
+
+
+def test_a_user_given_on_the_command_line_wins_over_the_config_file(
+    store_dir: Path, tmp_path: Path
+) -> None:
+    conf = tmp_path / "server.conf"
+    conf.write_text("user bob on >from-file ~* +@all\n")
+    served = Served(store_dir, "--config", str(conf), "--user", "bob on >from-cli ~* +@read")
+    try:
+        bob = served.client(username="bob", password="from-cli")
+        assert bob.xlen("s") == 0
+        with pytest.raises(redis.exceptions.NoPermissionError):
+            bob.xadd("s", {"f": "v"})
+        with pytest.raises(redis.AuthenticationError):
+            served.client(username="bob", password="from-file").ping()
+    finally:
+        served.stop()
