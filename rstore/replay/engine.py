@@ -256,7 +256,7 @@ def plan_replay(
 def _tally(
     report: ReplayReport,
     entries: Sequence[tuple[bytes, ID]],
-    runs: Sequence[tuple[bytes, NodeRun]],
+    runs: Sequence[tuple[bytes, bytes, NodeRun]],
 ) -> None:
     """Count delivered ``(source stream, ID)`` entries and whole nodes in the stream tallies."""
     tallies = report.streams
@@ -270,7 +270,7 @@ def _tally(
         if tally.first_id is None:
             tally.first_id = source_id
         tally.last_id = source_id
-    for stream, run in runs:
+    for stream, _, run in runs:
         tally = tallies[stream]
         tally.entries += run.facts.live
         if tally.first_id is None:
@@ -339,8 +339,7 @@ def run_replay(
     done = {} if checkpoint is None else read_checkpoint(sink, checkpoint)
     pending: list[TargetEntry] = []
     pending_from: list[tuple[bytes, ID]] = []  # the source stream and ID of each pending entry
-    nodes: list[tuple[bytes, ID, bytes]] = []  # or whole nodes pending (never both)
-    nodes_from: list[tuple[bytes, NodeRun]] = []
+    nodes: list[tuple[bytes, bytes, NodeRun]] = []  # or whole nodes (never both): source, target
     node_entries = 0
     moved: dict[bytes, ID] = {}  # the position the pending batch moves to
     writing = False
@@ -348,7 +347,8 @@ def run_replay(
     def write(value: bytes | None) -> None:
         cp = None if checkpoint is None or value is None else (checkpoint, value)
         if nodes:
-            sink.write_nodes(nodes, cp)  # type: ignore[attr-defined]
+            whole = [(to, run.master_id, run.node) for _, to, run in nodes]
+            sink.write_nodes(whole, cp)  # type: ignore[attr-defined]
         elif sink.transactional:
             sink.write(pending, cp)
         else:
@@ -372,12 +372,11 @@ def run_replay(
         if checkpoint is not None and value is not None and not sink.transactional:
             save_checkpoint_file(checkpoint, value)
         done.update(moved)
-        _tally(report, pending_from, nodes_from)
+        _tally(report, pending_from, nodes)
         report.delivered += len(pending) + node_entries
         pending.clear()
         pending_from.clear()
         nodes.clear()
-        nodes_from.clear()
         node_entries = 0
         moved.clear()
         if progress is not None:
@@ -429,8 +428,7 @@ def run_replay(
             if type(item) is NodeRun:  # accepted: it goes whole
                 if pending:
                     flush()
-                nodes.append((to, item.master_id, item.node))
-                nodes_from.append((stream, item))
+                nodes.append((stream, to, item))
                 node_entries += item.facts.live
                 moved[stream] = lasts[to] = item.facts.last
                 if node_entries >= batch_entries:
