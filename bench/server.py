@@ -6,11 +6,22 @@
 * **Group cycle**: N redis-py clients, each ``XREADGROUP GROUP g cN COUNT 10 STREAMS s >`` then
   ``XACK`` of what it got, over a stream filled beforehand, until drained; entries/s.
 
-Both servers run on free loopback ports with their data in temporary directories on the same
-filesystem; the sides alternate, and each ratio is rstore / valkey of the same round.  The
-median of ``--repeat`` rounds is printed (and ``--json`` writes every figure).
+* **Latency** (``--only latency``), one client, no pipeline, p50 / p99 of each request:
+  XADD timed by ``valkey-benchmark -c 1 -P 1 --csv`` (its own percentiles) and by the small
+  client of ``server_probes.py``, and the XREADGROUP COUNT 10 + XACK cycle timed by that
+  client (valkey-benchmark cannot ack what it read), at both durability pairs.
+* **Memory** (``--only memory``): the server process's RSS (``/proc/PID/status``) and INFO
+  ``used_memory`` at start, with ``--idle-clients`` clients that sent a PING, and with
+  ``--blocked-clients`` clients in ``XREAD BLOCK 0`` and in ``XREADGROUP ... BLOCK 0`` (INFO
+  ``blocked_clients`` checked on both servers), each state on a fresh server.
 
-    python bench/server.py                      # --repeat 3 --requests 20000
+Both servers run on free loopback ports with their data in temporary directories on the same
+filesystem; each ratio is rstore / valkey of the same round.  The latency and memory parts
+alternate which server goes first from round to round.  The median of ``--repeat`` rounds is
+printed (and ``--json`` writes every figure).
+
+    python bench/server.py                      # --repeat 3 --requests 20000, every part
+    python bench/server.py --only latency memory
 """
 
 from __future__ import annotations
@@ -26,21 +37,22 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import redis
 
 sys.path.append(str(Path(__file__).resolve().parent.parent / "fixtures"))
+import server_probes as probes
 from valkey_server import HOST, ValkeyServer, free_port
 
 BENCHMARK = shutil.which("valkey-benchmark") or shutil.which("redis-benchmark") or ""
 
 
 @contextlib.contextmanager
-def rstore_server(base: str, sync: str) -> Iterator[int]:
-    """``rstore serve`` on a free port over a new store; its port."""
+def rstore_server(base: str, sync: str) -> Iterator[tuple[int, int]]:
+    """``rstore serve`` on a free port over a new store; its port and PID."""
     port = free_port()
     directory = tempfile.mkdtemp(prefix="bench-serve-", dir=base)
     proc = subprocess.Popen(
@@ -60,7 +72,7 @@ def rstore_server(base: str, sync: str) -> Iterator[int]:
                     raise RuntimeError("rstore serve did not start") from None
                 time.sleep(0.05)
         client.close()
-        yield port
+        yield port, proc.pid
     finally:
         proc.terminate()
         proc.wait(30)
@@ -68,11 +80,12 @@ def rstore_server(base: str, sync: str) -> Iterator[int]:
 
 
 @contextlib.contextmanager
-def valkey_server(base: str, sync: str) -> Iterator[int]:
+def valkey_server(base: str, sync: str) -> Iterator[tuple[int, int]]:
+    """valkey-server with the append-only file at ``sync``; its port and PID."""
     server = ValkeyServer(appendonly=True, appendfsync=sync, temp_parent=base)
     server.start()
     try:
-        yield server.port
+        yield server.port, server.pid
     finally:
         server.stop()
 
@@ -129,27 +142,165 @@ def one_round(args: argparse.Namespace) -> list[dict[str, Any]]:
     for sync in args.sync:
         for clients, pipeline in ((1, 1), (50, 1), (1, 16), (50, 16)):
             n = args.requests if clients * pipeline > 1 else max(1000, args.requests // 10)
-            with rstore_server(args.dir, sync) as port:
+            with rstore_server(args.dir, sync) as (port, _):
                 ours = xadd_rate(port, clients, pipeline, n)
-            with valkey_server(args.dir, sync) as port:
+            with valkey_server(args.dir, sync) as (port, _):
                 theirs = xadd_rate(port, clients, pipeline, n)
             results.append({"workload": f"XADD c={clients} P={pipeline}", "sync": sync,
                             "rstore": ours, "valkey": theirs, "ratio": ours / theirs})  # fmt: skip
         for clients in (1, 8):
-            with rstore_server(args.dir, sync) as port:
+            with rstore_server(args.dir, sync) as (port, _):
                 ours = group_cycle_rate(port, clients, args.cycle_entries)
-            with valkey_server(args.dir, sync) as port:
+            with valkey_server(args.dir, sync) as (port, _):
                 theirs = group_cycle_rate(port, clients, args.cycle_entries)
             results.append({"workload": f"XREADGROUP 10 + XACK, {clients} clients", "sync": sync,
                             "rstore": ours, "valkey": theirs, "ratio": ours / theirs})  # fmt: skip
     return results
 
 
+SERVERS = {"rstore": rstore_server, "valkey": valkey_server}
+
+
+def sides(round_no: int) -> list[str]:
+    """The order of the two servers in round ``round_no``: it flips every round."""
+    return ["rstore", "valkey"] if round_no % 2 == 0 else ["valkey", "rstore"]
+
+
+def benchmark_latency(port: int, requests: int) -> dict[str, float]:
+    """valkey-benchmark's percentiles (ms) of ``XADD bench * ...``, one client, no pipeline."""
+    out = subprocess.run(
+        [BENCHMARK, "-h", HOST, "-p", str(port), "-c", "1", "-P", "1", "-n", str(requests),
+         "--csv", *probes.XADD_ARGS],
+        capture_output=True, text=True, check=True, timeout=600,
+    )  # fmt: skip
+    lines = out.stdout.splitlines()
+    header = next((line for line in lines if line.startswith('"test"')), "")
+    rows = [line for line in lines if line.startswith('"XADD')]
+    if not header or not rows:
+        raise RuntimeError(f"no result from {BENCHMARK}: {out.stdout}{out.stderr}")
+    names = re.findall(r'"([^"]+)"', header)[1:]
+    values = [float(v) for v in re.findall(r'"([0-9.]+)"', rows[-1])]
+    got = dict(zip(names, values, strict=True))
+    return {"p50": got["p50_latency_ms"], "p99": got["p99_latency_ms"],
+            "max": got["max_latency_ms"], "n": requests}  # fmt: skip
+
+
+def latency_round(args: argparse.Namespace, round_no: int) -> list[dict[str, Any]]:
+    """One client, no pipeline, a fresh server per figure: XADD timed by valkey-benchmark
+    and by :mod:`server_probes`'s client, and the XREADGROUP 10 + XACK cycle."""
+    n = args.latency_requests
+    workloads: dict[str, Callable[[int], dict[str, Any]]] = {
+        "XADD (valkey-benchmark)": lambda port: benchmark_latency(port, n),
+        "XADD (bench client)": lambda port: probes.xadd_latency(port, n),
+        "XREADGROUP 10 + XACK cycle": lambda port: probes.cycle_latency(port, n),
+    }
+    results = []
+    for sync in args.sync:
+        for name, measure in workloads.items():
+            row: dict[str, Any] = {"part": "latency", "workload": name, "sync": sync}
+            for side in sides(round_no):
+                with SERVERS[side](args.dir, sync) as (port, _):
+                    row[side] = measure(port)
+            results.append(row)
+    return results
+
+
+def memory_round(args: argparse.Namespace, round_no: int) -> list[dict[str, Any]]:
+    """Resident memory at start, with ``--idle-clients`` idle clients, and with
+    ``--blocked-clients`` readers blocked in XREAD and in XREADGROUP (a fresh server each)."""
+    states = [("idle", args.idle_clients), ("xread", args.blocked_clients),
+              ("xreadgroup", args.blocked_clients)]  # fmt: skip
+    results = []
+    for state, clients in states:
+        row: dict[str, Any] = {"part": "memory", "workload": state, "sync": args.sync[0]}
+        for side in sides(round_no):
+            with SERVERS[side](args.dir, args.sync[0]) as (port, pid):
+                row[side] = probes.memory_state(port, pid, state, clients, args.settle)
+        results.append(row)
+    return results
+
+
+def _median(rows: list[dict[str, Any]], side: str, *path: str) -> float:
+    values = []
+    for row in rows:
+        value = row[side]
+        for key in path:
+            value = value[key]
+        values.append(value)
+    return float(statistics.median(values))
+
+
+def print_throughput(rows: list[list[dict[str, Any]]]) -> None:
+    print("| workload | durability | rstore | valkey | ratio (min-max) |")
+    print("|---|---|---:|---:|---:|")
+    for same in rows:
+        first = same[0]
+        ratios = [r["ratio"] for r in same]
+        ours = statistics.median(r["rstore"] for r in same)
+        theirs = statistics.median(r["valkey"] for r in same)
+        spread = f"{min(ratios):.2f}-{max(ratios):.2f}"
+        print(f"| {first['workload']} | {first['sync']} | {ours:,.0f}/s | {theirs:,.0f}/s "
+              f"| {statistics.median(ratios):.2f}x ({spread}) |")  # fmt: skip
+
+
+def print_latency(rows: list[list[dict[str, Any]]]) -> None:
+    print("| workload | durability | rstore p50 | valkey p50 | rstore p99 | valkey p99 "
+          "| p50 ratio (min-max) |")  # fmt: skip
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for same in rows:
+        first = same[0]
+        cells = [f"{_median(same, side, p):.3f} ms" for p in ("p50", "p99")
+                 for side in ("rstore", "valkey")]  # fmt: skip
+        ratios = [r["rstore"]["p50"] / r["valkey"]["p50"] for r in same]
+        spread = f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
+        print(f"| {first['workload']} | {first['sync']} | {' | '.join(cells)} | {spread} |")
+
+
+def print_memory(rows: list[list[dict[str, Any]]]) -> None:
+    print("| clients | server | RSS at start | RSS with them | per client | after they left "
+          "| used_memory per client |")  # fmt: skip
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for same in rows:
+        first = same[0]
+        for side in ("rstore", "valkey"):
+            clients = first[side]["clients"]
+            cells = [f"{_median(same, side, key) / 1024:.1f} MiB"
+                     for key in ("rss_before_kib", "rss_kib", "rss_after_kib")]  # fmt: skip
+            per = _median(same, side, "per_client_kib")
+            # rstore's INFO used_memory is its peak RSS (ru_maxrss), not what it holds now
+            used = _median(same, side, "used_memory_per_client") / 1024
+            used_cell = f"{used:.1f} KiB" if side == "valkey" else "n/a"
+            print(f"| {clients} {first['workload']} | {side} | {cells[0]} | {cells[1]} "
+                  f"| {per:.1f} KiB | {cells[2]} | {used_cell} |")  # fmt: skip
+
+
+def throughput_round(args: argparse.Namespace, _round_no: int) -> list[dict[str, Any]]:
+    """The throughput rows (:func:`one_round`), marked as such."""
+    return [{"part": "throughput", **row} for row in one_round(args)]
+
+
+Rows = list[list[dict[str, Any]]]
+PARTS: dict[str, tuple[Callable[[argparse.Namespace, int], list[dict[str, Any]]],
+                       Callable[[Rows], None]]] = {
+    "throughput": (throughput_round, print_throughput),
+    "latency": (latency_round, print_latency),
+    "memory": (memory_round, print_memory),
+}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="+", choices=list(PARTS), default=list(PARTS),
+                        help="run only these parts (default: all three)")  # fmt: skip
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--requests", type=int, default=20000)
     parser.add_argument("--cycle-entries", type=int, default=20000)
+    parser.add_argument("--latency-requests", type=int, default=2000,
+                        help="XADDs, and cycles of 10 entries, per latency figure")  # fmt: skip
+    parser.add_argument("--idle-clients", type=int, default=500)
+    parser.add_argument("--blocked-clients", type=int, default=50)
+    parser.add_argument("--settle", type=float, default=1.0,
+                        help="seconds to wait before each memory reading")  # fmt: skip
     parser.add_argument("--sync", nargs="+", default=["always", "everysec"],
                         choices=["always", "everysec", "no"])  # fmt: skip
     parser.add_argument("--dir", default=None, help="where both servers keep their data")
@@ -158,18 +309,21 @@ def main(argv: list[str] | None = None) -> int:
     if not BENCHMARK:
         parser.error("valkey-benchmark (or redis-benchmark) is not installed")
     args.dir = args.dir or tempfile.gettempdir()
-    print(f"load average at the start: {os.getloadavg()}", flush=True)
-    rounds = [one_round(args) for _ in range(args.repeat)]
+    parts = [name for name in PARTS if name in args.only]
+    try:
+        if "memory" in parts:
+            probes.ensure_open_files(max(args.idle_clients, args.blocked_clients) + 1)
+        print(f"load average at the start: {os.getloadavg()}", flush=True)
+        rounds = [[row for name in parts for row in PARTS[name][0](args, r)]
+                  for r in range(args.repeat)]  # fmt: skip
+    except probes.BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     print(f"load average at the end: {os.getloadavg()}")
-    print("| workload | durability | rstore | valkey | ratio (min-max) |")
-    print("|---|---|---:|---:|---:|")
-    for i, first in enumerate(rounds[0]):
-        ratios = [r[i]["ratio"] for r in rounds]
-        ours = statistics.median(r[i]["rstore"] for r in rounds)
-        theirs = statistics.median(r[i]["valkey"] for r in rounds)
-        spread = f"{min(ratios):.2f}-{max(ratios):.2f}"
-        print(f"| {first['workload']} | {first['sync']} | {ours:,.0f}/s | {theirs:,.0f}/s "
-              f"| {statistics.median(ratios):.2f}x ({spread}) |")  # fmt: skip
+    for name in parts:
+        same = [[r[i] for r in rounds] for i, row in enumerate(rounds[0]) if row["part"] == name]
+        print(f"\n{name}: medians of {args.repeat} rounds")
+        PARTS[name][1](same)
     if args.json:
         import json
 
