@@ -5,9 +5,14 @@ there, the waiting requests of every client go to the store together, in arrival
 transaction (:meth:`rstore.Store.execute_many`): one commit, and with ``--sync always`` one
 flush, for all the clients that sent something meanwhile -- group commit.  Each client's
 replies are written after that commit, so a write is acknowledged only once it is on disk.
-While a flush runs, the next requests gather in the sockets, to form the next batch.  A
-client's own requests run in order; commands of the connection itself (HELLO, CLIENT, MULTI,
-...: :mod:`.admin`) run in the loop between batches, in their place.
+With ``--sync always`` the batch runs in a worker thread (:mod:`.worker`): while it commits
+and waits for the disk, the loop only reads and parses, and what arrived meanwhile forms the
+next batch once that one is back -- unless the batch is one client's and no other client sent
+anything lately (:data:`SOLO_S`): then there is nothing to overlap, and it runs in the loop,
+without the thread handoff.  Nothing else runs meanwhile (no connection command either), so
+WATCH sees every change made through this server exactly; a timeout that fires while a parked
+read runs again waits for that run's outcome.  Commands of the connection itself (HELLO,
+CLIENT, MULTI, ...: :mod:`.admin`) run in the loop between batches, in their place.
 
 **Blocking reads.**  XREAD / XREADGROUP with BLOCK that find nothing are parked (that client
 runs nothing else meanwhile, as in Valkey), with a watch whose descriptor the loop listens
@@ -25,7 +30,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from rstore import NIL_ARRAY, BlockedCall, ResponseError, Store, command_table
 
@@ -39,6 +44,7 @@ from .shapes import resp3
 from .tls import tls_context
 from .users import users_of
 from .watch import KeyVersions
+from .worker import BatchWorker, execute
 
 __all__ = ["Server"]
 
@@ -46,6 +52,9 @@ log = logging.getLogger("rstore.server")
 
 #: a parked read re-checks at least this often, even without a wake-up
 RECHECK_S = 1.0
+
+#: a batch of one client's runs in the loop when no other client sent anything for this long
+SOLO_S = 0.01
 
 
 def _blocking(argv: list[bytes]) -> bool:
@@ -60,8 +69,7 @@ class _Connection(asyncio.Protocol):
         self.client: Client | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.client = self.server.connected(transport)
+        self.client = self.server.connected(cast(asyncio.Transport, transport))
 
     def data_received(self, data: bytes) -> None:
         if self.client is not None:
@@ -102,6 +110,11 @@ class Server:
         self.users = users_of(config.requirepass, config.users)
         self.versions = KeyVersions()
         self._command_table: dict[bytes, list[Any]] | None = None
+        #: batches run in worker threads (``--sync always``: overlap with the flush) or inline
+        self._worker: BatchWorker | None = None  # started with the loop
+        self._running = False  # a batch runs in the worker thread
+        # who sent the latest request and when, and when another client last did (_solo)
+        self._last_sender, self._last_sent, self._other_sent = 0, 0.0, 0.0
 
     def store_of(self, db: int) -> Store:
         """The store of database ``db``: database 0 is the served store, database N another
@@ -166,7 +179,10 @@ class Server:
     def received(self, client: Client, data: bytes) -> None:
         if client.closing or client.closed:
             return
-        client.last_active = time.monotonic()
+        client.last_active = now = time.monotonic()
+        if client.id != self._last_sender:  # the latest request of another client: _solo
+            self._other_sent, self._last_sender = self._last_sent, client.id
+        self._last_sent = now
         client.parser.feed(data)
         got: list[list[bytes]] = []
         try:
@@ -186,23 +202,28 @@ class Server:
     # -- the turn ------------------------------------------------------------------------------
 
     def _schedule(self) -> None:
-        if not self._scheduled and self.loop is not None:
+        if not self._scheduled and self.loop is not None and not self._running:
             self._scheduled = True
             self.loop.call_soon(self._turn)
 
     def _turn(self) -> None:
         self._scheduled = False
+        touched: dict[int, Client] = {}
         try:
-            while self._round():
+            while not self._running and self._round(touched):
                 pass
         finally:
-            for client in list(self.clients.values()):
+            for client in touched.values():
                 self._send(client)
 
-    def _round(self) -> bool:
+    def _round(self, touched: dict[int, Client]) -> bool:
         """One batch per database: whether there was anything to run."""
         batches: dict[int, tuple[list[list[bytes]], list[tuple[Client, bool]]]] = {}
         for client in list(self._ready.values()):
+            touched[client.id] = client
+            if client.in_flight:
+                self._ready.pop(client.id, None)  # back when its replies are in
+                continue
             parked = client.parked
             if parked is not None:
                 if parked.woken:
@@ -234,14 +255,68 @@ class Server:
     def _run(self, db: int, batch: list[list[bytes]], owners: list[tuple[Client, bool]]) -> None:
         self.stats["batches"] += 1
         self.commands_per_batch_max = max(self.commands_per_batch_max, len(batch))
-        started = time.perf_counter()
-        try:
-            results: list[Any] = self.store_of(db).execute_many(batch)
-        except Exception as exc:  # nothing of the batch committed: each command says why
-            log.error("a batch of %d commands failed: %s", len(batch), exc)
-            failure = ResponseError(messages.INTERNAL.format(what=str(exc).splitlines()[0]))
-            results = [failure] * len(batch)
-        each = (time.perf_counter() - started) / len(batch)
+        store = self.store_of(db)
+        if self._worker is None or self._solo(owners):
+            self._complete(db, batch, owners, *execute(store, batch))
+            return
+        for client, _ in owners:
+            client.in_flight = True
+        self._running = True
+        loop = self.loop
+        assert loop is not None
+        self._worker.submit(
+            store,
+            batch,
+            lambda results, each: loop.call_soon_threadsafe(
+                self._finished, db, batch, owners, results, each
+            ),
+        )
+
+    def _solo(self, owners: list[tuple[Client, bool]]) -> bool:
+        """Whether a batch runs in the loop itself: it is one client's, and no other client
+        sent anything lately -- nothing to overlap with, so no thread handoff to pay."""
+        client = owners[0][0]
+        if any(other is not client for other, _ in owners):
+            return False
+        other = self._last_sent if self._last_sender != client.id else self._other_sent
+        return time.monotonic() - other > SOLO_S
+
+    def _finished(
+        self,
+        db: int,
+        batch: list[list[bytes]],
+        owners: list[tuple[Client, bool]],
+        results: list[Any],
+        each: float,
+    ) -> None:
+        """A batch run in a worker thread is back: its replies go out, its clients go on."""
+        self._running = False
+        clients = {client.id: client for client, _ in owners}
+        for client in clients.values():
+            client.in_flight = False
+        self._complete(db, batch, owners, results, each)
+        for client in clients.values():
+            pending, client.unblock_reply = client.unblock_reply, None
+            if pending is not None and client.parked is not None:
+                self.unblock(client, pending[0])  # its rerun found nothing: the unblock holds
+                continue
+            if client.protocol_error is not None or (
+                client.parked is not None and client.parked.woken
+            ):  # the error goes after these replies; a wake-up meanwhile runs it again
+                self._ready[client.id] = client
+                self._schedule()
+            self._send(client)
+        if self._ready:  # what gathered while the batch ran
+            self._schedule()
+
+    def _complete(
+        self,
+        db: int,
+        batch: list[list[bytes]],
+        owners: list[tuple[Client, bool]],
+        results: list[Any],
+        each: float,
+    ) -> None:
         for (client, rerun), argv, result in zip(owners, batch, results):
             if not isinstance(result, BlockedCall):
                 self.counters.count(argv, result, each)
@@ -356,6 +431,9 @@ class Server:
         parked = client.parked
         if parked is None:
             return
+        if client.in_flight:  # its read runs again right now: see what that gives first
+            client.unblock_reply = (reply,)
+            return
         self._unpark(client)
         self.counters.count(parked.call.argv, reply, 0.0)
         self._write_reply(client, parked.call.argv, reply)
@@ -392,6 +470,8 @@ class Server:
     async def start(self) -> None:
         """Listen on the configured addresses."""
         self.loop = asyncio.get_running_loop()
+        if self.config.sync == "always" and self._worker is None:
+            self._worker = BatchWorker()
         make = lambda: _Connection(self)  # noqa: E731
         config = self.config
         if config.port:
@@ -444,6 +524,11 @@ class Server:
         for srv in self._servers:
             await srv.wait_closed()
         self._turn()  # requests already read run, and their replies go out
+        while self._running:  # the batch in the worker thread finishes and answers
+            await asyncio.sleep(0.001)
+            self._turn()
+        if self._worker is not None:
+            self._worker.stop()
         for client in list(self.clients.values()):
             self._unpark(client)
             client.transport.close()
