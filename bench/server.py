@@ -16,8 +16,8 @@
   ``blocked_clients`` checked on both servers), each state on a fresh server.
 
 Both servers run on free loopback ports with their data in temporary directories on the same
-filesystem; each ratio is rstore / valkey of the same round.  The latency and memory parts
-alternate which server goes first from round to round.  The median of ``--repeat`` rounds is
+filesystem; each ratio is rstore / valkey of the same round.  Every part alternates which
+server goes first from round to round.  The median of ``--repeat`` rounds is
 printed (and ``--json`` writes every figure).
 
     python bench/server.py                      # --repeat 3 --requests 20000, every part
@@ -137,24 +137,27 @@ def group_cycle_rate(port: int, clients: int, entries: int) -> float:
     return entries / seconds
 
 
-def one_round(args: argparse.Namespace) -> list[dict[str, Any]]:
+def one_round(args: argparse.Namespace, round_no: int = 0) -> list[dict[str, Any]]:
+    """Every throughput row once; which server runs first flips with ``round_no``."""
     results = []
     for sync in args.sync:
         for clients, pipeline in ((1, 1), (50, 1), (1, 16), (50, 16)):
             n = args.requests if clients * pipeline > 1 else max(1000, args.requests // 10)
-            with rstore_server(args.dir, sync) as (port, _):
-                ours = xadd_rate(port, clients, pipeline, n)
-            with valkey_server(args.dir, sync) as (port, _):
-                theirs = xadd_rate(port, clients, pipeline, n)
+            rate = {}
+            for side in sides(round_no):
+                with SERVERS[side](args.dir, sync) as (port, _):
+                    rate[side] = xadd_rate(port, clients, pipeline, n)
             results.append({"workload": f"XADD c={clients} P={pipeline}", "sync": sync,
-                            "rstore": ours, "valkey": theirs, "ratio": ours / theirs})  # fmt: skip
+                            "rstore": rate["rstore"], "valkey": rate["valkey"],
+                            "ratio": rate["rstore"] / rate["valkey"]})  # fmt: skip
         for clients in (1, 8):
-            with rstore_server(args.dir, sync) as (port, _):
-                ours = group_cycle_rate(port, clients, args.cycle_entries)
-            with valkey_server(args.dir, sync) as (port, _):
-                theirs = group_cycle_rate(port, clients, args.cycle_entries)
+            rate = {}
+            for side in sides(round_no):
+                with SERVERS[side](args.dir, sync) as (port, _):
+                    rate[side] = group_cycle_rate(port, clients, args.cycle_entries)
             results.append({"workload": f"XREADGROUP 10 + XACK, {clients} clients", "sync": sync,
-                            "rstore": ours, "valkey": theirs, "ratio": ours / theirs})  # fmt: skip
+                            "rstore": rate["rstore"], "valkey": rate["valkey"],
+                            "ratio": rate["rstore"] / rate["valkey"]})  # fmt: skip
     return results
 
 
@@ -274,9 +277,9 @@ def print_memory(rows: list[list[dict[str, Any]]]) -> None:
                   f"| {per:.1f} KiB | {cells[2]} | {used_cell} |")  # fmt: skip
 
 
-def throughput_round(args: argparse.Namespace, _round_no: int) -> list[dict[str, Any]]:
+def throughput_round(args: argparse.Namespace, round_no: int) -> list[dict[str, Any]]:
     """The throughput rows (:func:`one_round`), marked as such."""
-    return [{"part": "throughput", **row} for row in one_round(args)]
+    return [{"part": "throughput", **row} for row in one_round(args, round_no)]
 
 
 Rows = list[list[dict[str, Any]]]
