@@ -10,11 +10,28 @@ server answers it and closes that connection: the bytes after a protocol error c
 trusted to start a request.  The limits are Valkey's: a bulk string of at most
 ``proto-max-bulk-len`` bytes, an inline line or a length line of at most 64 KiB, and before
 ``AUTH`` (when a password is required) at most 10 arguments of at most 16 KiB each.
+
+The arrays in the canonical form clients send are read by the optional C scanner
+``_requests.c`` when it was built (``RSTORE_NO_SPEEDUPS=1`` turns it off); it stops at
+anything else, which the Python code here reads -- the two give the same requests.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Callable
+
 from . import messages
+
+#: the C scanner of canonical arrays, or ``None`` (not built, or turned off)
+c_scan: Callable[[bytes, int, int, list[list[bytes]]], int] | None = None
+if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
+    # built without a C compiler: the Python parser does it all
+    with contextlib.suppress(ImportError):
+        from . import _requests  # type: ignore[attr-defined]
+
+        c_scan = _requests.scan
 
 __all__ = ["INLINE_MAX", "ProtocolError", "RequestParser", "split_inline"]
 
@@ -148,8 +165,14 @@ class RequestParser:
         if self._pos >= len(self._buf) or len(self._buf) < self._need:
             return  # nothing new, or a long bulk string still arriving: not copied again
         data = bytes(self._buf)  # one copy; every argument is then one slice of it
+        scan = c_scan if authenticated else None
         try:
             while self._pos < len(data):
+                if scan is not None and self._left == 0:
+                    pos = scan(data, self._pos, self.max_bulk, out)
+                    if pos != self._pos:  # read some; the Python code reads what it stopped at
+                        self._pos = pos
+                        continue
                 if self._left == 0 and data[self._pos] != 0x2A:  # not "*": an inline request
                     if not self._inline(data, out):
                         return
