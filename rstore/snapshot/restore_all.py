@@ -8,8 +8,8 @@ All or nothing for what the file holds, in two steps:
    transaction and discarded again -- checked exactly as their real import will check them --
    and their names gathered.  Before it commits, the stores of the other databases that
    exist are asked whether any of those names is taken (without ``replace``).  A damaged
-   file, an unsupported value, a database number above 15 or a name taken anywhere raises
-   here, and then no database has changed (no database store is even created).
+   file, an unsupported value, streams in a database above 15 or a name taken anywhere
+   raises here, and then no database has changed (no database store is even created).
 2. Then each other database holding streams, in ascending order, is restored in ONE write
    transaction of its own (the file read again, that database's keys imported).
 
@@ -62,15 +62,10 @@ def restore_all(
 
     def check(txn: Txn) -> RestoreReport:
         others.clear()  # the transaction may run again (the map grew)
+        seen: dict[int, set[bytes]] = {}  # the stream names of each other database
         report = RestoreReport(path, 0)
 
         def other(db: int, start: KeyStart, events: Iterator[Event]) -> None:
-            if db >= DATABASES:
-                raise UnsupportedRDBError(
-                    f"the file holds database {db}; rstore has databases 0 to {DATABASES - 1}"
-                    " (import that database alone, into a store of its own)",
-                    key=start.key,
-                )
             sub = others.setdefault(db, RestoreReport(path, db))
             if start.type_name != "stream":
                 sub.skipped[start.type_name] = sub.skipped.get(start.type_name, 0) + 1
@@ -80,10 +75,18 @@ def restore_all(
                     pass
                 sub.expired.append(start.key)
                 return
-            if start.key in sub.streams and not replace:
+            if db >= DATABASES:
+                raise UnsupportedRDBError(
+                    f"the file holds streams in database {db}; rstore has databases 0 to "
+                    f"{DATABASES - 1} (import that database alone, into a store of its own)",
+                    key=start.key,
+                )
+            names = seen.setdefault(db, set())
+            if start.key in names and not replace:
                 raise _exists(start.key, db, _twice(db))
             stream = import_stream(txn, start.key, _records_of_key(events, sub))
             discard_stream(txn, stream.handle)
+            names.add(start.key)
             sub.streams.append(start.key)
 
         with open(path, "rb") as f:
