@@ -37,7 +37,7 @@ def _count(n: int, noun: str, plural: str | None = None) -> str:
 
 def _json_report(
     path: str,
-    db: int,
+    db: int | None,
     rdb_version: int,
     counts: tuple[int, int, int],
     seconds: float,
@@ -47,10 +47,12 @@ def _json_report(
     ttl_dropped: Sequence[bytes] = (),
     skipped: Mapping[str, int] | None = None,
     other_dbs: Mapping[int, int] | None = None,
+    databases: Mapping[int, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """What ``save --json`` and ``restore --json`` print: one shape for both (a save writes
-    database 0 and replaces, expires, drops and skips nothing).  ``counts``: streams, entries,
-    bytes of the file."""
+    """What ``save --json`` and ``restore --json`` print: one shape for both (a save
+    replaces, expires, drops and skips nothing).  ``counts``: streams, entries, bytes of the
+    file.  ``db`` is None when every database was written or imported; ``databases`` then
+    says what per database (:func:`_json_database`)."""
     streams, entries, size = counts
     return {
         "path": path,
@@ -65,7 +67,31 @@ def _json_report(
         "ttl-dropped": list(ttl_dropped),
         "skipped": dict(skipped or {}),
         "other-databases": {str(k): v for k, v in (other_dbs or {}).items()},
+        "databases": {str(k): v for k, v in (databases or {}).items()},
     }
+
+
+def _json_database(
+    streams: int,
+    entries: int,
+    replaced: Sequence[bytes] = (),
+    expired: Sequence[bytes] = (),
+    ttl_dropped: Sequence[bytes] = (),
+    skipped: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """One database of a save or a restore of every database, in ``--json``."""
+    return {
+        "streams": streams,
+        "entries": entries,
+        "replaced": list(replaced),
+        "expired": list(expired),
+        "ttl-dropped": list(ttl_dropped),
+        "skipped": dict(skipped or {}),
+    }
+
+
+def _names(names: Sequence[bytes]) -> str:
+    return ", ".join(n.decode(errors="backslashreplace") for n in names)
 
 
 def _readable(path: str) -> None:
@@ -86,6 +112,8 @@ def _readable(path: str) -> None:
 )
 @click.option("--no-compress", is_flag=True, help="Do not LZF-compress (rdbcompression no).")
 @click.option("--force", is_flag=True, help="Replace FILE if it exists.")
+@click.option("--db", "dbs", type=click.IntRange(0, 15), multiple=True, metavar="N",
+              help="Save only database N (repeatable); by default every database.")  # fmt: skip
 @progress_option
 @json_option
 @pass_opener
@@ -95,13 +123,15 @@ def save_command(
     rdb_version: str,
     no_compress: bool,
     force: bool,
+    dbs: tuple[int, ...],
     progress: bool | None,
     as_json: bool,
 ) -> None:
-    """Write every stream of the store to FILE, an RDB file that redis-server and
-    valkey-server load at start-up (put it in their --dir as dump.rdb).
+    """Write every stream of every database of the store to FILE, an RDB file that
+    redis-server and valkey-server load at start-up (put it in their --dir as dump.rdb).
+    Database N is the store in the directory STORE/dbN (SELECT N of rstore serve).
 
-    The snapshot is one consistent point in time, taken while writers go on; FILE appears
+    Each database is one consistent point in time, taken while writers go on; FILE appears
     only when complete (written under a temporary name, flushed, renamed).  An existing FILE
     is left alone unless --force is given.
 
@@ -110,28 +140,46 @@ def save_command(
       rstore save backup.rdb
       rstore save /var/lib/valkey/dump.rdb --force --rdb-version 11
       rstore save old-redis.rdb --rdb-version 10
+      rstore save db3.rdb --db 3
     """
     if os.path.exists(file) and not force:
         raise click.ClickException(f"{show_path(file)} exists; give --force to replace it")
     with opener.open(create=False) as store, progress_reporter("saving", progress) as report:
         result = store.save(
-            file, rdb_version=int(rdb_version), compress=not no_compress, progress=report
-        )
+            file, rdb_version=int(rdb_version), compress=not no_compress, progress=report,
+            databases=dbs or None,
+        )  # fmt: skip
     if as_json:
         counts = (result.streams, result.entries, result.bytes)
-        echo_json(_json_report(result.path, 0, result.rdb_version, counts, result.seconds))
-    else:
+        per_db = {db: _json_database(*saved) for db, saved in result.databases.items()}
+        db = dbs[0] if len(set(dbs)) == 1 else None
+        echo_json(
+            _json_report(
+                result.path, db, result.rdb_version, counts, result.seconds, databases=per_db
+            )
+        )
+        return
+    click.echo(
+        f"saved {_count(result.streams, 'stream')} "
+        f"({_count(result.entries, 'entry', 'entries')}) to {show_path(result.path)}: "
+        f"RDB {result.rdb_version}, {_mib(result.bytes)}, {result.seconds:.2f} s"
+    )
+    if set(result.databases) - {0}:
         click.echo(
-            f"saved {_count(result.streams, 'stream')} "
-            f"({_count(result.entries, 'entry', 'entries')}) to {show_path(result.path)}: "
-            f"RDB {result.rdb_version}, {_mib(result.bytes)}, {result.seconds:.2f} s"
+            "databases: "
+            + ", ".join(
+                f"db {db}: {_count(d.streams, 'stream')} ({_count(d.entries, 'entry', 'entries')})"
+                for db, d in result.databases.items()
+            )
         )
 
 
 @click.command("restore", short_help="Import the streams of an RDB file.")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--db", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Which database of the file to import.")  # fmt: skip
+@click.option("--db", type=click.IntRange(min=0), default=None,
+              help="Which database of the file to import.  [default: 0]")  # fmt: skip
+@click.option("--all-databases", is_flag=True,
+              help="Import every database N of the file into database N of the store.")  # fmt: skip
 @click.option("--replace", is_flag=True, help="Replace streams that already exist.")
 @progress_option
 @json_option
@@ -139,39 +187,57 @@ def save_command(
 def restore_command(
     opener: StoreOpener,
     file: str,
-    db: int,
+    db: int | None,
+    all_databases: bool,
     replace: bool,
     progress: bool | None,
     as_json: bool,
 ) -> None:
     """Import the streams of database --db of FILE (an RDB file from rstore, Redis 5.0-7.4 or
-    Valkey 7.2/8.0) into the store, creating it if needed.
+    Valkey 7.2/8.0) into the store, creating it if needed; with --all-databases, those of
+    every database N of FILE into database N of the store (the store STORE/dbN, SELECT N of
+    rstore serve).
 
-    All or nothing, in one transaction: a damaged or unsupported file, or a stream that
-    already exists (without --replace), leaves the store exactly as it was.  Other value
+    All or nothing: a damaged or unsupported file, or a stream that already exists (without
+    --replace), leaves the store -- every database of it -- exactly as it was.  Other value
     types are skipped and counted; streams keep no TTL in rstore (reported).
 
     \b
     Examples:
       rstore --store ./restored restore dump.rdb
       rstore restore dump.rdb --db 3 --replace --json
+      rstore restore dump.rdb --all-databases
     """
+    if all_databases and db is not None:
+        raise click.UsageError("give --db or --all-databases, not both")
     _readable(file)  # before the store is created
     with opener.open(create=True) as store, progress_reporter("restoring", progress) as report:
         try:
-            result = store.restore_file(file, db=db, replace=replace, progress=report)
+            result = store.restore_file(
+                file, db=None if all_databases else (db or 0), replace=replace, progress=report
+            )
         except rstore.KeyExistsError as exc:
             name = exc.key.decode("utf-8", "backslashreplace")
+            where = getattr(exc, "db", None)
+            place = "the store" if where is None else f"database {where} of the store"
             raise click.ClickException(
-                f"stream {name!r} already exists in the store; nothing was restored "
-                "(add --replace to overwrite it)"
+                f"stream {name!r} already exists in {place}; nothing was restored "
+                "(add --replace to overwrite it)" + _notes(exc)
             ) from exc
+        except rstore.RStoreError as exc:
+            if not getattr(exc, "__notes__", None):
+                raise
+            raise click.ClickException(f"{exc}{_notes(exc)}") from exc
+    if result.db is None:
+        _report_all(result, as_json)
+        return
     if not (result.streams or result.skipped or result.expired) and result.other_dbs:
         held = ", ".join(str(d) for d in sorted(result.other_dbs))
         word = "database" if len(result.other_dbs) == 1 else "databases"
         raise click.ClickException(
-            f"database {db} of {show_path(file)} holds no keys; nothing was restored (the file "
-            f"has keys in {word} {held}: choose one with --db)"
+            f"database {result.db} of {show_path(file)} holds no keys; nothing was restored "
+            f"(the file has keys in {word} {held}: choose one with --db, or give "
+            "--all-databases)"
         )
     if as_json:
         counts = (len(result.streams), result.entries, result.bytes)
@@ -192,25 +258,69 @@ def restore_command(
         return
     click.echo(
         f"restored {_count(len(result.streams), 'stream')} "
-        f"({_count(result.entries, 'entry', 'entries')}) from database {db} of "
+        f"({_count(result.entries, 'entry', 'entries')}) from database {result.db} of "
         f"{show_path(result.path)}: RDB {result.rdb_version}, {_mib(result.bytes)}, "
         f"{result.seconds:.2f} s"
     )
+    _notes_of(result, "")
+    if result.other_dbs:
+        dbs = ", ".join(f"db {d}: {n} keys" for d, n in sorted(result.other_dbs.items()))
+        click.echo(f"not imported, other databases: {dbs} (--all-databases imports them)")
+
+
+def _notes(exc: BaseException) -> str:
+    """The notes the library added to an error (which databases a restore already wrote)."""
+    notes = getattr(exc, "__notes__", None) or []
+    return "".join(f"; {note}" for note in notes)
+
+
+def _notes_of(result: Any, indent: str) -> None:
+    """The lines of a restore report beyond its summary: replaced, expired, TTLs, skipped."""
     if result.replaced:
-        click.echo(f"replaced: {_count(len(result.replaced), 'existing stream')}")
+        click.echo(f"{indent}replaced: {_count(len(result.replaced), 'existing stream')}")
     notes = (
         ("expired (not imported)", result.expired),
         ("TTL dropped (rstore keys never expire)", result.ttl_dropped),
     )
     for what, names in notes:
         if names:
-            click.echo(f"{what}: {', '.join(n.decode(errors='backslashreplace') for n in names)}")
+            click.echo(f"{indent}{what}: {_names(names)}")
     if result.skipped:
         kinds = ", ".join(f"{n} {t}" for t, n in sorted(result.skipped.items()))
-        click.echo(f"skipped (not streams): {kinds}")
-    if result.other_dbs:
-        dbs = ", ".join(f"db {d}: {n} keys" for d, n in sorted(result.other_dbs.items()))
-        click.echo(f"not imported, other databases: {dbs}")
+        click.echo(f"{indent}skipped (not streams): {kinds}")
+
+
+def _report_all(result: Any, as_json: bool) -> None:
+    """The report of ``restore --all-databases``: totals, then each database of the file."""
+    if as_json:
+        counts = (len(result.streams), result.entries, result.bytes)
+        per_db = {
+            db: _json_database(
+                len(sub.streams), sub.entries, sub.replaced, sub.expired, sub.ttl_dropped,
+                sub.skipped,
+            )
+            for db, sub in result.databases.items()
+        }  # fmt: skip
+        echo_json(
+            _json_report(
+                result.path, None, result.rdb_version, counts, result.seconds,
+                replaced=result.replaced, expired=result.expired,
+                ttl_dropped=result.ttl_dropped, skipped=result.skipped, databases=per_db,
+            )
+        )  # fmt: skip
+        return
+    click.echo(
+        f"restored {_count(len(result.streams), 'stream')} "
+        f"({_count(result.entries, 'entry', 'entries')}) from "
+        f"{_count(len(result.databases), 'database')} of {show_path(result.path)}: "
+        f"RDB {result.rdb_version}, {_mib(result.bytes)}, {result.seconds:.2f} s"
+    )
+    for db, sub in result.databases.items():
+        click.echo(
+            f"db {db}: {_count(len(sub.streams), 'stream')} "
+            f"({_count(sub.entries, 'entry', 'entries')})"
+        )
+        _notes_of(sub, "  ")
 
 
 @click.command("dump", short_help="Write one stream's DUMP payload.")

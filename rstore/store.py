@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -10,9 +11,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from rstore.client import Callback, RedisCommands
 from rstore.client.shapes import Decoder, finish, make_decoder
 from rstore.commands.argv import encode_arg, encode_argv
-from rstore.commands.executor import execute, now_ms, run_batch
+from rstore.commands.executor import execute, run_batch
 from rstore.commands.registry import lookup
 from rstore.commands.reply import NIL_ARRAY, to_public
+from rstore.databases import Databases
 from rstore.errors import CorruptStoreError, ResponseError, StoreClosedError
 from rstore.model import AppendReport
 from rstore.pipeline import Pipeline
@@ -24,8 +26,7 @@ from rstore.storage.layout import StoreConfig
 if TYPE_CHECKING:
     from rstore.commands.serving import BlockedCall, BlockWatch
     from rstore.model import StreamInfo
-    from rstore.snapshot.restore import RestoreReport
-    from rstore.snapshot.save import Progress, SaveReport
+    from rstore.snapshot.save import Progress
     from rstore.streams.view import StoreView
 
 __all__ = ["DEFAULT_PATH", "Store", "check_store", "upgrade_store"]
@@ -35,7 +36,7 @@ DEFAULT_PATH = "rstore-data"
 T = TypeVar("T")
 
 
-class Store(RedisCommands):
+class Store(RedisCommands, Databases):
     """A durable stream store living in the directory ``path``.
 
     Many threads and processes may open the same directory at once.  Writes are serialised by
@@ -87,6 +88,9 @@ class Store(RedisCommands):
             self._path, sync=sync, map_size=map_size, create=create, readonly=readonly
         )
         self._sync = sync
+        self._readonly = readonly
+        self._databases: dict[int, Store] = {}  # database N -> its store (Store.database)
+        self._databases_lock = threading.Lock()
         self._decode: Decoder | None = None
         if decode_responses:
             self._decode = make_decoder(encoding, encoding_errors)
@@ -119,7 +123,11 @@ class Store(RedisCommands):
 
         Safe while other threads use the store: the last close waits for the commands in
         flight, and blocked reads are woken; afterwards every call raises
-        :class:`StoreClosedError`."""
+        :class:`StoreClosedError`.  The stores :meth:`database` opened close with it."""
+        with self._databases_lock:
+            children, self._databases = list(self._databases.values()), {}
+        for child in children:
+            child.close()
         if self._env is not None:
             registry.release(self._env)
             self._env = None
@@ -192,29 +200,6 @@ class Store(RedisCommands):
         an older store is read, never written."""
         return self._live_env().upgrade(progress)[1]
 
-    def save(
-        self,
-        path: str | os.PathLike[str],
-        rdb_version: int = 11,
-        *,
-        compress: bool = True,
-        progress: Progress | None = None,
-    ) -> SaveReport:
-        """Write the store to an RDB file that Redis and Valkey load.
-
-        Version 11 (stream type 21) loads in Redis 7.2+ and Valkey 7.2+; 10 (type 19) in
-        Redis 7.0+; 9 (type 15) in Redis 5.0+ (older versions lose stream fields added
-        later).  ``compress`` is Redis's ``rdbcompression``.  The snapshot is one consistent
-        point in time while writers go on; the file appears atomically (written to a
-        temporary name, fsynced, renamed).
-        """
-        from rstore.snapshot.save import save_file  # noqa: PLC0415 - loaded on first use
-
-        return save_file(
-            self._live_env(), os.fspath(path), rdb_version=rdb_version,
-            compress=compress, progress=progress,
-        )  # fmt: skip
-
     def dump(self, name: Any, rdb_version: int = 11) -> bytes | None:
         """redis-py's ``dump``: the key's DUMP payload, or ``None`` when it does not exist.
 
@@ -228,27 +213,6 @@ class Store(RedisCommands):
             return result
         key = encode_arg(name)
         return self._live_env().read(lambda txn: dump_payload(txn, key, rdb_version))
-
-    def restore_file(
-        self,
-        path: str | os.PathLike[str],
-        db: int = 0,
-        replace: bool = False,
-        *,
-        progress: Progress | None = None,
-    ) -> RestoreReport:
-        """Import the streams of database ``db`` of an RDB file, in one transaction.
-
-        All or nothing: a damaged or unsupported file, or a key that already exists (unless
-        ``replace``), leaves the store unchanged.  Other value types are counted in the report
-        and skipped.  Raises CorruptRDBError / UnsupportedRDBError naming the byte offset.
-        """
-        from rstore.snapshot.restore import restore_file  # noqa: PLC0415 - loaded on first use
-
-        return restore_file(
-            self._live_env(), os.fspath(path), db=db, replace=replace,
-            now_ms=now_ms(), progress=progress,
-        )  # fmt: skip
 
     def append_entries(
         self,

@@ -247,7 +247,7 @@ _OUTER = {
 #: Other outer layers an outer layer may use: ``rstore serve`` is the CLI's front of the
 #: server package.
 _OUTER_ALSO = {"rstore_cli": ("rstore.server",)}
-_FACADE = ("rstore.store", "rstore.pipeline", "rstore.ranges", "rstore")
+_FACADE = ("rstore.store", "rstore.databases", "rstore.pipeline", "rstore.ranges", "rstore")
 
 
 def _public(name: str) -> bool:

@@ -9,9 +9,11 @@ first: before AUTH, inside MULTI) and gives the function that answers it.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
 __all__ = ["handler_for"]
 
 Handler = Callable[[], Any]
+
+_log = logging.getLogger("rstore.server")
 
 #: what the server reports itself compatible with (INFO redis_version, HELLO version)
 COMPAT_VERSION = b"7.2.4"
@@ -345,24 +349,49 @@ def _function(server: Server, client: Client, argv: list[bytes]) -> Any:
     return _err(m.UNKNOWN_SUBCOMMAND.format(sub=argv[1].decode(errors="replace"), cmd="FUNCTION"))
 
 
+#: the background save of each server while it runs (SAVE and BGSAVE refuse to start then)
+_bgsaves: weakref.WeakKeyDictionary[Server, threading.Thread] = weakref.WeakKeyDictionary()
+_bgsaves_lock = threading.Lock()
+
+
 def _save(server: Server, client: Client, argv: list[bytes]) -> Any:
-    if len(argv) != 1:
-        return _arity(argv[0].lower())
+    """SAVE and BGSAVE: every database to ``dir``/``dbfilename`` (``Store.save``), with Valkey
+    8.0's replies: a failed save is a bare ``-ERR`` (BGSAVE's only logged), either while a
+    background save runs is refused, LASTSAVE moves only on success."""
+    background = argv[0].lower() == b"bgsave"
+    if not background and len(argv) != 1:
+        return _arity(b"save")
+    if background and (len(argv) > 2 or (len(argv) == 2 and argv[1].lower() != b"schedule")):
+        return _err(m.SYNTAX)
     path = os.path.join(server.config.dir, server.config.dbfilename)
-    if argv[0].lower() == b"save":
-        server.store.save(path)
-        server.last_save = int(time.time())
-        return "OK"
+    with _bgsaves_lock:
+        running = _bgsaves.get(server)
+        if running is not None and running.is_alive():
+            return _err(m.BGSAVE_IN_PROGRESS)
+        if background:
+            thread = threading.Thread(
+                target=_save_now, args=(server, path, True), name="rstore-bgsave", daemon=True
+            )
+            _bgsaves[server] = thread
+            thread.start()
+            return "Background saving started"
+    return "OK" if _save_now(server, path, False) else _err(m.SAVE_FAILED)
 
-    def background() -> None:
-        server.store.save(path)
-        server.last_save = int(time.time())
 
-    threading.Thread(target=background, name="rstore-bgsave", daemon=True).start()
-    return "Background saving started"
+def _save_now(server: Server, path: str, background: bool) -> bool:
+    """Save; whether it worked (a failure is logged, as Valkey logs it)."""
+    try:
+        server.store.save(path)
+    except Exception as exc:  # the file could not be written: the store is untouched
+        _log.warning("%s failed: %s", "Background saving" if background else "SAVE", exc)
+        return False
+    server.last_save = int(time.time())
+    _log.info("%s", "Background saving terminated with success" if background else "DB saved")
+    return True
 
 
 def _lastsave(server: Server, client: Client, argv: list[bytes]) -> Any:
+    """LASTSAVE: the Unix time of the last save that succeeded (start-up time before)."""
     return server.last_save if len(argv) == 1 else _arity(b"lastsave")
 
 

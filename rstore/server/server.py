@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import os
 import signal
 import time
 from collections.abc import Callable
@@ -117,19 +116,17 @@ class Server:
         self._last_sender, self._last_sent, self._other_sent = 0, 0.0, 0.0
 
     def store_of(self, db: int) -> Store:
-        """The store of database ``db``: database 0 is the served store, database N another
-        store in its directory, ``db<N>``, opened on first use (docs/server.md)."""
+        """The store of database ``db``: :meth:`rstore.Store.database` of the served store
+        (database N is ``<store>/db<N>``, opened on first use; docs/server.md)."""
         store = self._stores.get(db)
         if store is None:
-            path = os.path.join(self.store.path, f"db{db}")
-            store = self._stores[db] = Store(path, sync=self.config.sync == "always")
+            store = self._stores[db] = self.store.database(db)
         return store
 
     def existing_stores(self) -> dict[int, Store]:
-        """Every database that holds a store: those opened, and those found on disk."""
-        for db in range(1, self.config.databases):
-            if db not in self._stores and os.path.isdir(os.path.join(self.store.path, f"db{db}")):
-                self.store_of(db)
+        """Every database that holds a store (:meth:`rstore.Store.databases`), opened."""
+        for db in self.store.databases():
+            self.store_of(db)
         return dict(self._stores)
 
     def command_names(self) -> dict[bytes, list[Any]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -28,7 +28,7 @@ class RestoreReport:
     """What a restore imported, replaced and skipped."""
 
     path: str
-    db: int
+    db: int | None  # None: every database (the details in ``databases``)
     rdb_version: int = 0
     streams: list[bytes] = field(default_factory=list)
     replaced: list[bytes] = field(default_factory=list)
@@ -39,6 +39,9 @@ class RestoreReport:
     seconds: float = 0.0
     entries: int = 0  # live entries in the streams restored
     bytes: int = 0  # bytes read from the file
+    #: with every database restored (``db`` None): each database of the file that holds keys;
+    #: the lists above then hold the names of all of them, database by database
+    databases: dict[int, RestoreReport] = field(default_factory=dict)
 
 
 def restore_file(
@@ -66,6 +69,11 @@ def restore_file(
     return report
 
 
+#: ``other(db, key, events)``: a key of another database than the report's, its records next
+#: in ``events`` (which it may consume up to the key's KeyEnd).
+OtherKey = Callable[[int, KeyStart, Iterator[Event]], None]
+
+
 def _load(
     txn: Txn,
     f: BinaryIO,
@@ -74,6 +82,7 @@ def _load(
     replace: bool,
     now_ms: int,
     progress: Progress | None,
+    other: OtherKey | None = None,
 ) -> None:
     reader = RDBReader(f)
     events = reader.events()
@@ -88,6 +97,8 @@ def _load(
                 _import(txn, records, event, report, replace, now_ms)
             elif current_db == report.db:
                 report.skipped[event.type_name] = report.skipped.get(event.type_name, 0) + 1
+            elif other is not None:
+                other(current_db, event, events)
             else:
                 report.other_dbs[current_db] = report.other_dbs.get(current_db, 0) + 1
             if progress is not None:

@@ -1,10 +1,13 @@
 """Saving a store to an RDB file (``Store.save``).
 
-Every stream is read inside ONE read transaction -- a consistent point in time while writers
-go on -- and written to a temporary file next to the target, which is fsynced and renamed into
-place (then the directory is fsynced), so a crash never leaves a half-written file under the
-target name.  The temporary is ``flock``ed while it is written; temporaries that killed saves
-left behind are removed by the next save of the same name.
+Each database is read inside ONE read transaction of its own -- a consistent point in time
+while writers go on.  The read transactions of all the databases saved are begun one after
+another, in ascending order, before the first byte is written (each database is its own LMDB
+environment, so there is no single point in time across them).  The file is written to a
+temporary name next to the target, fsynced and renamed into place (then the directory is
+fsynced), so a crash never leaves a half-written file under the target name.  The temporary
+is ``flock``ed while it is written; temporaries that killed saves left behind are removed by
+the next save of the same name.
 """
 
 from __future__ import annotations
@@ -15,24 +18,34 @@ import glob
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import NamedTuple, TypeVar
 
 from rstore.rdb.writer import RDBWriter
 from rstore.storage.env import Env
 from rstore.storage.txn import Txn
 from rstore.streams.dump import snapshot_stream, stream_keys
 
-__all__ = ["Progress", "SaveReport", "remove_stale_temporaries", "save_file"]
+__all__ = ["DatabaseSaved", "Progress", "SaveReport", "remove_stale_temporaries", "save_file"]
 
 #: A progress callback: ``progress(done, total)``.  Saving reports keys written out of the keys
 #: in the store; restoring and reading files report bytes read out of the file's size (``None``
 #: when the size cannot be known, e.g. a pipe).
 Progress = Callable[[int, int | None], None]
+T = TypeVar("T")
+
+
+class DatabaseSaved(NamedTuple):
+    """What a save wrote of one database."""
+
+    streams: int
+    entries: int  # live entries in the streams written
 
 
 @dataclass(frozen=True)
 class SaveReport:
-    """What a save wrote."""
+    """What a save wrote: totals, and per database in ``databases`` (a database without keys
+    is not written, so not listed)."""
 
     path: str
     rdb_version: int
@@ -40,6 +53,7 @@ class SaveReport:
     bytes: int
     seconds: float
     entries: int = 0  # live entries in the streams written
+    databases: dict[int, DatabaseSaved] = field(default_factory=dict)
 
 
 def _temporary(path: str) -> str:
@@ -72,50 +86,69 @@ def remove_stale_temporaries(path: str) -> list[str]:
 
 
 def save_file(
-    env: Env,
+    envs: list[tuple[int, Env]],
     path: str,
     *,
     rdb_version: int = 11,
     compress: bool = True,
     progress: Progress | None = None,
 ) -> SaveReport:
+    """Write the databases ``envs`` (``(number, env)`` in ascending order) to ``path``."""
     started = time.monotonic()
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     remove_stale_temporaries(path)
     tmp = _temporary(path)
 
-    def write(txn: Txn) -> tuple[int, int, int]:
-        with open(tmp, "wb") as f:  # reopened (truncated) if the read is retried
+    def write(txns: list[Txn]) -> tuple[dict[int, DatabaseSaved], int]:
+        with open(tmp, "wb") as f:  # reopened (truncated) if a read is retried
             fcntl.flock(f.fileno(), fcntl.LOCK_EX)  # "in progress", for remove_stale_temporaries
             writer = RDBWriter(f, version=rdb_version, compress=compress)
             writer.header()
-            count = txn.key_count()
-            streams = entries = 0
+            counts = [txn.key_count() for txn in txns]
+            total = sum(counts)
+            saved: dict[int, DatabaseSaved] = {}
+            done = 0
             if progress is not None:
-                progress(0, count)
-            if count:
-                writer.select_db(0, count)
+                progress(0, total)
+            for (db, _), txn, count in zip(envs, txns, counts, strict=True):
+                if not count:
+                    continue
+                writer.select_db(db, count)
+                streams = entries = 0
                 for name, stream in stream_keys(txn):
                     writer.stream(name, snapshot_stream(txn, stream))
                     streams += 1
                     entries += stream.meta.length
                     if progress is not None:
-                        progress(streams, count)
+                        progress(done + streams, total)
+                done += streams
+                saved[db] = DatabaseSaved(streams, entries)
             writer.end()
             f.flush()
             os.fsync(f.fileno())
-            return streams, entries, writer.bytes_written
+            return saved, writer.bytes_written
 
     try:
-        streams, entries, size = env.read(write)
+        saved, size = _read_all([env for _, env in envs], write, [])
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
     _fsync_dir(directory)
-    return SaveReport(path, rdb_version, streams, size, time.monotonic() - started, entries)
+    return SaveReport(
+        path, rdb_version, sum(d.streams for d in saved.values()), size,
+        time.monotonic() - started, sum(d.entries for d in saved.values()), saved,
+    )  # fmt: skip
+
+
+def _read_all(envs: list[Env], fn: Callable[[list[Txn]], T], txns: list[Txn]) -> T:
+    """``fn`` on read snapshots of every env, begun in order before ``fn`` runs.  A retried
+    read (the map grew meanwhile) runs ``fn`` again, so ``fn`` must start over each time."""
+    if len(txns) == len(envs):
+        return fn(txns)
+    return envs[len(txns)].read(lambda txn: _read_all(envs, fn, [*txns, txn]))
 
 
 def _fsync_dir(directory: str) -> None:

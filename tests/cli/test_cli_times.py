@@ -130,14 +130,18 @@ def test_one_json_key_style_and_one_report_for_save_and_restore(
     out = tmp_path / "snap.rdb"
     saved = json.loads(run("save", str(out), "--json").stdout)
     restored = json.loads(run("--store", str(tmp_path / "b"), "restore", str(out), "--json").stdout)
-    assert saved.keys() == restored.keys()
-    for name, value in saved.items():
-        assert type(value) is type(restored[name]), name
-    assert (saved["streams"], saved["entries"], saved["db"]) == (1, 3, 0)
-    assert (restored["streams"], restored["entries"]) == (1, 3)
+    every = run("--store", str(tmp_path / "c"), "restore", str(out), "--all-databases", "--json")
+    restored_all = json.loads(every.stdout)
+    assert saved.keys() == restored.keys() == restored_all.keys()
+    for name, value in saved.items():  # a save writes every database, as --all-databases reads
+        assert type(value) is type(restored_all[name]), name
+    assert (saved["streams"], saved["entries"], saved["db"]) == (1, 3, None)
+    assert saved["databases"]["0"] == restored_all["databases"]["0"]
+    assert (restored["streams"], restored["entries"], restored["db"]) == (1, 3, 0)
     documents = [
         saved,
         restored,
+        restored_all,
         json.loads(run("inspect", "--json", "--key", "events").stdout),
         json.loads(run("inspect", str(out), "--json", "--key", "events").stdout),
         json.loads(run("info", "events", "--full", "--json").stdout),
