@@ -46,6 +46,8 @@ _CONTAINERS = {b"client", b"config", b"command", b"xgroup", b"xinfo", b"function
 _BEFORE_AUTH = {b"auth", b"hello", b"quit", b"reset"}
 #: commands that end or refuse a MULTI block instead of being queued
 _IN_MULTI = {b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"}
+#: refused inside MULTI ("Command not allowed inside a transaction"), as Valkey refuses them
+_NO_MULTI = {b"save"}
 
 
 def _err(line: str) -> ResponseError:
@@ -85,6 +87,9 @@ def _resetstat(server: Server) -> Any:
 
 def _queue(server: Server, client: Client, argv: list[bytes]) -> Any:
     name = argv[0].lower()
+    if name in _NO_MULTI:
+        client.multi_failed = True
+        return _err(m.MULTI_NESTED)
     if name not in _COMMANDS:
         try:
             server.store_of(client.db).is_write_command(
@@ -131,23 +136,35 @@ def _exec(server: Server, client: Client, argv: list[bytes]) -> Any:
         return _err(m.EXECABORT)
     if touched:
         return NIL_ARRAY
-    store_part = [a for a in queued if a[0].lower() not in _COMMANDS]
+    replies: list[Any] = []
+    part: list[list[bytes]] = []  # stream commands in a row: one store transaction
+
+    def run_part() -> None:
+        db = client.db
+        for a, reply in zip(part, server.store_of(db).execute_batch(part, raw=True)):
+            if not isinstance(reply, ResponseError):
+                server.versions.written(db, a, reply)
+                if client.proto == 3:
+                    reply = resp3(a, reply)
+            replies.append(reply)
+        part.clear()
+
+    client.in_exec = True
     try:
-        stored = iter(
-            server.store_of(client.db).execute_batch(store_part, raw=True) if store_part else []
-        )
+        for a in queued:
+            command = _COMMANDS.get(a[0].lower())
+            if command is None:
+                part.append(a)
+                continue
+            if part:  # the stream commands before it run first (SELECT, FLUSHDB may follow)
+                run_part()
+            replies.append(command(server, client, a))
+        if part:
+            run_part()
     except ResponseError as exc:
         return exc
-    replies: list[Any] = []
-    for a in queued:
-        name = a[0].lower()
-        command = _COMMANDS.get(name)
-        reply = next(stored) if command is None else command(server, client, a)
-        if command is None and not isinstance(reply, ResponseError):
-            server.versions.written(client.db, a, reply)
-        if client.proto == 3 and command is None and not isinstance(reply, ResponseError):
-            reply = resp3(a, reply)
-        replies.append(reply)
+    finally:
+        client.in_exec = False
     return replies
 
 
@@ -374,7 +391,8 @@ def _save(server: Server, client: Client, argv: list[bytes]) -> Any:
             )
             _bgsaves[server] = thread
             thread.start()
-            return "Background saving started"
+            # inside EXEC Valkey schedules it for after the transaction, and says so
+            return "Background saving scheduled" if client.in_exec else "Background saving started"
     return "OK" if _save_now(server, path, False) else _err(m.SAVE_FAILED)
 
 

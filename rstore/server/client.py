@@ -47,6 +47,7 @@ class Client:
         self.readonly = False  # a read-only user: writes answer NOPERM
         self.multi: list[list[bytes]] | None = None
         self.multi_failed = False  # a command refused while queueing: EXEC answers EXECABORT
+        self.in_exec = False  # EXEC is running the queued commands
         #: WATCH: (database, key) -> (the server's version of it, its fingerprint) then
         self.watched: dict[tuple[int, bytes], tuple[Any, Any]] = {}
         self.parked: Parked | None = None

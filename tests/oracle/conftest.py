@@ -66,7 +66,10 @@ def ports(valkey_server: ValkeyServer, tmp_path: Path) -> Iterator[dict[str, Any
 
     with RespClient(HOST, valkey_server.port) as c:
         c.execute("FLUSHALL")
-    with rstore.Store(tmp_path / "store", sync=False) as store, ServedStore(store) as served:
+    with (
+        rstore.Store(tmp_path / "store", sync=False) as store,
+        ServedStore(store, dir=str(tmp_path)) as served,  # BGSAVE writes there
+    ):
         yield {"valkey": valkey_server.port, "rstore": served.port, "path": str(store.path)}
 
 
