@@ -89,14 +89,14 @@ def _set_soft(needed: int, soft: int, hard: int) -> tuple[int, str]:
     """Raise the soft limit to ``needed``, the hard one with it when that is allowed (a
     privileged process); else as far as the hard limit.  The soft limit now, and the OS's
     error when ``needed`` could not be had."""
-    infinite = resource.RLIM_INFINITY
+    unlimited = hard == resource.RLIM_INFINITY
     try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard if hard == infinite or
-                                                     hard >= needed else needed))  # fmt: skip
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard if unlimited or hard >= needed
+                                                     else needed))  # fmt: skip
         return needed, ""
     except (OSError, ValueError) as exc:
         error = _os_error(exc)
-    if soft < hard:
+    if not unlimited and soft < hard:
         try:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
             return hard, error
