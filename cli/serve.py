@@ -16,6 +16,13 @@ import click
 import rstore
 from rstore.server import Server, ServerConfig
 from rstore.server.conffile import ConfigError, apply_setting, read_config
+from rstore.server.limits import (
+    AcceptErrors,
+    files_needed,
+    fit_open_files,
+    stores_on_disk,
+    too_low,
+)
 from rstore.server.protocol import split_inline
 from rstore.server.users import users_of
 
@@ -166,20 +173,25 @@ def serve_command(
                 click.echo(f"{key.replace('_', '-')} {'' if value is None else value}")
         return
     _logging(config)
+    log = logging.getLogger("rstore.server")
+    _fit_open_files(config, log)
     store = rstore.Store(config.store, sync=config.sync == "always")
     if config.pidfile:
         with open(config.pidfile, "w", encoding="ascii") as f:
             f.write(f"{os.getpid()}\n")
     try:
         server = Server(store, config)
-        log = logging.getLogger("rstore.server")
 
         def ready() -> None:
             where = ", ".join(_shown(a) for a in server.ports)
             log.info("rstore %s serving %s on %s (sync %s)", rstore.__version__, config.store,
                      where, config.sync)  # fmt: skip
 
-        asyncio.run(server.serve(on_ready=ready))
+        async def serve() -> None:
+            asyncio.get_running_loop().set_exception_handler(AcceptErrors(log))
+            await server.serve(on_ready=ready)
+
+        asyncio.run(serve())
         log.info("stopped: flushed and closed")
     except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
         text = getattr(exc, "strerror", None) or str(exc)
@@ -195,6 +207,20 @@ def _shown(address: Any) -> str:
     if isinstance(address, tuple):
         return f"{address[0]}:{address[1]}"
     return str(address)
+
+
+def _fit_open_files(config: ServerConfig, log: logging.Logger) -> None:
+    """Raise the open-files limit to what maxclients needs, or lower maxclients to what the
+    limit allows, as Valkey does (docs/server.md#limits)."""
+    stores = stores_on_disk(config.store, config.databases)
+    fitted = fit_open_files(config.maxclients, stores)
+    if fitted.maxclients < 1:
+        raise click.ClickException(too_low(fitted.limit, files_needed(config.maxclients, stores)))
+    for line in fitted.warnings:
+        log.warning("%s", line)
+    if fitted.notice:
+        log.info("%s", fitted.notice)
+    config.maxclients = fitted.maxclients
 
 
 def _logging(config: ServerConfig) -> None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from rstore import NIL_ARRAY, ResponseError
 
 from . import messages as m
+from .config import config_handler
 from .info import info_text
 from .resp import Map, Verbatim
 from .shapes import resp3
@@ -75,7 +76,7 @@ def handler_for(server: Server, client: Client, argv: list[bytes]) -> Handler | 
     if command is None:
         if name == b"config" and len(argv) == 2 and argv[1].lower() == b"resetstat":
             return lambda: _resetstat(server)
-        return None
+        return config_handler(server, client, argv) if name == b"config" else None
     return lambda: command(server, client, argv)
 
 

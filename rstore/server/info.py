@@ -57,10 +57,59 @@ def _clients(server: Server) -> list[str]:
     ]
 
 
+def human_bytes(n: int) -> str:
+    """Valkey's ``_human`` fields: bytes below 1 KiB, else two decimals of K, M, G, T or P."""
+    if n < 1024:
+        return f"{n}B"
+    for power, unit in enumerate("KMGTP", start=1):
+        if n < 1024 ** (power + 1):
+            return f"{n / 1024**power:.2f}{unit}"
+    return f"{n}B"
+
+
+def peak_rss() -> int:
+    """The most memory the process ever had resident, in bytes."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # kilobytes elsewhere
+
+
+def current_rss() -> int:
+    """The memory the process has resident now, in bytes: ``/proc/self/statm`` (Linux); where
+    there is none, the peak (the standard library has nothing better)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return peak_rss()
+
+
+def _system_memory() -> int:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
 def _memory(server: Server) -> list[str]:
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return [f"used_memory:{rss}", f"used_memory_peak:{rss}", "maxmemory:0",
-            "maxmemory_policy:noeviction"]  # fmt: skip
+    """Valkey's allocator figures are the process's resident memory here: ``used_memory`` and
+    ``used_memory_rss`` what it holds now, ``used_memory_peak`` the most it ever held."""
+    rss = current_rss()
+    peak = max(peak_rss(), rss)
+    system = _system_memory()
+    return [
+        f"used_memory:{rss}",
+        f"used_memory_human:{human_bytes(rss)}",
+        f"used_memory_rss:{rss}",
+        f"used_memory_rss_human:{human_bytes(rss)}",
+        f"used_memory_peak:{peak}",
+        f"used_memory_peak_human:{human_bytes(peak)}",
+        f"used_memory_peak_perc:{100 * rss / peak if peak else 100:.2f}%",
+        f"total_system_memory:{system}",
+        f"total_system_memory_human:{human_bytes(system)}",
+        "maxmemory:0",
+        "maxmemory_human:0B",
+        "maxmemory_policy:noeviction",
+    ]
 
 
 def _persistence(server: Server) -> list[str]:

@@ -42,6 +42,10 @@ BGSAVE_IN_PROGRESS = "ERR Background save already in progress"
 WRONG_ARITY = "ERR wrong number of arguments for '{name}' command"
 UNKNOWN_SUBCOMMAND = "ERR unknown subcommand '{sub}'. Try {cmd} HELP."
 INTERNAL = "ERR internal error: {what}"
+CONFIG_SET_FAILED = "ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}"
+MAXCLIENTS_UNFIT = (
+    "The operating system is not able to handle the specified number of clients, try with {clients}"
+)
 
 # MULTI / EXEC / WATCH
 MULTI_NESTED = "ERR Command not allowed inside a transaction"
