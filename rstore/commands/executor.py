@@ -112,7 +112,7 @@ def in_transaction(
 
     def wake_early() -> bool:  # committed, not yet flushed: only readers flagged early
         assert committed is not None
-        return env.notify(committed.signals, EARLY) > 0
+        return env.notify(committed.signals, EARLY) > 0  # woke readers of other processes
 
     result = env.write(attempt, wake_early)
     assert committed is not None

@@ -378,9 +378,9 @@ class Env:
         (:mod:`rstore.storage.notify`) chooses the readers woken before the commit's
         meta-page flush (``EARLY``) or after it (``LATE``), or all (``ALL``).
 
-        Returns how many blocked calls were woken.  Never raises: the write has committed, so
-        its caller must get its result whatever happens here; a failure is logged once and
-        readers fall back to polling."""
+        Returns how many blocked calls of other processes were woken.  Never raises: the
+        write has committed, so its caller must get its result whatever happens here; a
+        failure is logged once and readers fall back to polling."""
         if keys is not None and not keys:
             return 0
         try:

@@ -282,12 +282,14 @@ class Notifier:
         others (after the flush), :data:`ALL` every one.  Of each group only the oldest
         reader is woken, and only in the phase its flag belongs to: a phase whose oldest
         reader of a group belongs to the other phase leaves that group alone.  Returns how
-        many blocked calls were sent a wake-up."""
+        many blocked calls *of other processes* were sent a wake-up (a writer may wait for
+        their commits; one of its own process may only run once the writer returned)."""
         if not self.anyone_waiting():
             return 0
         seen_groups: set[tuple[int, int]] = set()
         woken: set[tuple[int, int]] = set()
         sent = 0
+        me = os.getpid()
         for _, slot, kind, pid, kh, gh, token, flags in self._waiting():
             if key_hashes is not None and kh not in key_hashes:
                 continue
@@ -299,9 +301,9 @@ class Notifier:
                     seen_groups.add((kh, gh))
                 elif self._send(pid, token, slot):
                     seen_groups.add((kh, gh))
-                    sent += 1
+                    sent += pid != me
             elif wanted and (pid, token) not in woken:
-                sent += self._send(pid, token, slot)
+                sent += self._send(pid, token, slot) and pid != me
                 woken.add((pid, token))
         return sent
 

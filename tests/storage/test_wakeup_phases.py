@@ -44,7 +44,8 @@ def test_early_wakes_only_flagged_group_readers_late_the_others(notifier: Notifi
     xread = Waiter(notifier, KIND_READ, [b"s"])
     everyone = [group_early, other_group, xread]
     try:
-        notifier.notify({slot_hash(b"s")}, EARLY)
+        # woken, but not counted: a writer waits only for readers of other processes
+        assert notifier.notify({slot_hash(b"s")}, EARLY) == 0
         assert _woken(everyone) == [True, False, False]
         notifier.notify({slot_hash(b"s")}, LATE)
         assert _woken(everyone) == [False, True, True]
@@ -152,3 +153,33 @@ def test_without_a_later_commit_the_writer_flushes_after_the_grace(
     finally:
         writer.close()
         other.close()
+
+
+def test_a_writer_does_not_wait_for_a_reader_of_its_own_process(
+    tmp_path: os.PathLike[str],
+) -> None:
+    """A reader of the writer's own process (a thread here; a parked read of `rstore serve`,
+    which runs only after the writer's batch returned) is woken early too, but the writer
+    flushes at once instead of waiting for it."""
+    with rstore.Store(str(tmp_path)) as store:
+        store.xgroup_create("s", "g", "$", mkstream=True)
+        replies: list[object] = []
+        reader = threading.Thread(
+            target=lambda: replies.append(
+                store.xreadgroup("g", "c", {"s": ">"}, count=1, block=30_000)
+            )
+        )
+        reader.start()
+        notifier = Notifier(str(tmp_path))
+        try:
+            deadline = time.monotonic() + 30
+            while not notifier.anyone_waiting() and time.monotonic() < deadline:
+                time.sleep(0.005)
+        finally:
+            notifier.close()
+        handed = durable.counters.handed
+        entry_id = store.xadd("s", {"n": 1})
+        reader.join(30)
+        assert replies == [[[b"s", [(entry_id, {b"n": b"1"})]]]]
+        # a wait would have ended with the reader thread's commit covering the XADD
+        assert durable.counters.handed == handed
