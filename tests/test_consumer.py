@@ -51,8 +51,8 @@ class Interleave:
         env = store._live_env()
         original = env.write
 
-        def write(fn: Callable[[Any], Any]) -> Any:
-            result = original(fn)
+        def write(fn: Callable[[Any], Any], *rest: Any) -> Any:
+            result = original(fn, *rest)
             if not self.fired and self.ready():
                 self.fired = True
                 self.action()

@@ -6,7 +6,9 @@ in a single write transaction, atomically, like MULTI/EXEC: a command refused wh
 answers with its error and the others still apply; a command refused before running (unknown
 name, wrong arity) discards the whole batch.  BLOCK is ignored inside a batch.
 
-After a commit, readers blocked on the keys a command changed are woken (in any process).
+After a commit, readers blocked on the keys a command changed are woken (in any process):
+with ``sync=True``, durable XREADGROUP readers before the commit is made durable and the
+others after it (docs/durability.md, "Wake-ups before the flush").
 A blocking read that finds nothing returns :class:`Blocked`; :func:`execute` then waits and
 re-runs the command until it is served or its deadline passes (Valkey's 7.2+ model).
 """
@@ -22,6 +24,7 @@ from rstore.commands.registry import CommandSpec, Context, lookup, lookup_all
 from rstore.commands.reply import NIL_ARRAY
 from rstore.errors import ResponseError
 from rstore.storage.env import Env
+from rstore.storage.notify import ALL, EARLY, LATE
 from rstore.storage.txn import Txn
 
 __all__ = [
@@ -101,9 +104,19 @@ def in_transaction(
 
     if not write:
         return env.read(attempt)
-    result = env.write(attempt)
-    assert committed is not None  # env.write ran ``attempt`` at least once
-    env.notify(committed.signals)
+    if not env.flushes_after_commit:
+        result = env.write(attempt)
+        assert committed is not None  # env.write ran ``attempt`` at least once
+        env.notify(committed.signals, ALL)
+        return result
+
+    def wake_early() -> bool:  # committed, not yet flushed: only readers flagged early
+        assert committed is not None
+        return env.notify(committed.signals, EARLY) > 0  # woke readers of other processes
+
+    result = env.write(attempt, wake_early)
+    assert committed is not None
+    env.notify(committed.signals, LATE)  # durable now: every other reader
     return result
 
 

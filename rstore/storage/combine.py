@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 from rstore.errors import StorageError
@@ -33,10 +34,15 @@ __all__ = ["Combiner", "Request"]
 class Request:
     """One write waiting to be run: its function and, once done, its outcome."""
 
-    __slots__ = ("committing", "done", "error", "fn", "lead", "result", "wake")
+    __slots__ = ("after_commit", "committing", "done", "error", "fn", "lead", "result", "wake")
 
-    def __init__(self, fn: Callable[[Any], Any]) -> None:
+    def __init__(
+        self, fn: Callable[[Any], Any], after_commit: Callable[[], bool] | None = None
+    ) -> None:
         self.fn = fn
+        # Run by the leader once the write is committed, before the commit is flushed (waking
+        # the readers that may run before the flush; true if it woke any); must not raise.
+        self.after_commit = after_commit
         self.result: Any = None
         self.error: BaseException | None = None
         self.done = False  # the outcome is final (committed, or failed)
@@ -55,7 +61,7 @@ class Request:
 class Combiner:
     """The write queue of one environment in one process."""
 
-    def __init__(self, commit: Callable[[list[Request]], Callable[[], None] | None]) -> None:
+    def __init__(self, commit: Callable[[list[Request]], Callable[[bool], None] | None]) -> None:
         self._commit = commit
         self._lock = threading.Lock()
         self._queue: list[Request] = []
@@ -64,10 +70,13 @@ class Combiner:
         self.batches = 0
         self.writes = 0
 
-    def run(self, fn: Callable[[Any], Any]) -> Any:
+    def run(self, fn: Callable[[Any], Any], after_commit: Callable[[], bool] | None = None) -> Any:
         """Run ``fn`` in a write transaction, alone or with the writes of other threads;
-        return its result or raise its exception once its batch has been committed."""
-        req = Request(fn)
+        return its result or raise its exception once its batch has been committed (and made
+        durable).  ``after_commit`` runs once ``fn``'s write is committed and before it is
+        made durable, only if it succeeded; it returns whether it woke readers (the flush then
+        first waits briefly for one of their commits to cover it)."""
+        req = Request(fn, after_commit)
         wake = None
         with self._lock:
             leading = not self._leading
@@ -100,7 +109,7 @@ class Combiner:
         if batch is None:
             with self._lock:
                 batch, self._queue = self._queue, []
-        finish: Callable[[], None] | None = None
+        finish: Callable[[bool], None] | None = None
         try:
             try:
                 finish = self._commit(batch)
@@ -118,9 +127,14 @@ class Combiner:
             self.writes += len(batch)
             self._hand_over()
         # The lead is passed on before this batch's flush: the next batch runs meanwhile.
+        woken = False
+        for r in batch:
+            if r.after_commit is not None and r.done and r.error is None:
+                with suppress(Exception):  # the write is committed; waking is best effort
+                    woken = r.after_commit() or woken
         try:
             if finish is not None:
-                finish()
+                finish(woken)
         except Exception as exc:
             _fail(batch, own, exc, committed=True)
         except BaseException as exc:  # an interrupt during the flush: the others get told

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import lmdb
 
+from rstore.storage import durable
 from rstore.storage.failures import translate
 from rstore.storage.txn import Carry
 
@@ -27,11 +28,12 @@ if TYPE_CHECKING:
 __all__ = ["commit_batch"]
 
 
-def commit_batch(env: Env, batch: list[Request]) -> Callable[[], None] | None:
+def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | None:
     """Run ``batch`` in one write transaction and commit it; set each request's outcome.
     Raises (for the whole batch) when nothing could be committed.  Returns what is left to do
     before the writes may return -- flushing the commit's meta page (``sync=True``) -- for the
-    caller to run after it has let the next batch start."""
+    caller to run after it has let the next batch start, telling it whether readers were woken
+    meanwhile (whose own commit may then make the flush unnecessary)."""
     while True:
         for req in batch:
             req.committing = False
@@ -65,7 +67,8 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[], None] | None:
             flusher = env._flusher
             if flusher is None or not wrote:  # LMDB commits nothing for a transaction that
                 return None  # changed no page: there is nothing to make durable
-            return functools.partial(flusher.make_durable, txnid)
+            flusher.committed(txnid)  # its flush inside LMDB's commit covered earlier ones
+            return functools.partial(_make_durable, flusher, txnid)
         except lmdb.MapFullError:
             action = "grow"
         except lmdb.MapResizedError:
@@ -78,6 +81,13 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[], None] | None:
             env._grow_map()
         else:
             env._adopt_map_size()
+
+
+def _make_durable(flusher: durable.MetaFlusher, txnid: int, readers_woken: bool) -> None:
+    if readers_woken:
+        flusher.make_durable(txnid, durable.READER_GRACE_S)
+    else:
+        flusher.make_durable(txnid)
 
 
 def _run_nested(

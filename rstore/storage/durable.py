@@ -7,7 +7,12 @@ any ``fdatasync`` of ``data.mdb`` that starts after the commit returned, whoever
 
 * the writer flushes the file itself, after the lock is released, so the next writer (of any
   process) already runs while it waits for the disk;
-* a flush by another writer (of any process) that began after this commit covers it too.
+* a flush by another writer (of any process) that began after this commit covers it too --
+  including the flush LMDB makes inside every later ``sync=True`` commit, before that
+  commit's own meta page (:meth:`MetaFlusher.committed`).  A writer that woke blocked
+  XREADGROUP readers before its flush waits briefly for one of their commits to cover it
+  (``READER_GRACE_S``) instead of flushing at once (docs/durability.md, "Wake-ups before the
+  flush").
 
 Which commits are known durable is kept in ``durable.shm`` beside the store (read and written
 with ``pread``/``pwrite``, never mapped): a writer whose commit is already covered by another's
@@ -28,27 +33,35 @@ from __future__ import annotations
 import os
 import struct
 import threading
+import time
 from contextlib import suppress
 
 from rstore.errors import StorageError
 
-__all__ = ["FILE_NAME", "MetaFlusher", "counters"]
+__all__ = ["FILE_NAME", "READER_GRACE_S", "MetaFlusher", "counters"]
 
 FILE_NAME = "durable.shm"
 _MAGIC = b"rsdurab1"
 # magic | device | inode | durable txnid | check (the three numbers xor-folded with a constant)
 _RECORD = struct.Struct("<8sQQQQ")
 _CHECK = 0x5A17_C0DE_D00D_F00D
+#: How long a writer that woke readers before its flush waits for one of their commits to
+#: cover its own (their commit flushes the data file) before it flushes itself.
+READER_GRACE_S = 0.003
+# How often it looks at durable.shm meanwhile.
+_GRACE_POLL_S = 0.0001
 
 
 class _Counters:
-    """How many after-commit flushes this process made and skipped (tests read them)."""
+    """How many after-commit flushes this process made and skipped (tests read them);
+    ``handed``: skipped after waiting for a woken reader's commit to cover them."""
 
-    __slots__ = ("flushes", "skipped")
+    __slots__ = ("flushes", "handed", "skipped")
 
     def __init__(self) -> None:
         self.flushes = 0
         self.skipped = 0
+        self.handed = 0
 
 
 counters = _Counters()
@@ -117,10 +130,32 @@ class MetaFlusher:
             with suppress(OSError):
                 os.pwrite(self._shared, bytes(_RECORD.size), 0)
 
-    def make_durable(self, txnid: int) -> None:
-        """Return once commit ``txnid`` is on disk: at once if another flush covered it."""
+    def known_durable(self) -> int:
+        """The highest transaction id this process, or ``durable.shm``, knows is on disk."""
+        return max(self._known, self._read_shared())
+
+    def committed(self, txnid: int) -> None:
+        """After this process's commit ``txnid`` changed pages: every earlier commit is on disk.
+
+        LMDB's commit (without ``MDB_NOSYNC``) flushes the data file *before* writing its own
+        meta page (``mdb_txn_commit``: ``mdb_page_flush``, ``mdb_env_sync0``, then
+        ``mdb_env_write_meta``), and the meta page of every earlier commit was written before
+        that commit released the writer lock this one then took: that flush put them on disk.
+        Published, it lets a writer whose own flush has not started skip it."""
+        self._publish(txnid - 1)
+
+    def make_durable(self, txnid: int, grace_s: float = 0.0) -> None:
+        """Return once commit ``txnid`` is on disk: at once if another flush covered it.
+
+        With ``grace_s``, first wait up to that long for a later commit to cover it (a reader
+        woken before this flush, whose own commit flushes the file; :meth:`committed`), and
+        flush only if none did."""
         if txnid <= self._known or txnid <= self._read_shared():
             counters.skipped += 1
+            return
+        if grace_s > 0 and self._covered_within(txnid, grace_s):
+            counters.skipped += 1
+            counters.handed += 1
             return
         with self._flush_lock:
             if self._closed and self._close_failure is not None:
@@ -130,6 +165,14 @@ class MetaFlusher:
                 return
             self._flush()
         self._publish(txnid)
+
+    def _covered_within(self, txnid: int, grace_s: float) -> bool:
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            time.sleep(_GRACE_POLL_S)
+            if txnid <= self._known or txnid <= self._read_shared():
+                return True
+        return False
 
     def _flush(self) -> None:
         try:

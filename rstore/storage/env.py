@@ -41,7 +41,15 @@ from rstore.storage.commit import commit_batch
 from rstore.storage.durable import MetaFlusher
 from rstore.storage.failures import translate, translate_os
 from rstore.storage.gate import Gate
-from rstore.storage.notify import Notifier, PollingWaiter, Waiter, slot_hash
+from rstore.storage.notify import (
+    ALL,
+    FLAG_EARLY,
+    KIND_GROUP,
+    Notifier,
+    PollingWaiter,
+    Waiter,
+    slot_hash,
+)
 from rstore.storage.txn import Carry, Txn
 
 __all__ = ["DEFAULT_MAP_SIZE", "Env"]
@@ -216,17 +224,27 @@ class Env:
             if resized:
                 self._adopt_map_size()
 
-    def write(self, fn: Callable[[Txn], T]) -> T:
+    def write(self, fn: Callable[[Txn], T], after_commit: Callable[[], bool] | None = None) -> T:
         """Run ``fn`` in a write transaction and commit; all or nothing.
 
         ``fn`` may run more than once (after the map grows), so it must not have effects outside
         the transaction.  A write that returned is committed; one that raised left nothing.
         Writes of several threads that arrive together share one commit
-        (:mod:`rstore.storage.combine`); ``fn`` may then run on another thread.
+        (:mod:`rstore.storage.combine`); ``fn`` may then run on another thread.  With
+        ``sync=True`` the call returns once the commit is durable; ``after_commit`` (which must
+        not raise) runs as soon as it is committed, before it is made durable, and only if
+        ``fn`` succeeded -- on whichever thread led the commit; it returns whether it woke
+        readers (then the flush first waits briefly for one of their commits to cover it).
         """
         if not self.writable:
             raise self._refuse_write()
-        return self._combiner.run(fn)  # type: ignore[no-any-return]
+        return self._combiner.run(fn, after_commit)  # type: ignore[no-any-return]
+
+    @property
+    def flushes_after_commit(self) -> bool:
+        """Whether a commit here is made durable after LMDB's commit (``sync=True``): readers
+        flagged early may then be woken between the two (:meth:`notify`'s ``phase``)."""
+        return self._flusher is not None
 
     def _take_carry(self, txnid: int) -> Carry | None:
         """What the last write transaction of this process knew, if ``txnid`` follows it."""
@@ -240,7 +258,7 @@ class Env:
             self._carry = carry
         self._check_readers_on_growth()
 
-    def _commit_batch(self, batch: list[Request]) -> Callable[[], None] | None:
+    def _commit_batch(self, batch: list[Request]) -> Callable[[bool], None] | None:
         return commit_batch(self, batch)
 
     def _check_readers_on_growth(self) -> None:
@@ -355,25 +373,30 @@ class Env:
                 PollingWaiter.INTERVAL_S * 1000,
             )  # fmt: skip
 
-    def notify(self, keys: set[bytes] | None) -> None:
-        """Wake readers blocked on ``keys`` (``None``: on every key) after a commit.
+    def notify(self, keys: set[bytes] | None, phase: int = ALL) -> int:
+        """Wake readers blocked on ``keys`` (``None``: on every key) after a commit; ``phase``
+        (:mod:`rstore.storage.notify`) chooses the readers woken before the commit's
+        meta-page flush (``EARLY``) or after it (``LATE``), or all (``ALL``).
 
-        Never raises: the write has committed, so its caller must get its result whatever
-        happens here; a failure is logged once and readers fall back to polling."""
+        Returns how many blocked calls of other processes were woken.  Never raises: the
+        write has committed, so its caller must get its result whatever happens here; a
+        failure is logged once and readers fall back to polling."""
         if keys is not None and not keys:
-            return
+            return 0
         try:
             self._gate.enter()
         except StorageError:
-            return  # closed meanwhile: nobody of this process waits any more
+            return 0  # closed meanwhile: nobody of this process waits any more
         try:
             notifier = self._get_notifier()
             if notifier is not None and notifier.anyone_waiting():
-                notifier.notify(None if keys is None else {slot_hash(k) for k in keys})
+                hashes = None if keys is None else {slot_hash(k) for k in keys}
+                return notifier.notify(hashes, phase)
         except Exception as exc:
             self._notifier_failed(exc)
         finally:
             self._gate.leave()
+        return 0
 
     def waiter(self, kind: int, keys: list[bytes], group: int = 0) -> Waiter | PollingWaiter:
         """Something to block on until ``keys`` may have changed: a registered waiter, or a
@@ -383,8 +406,14 @@ class Env:
             notifier = self._get_notifier()
             waiter: Waiter | PollingWaiter | None = None
             if notifier is not None and notifier.can_register:
+                # An XREADGROUP of a durable handle replies only after its own durable commit,
+                # whose flush covers the writer's commit it read: it may be woken early.
+                early = kind == KIND_GROUP and self._flusher is not None
                 try:
-                    waiter = Waiter(notifier, kind, keys, group, guard=self._gate)
+                    waiter = Waiter(
+                        notifier, kind, keys, group, guard=self._gate,
+                        flags=FLAG_EARLY if early else 0,
+                    )  # fmt: skip
                 except (OSError, StorageError) as exc:  # e.g. the table is full: this call polls
                     if not self._polling_logged:
                         self._polling_logged = True
@@ -419,6 +448,12 @@ class Env:
             raise translate(exc, self.path, writing=True) from exc
         finally:
             self._gate.leave()
+
+    def durability(self) -> tuple[int, int]:
+        """``(last committed transaction id, highest one known to be on disk)`` -- the second
+        is 0 without ``sync=True`` (for tests and diagnostics)."""
+        last = int(self._env.info()["last_txnid"])
+        return last, 0 if self._flusher is None else self._flusher.known_durable()
 
     def lmdb_flags(self) -> dict[str, bool]:
         """LMDB's environment flags (for tests and diagnostics)."""

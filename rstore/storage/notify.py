@@ -6,7 +6,7 @@ store directory has a small shared table, ``notify.shm``, used by every process:
     header (32 bytes): magic "rsnotify" | u32 version | u32 slots in use | u32 high water |
                        u32 pad | u64 next arrival number
     slot (48 bytes):   u16 state | u16 kind | u32 pid | u64 key hash | u64 group hash |
-                       u64 arrival | u64 token | u64 pad
+                       u64 arrival | u64 token | u64 flags (FLAG_EARLY)
 
 A blocked reader binds a Unix datagram socket (named by the store, its pid and a token), then
 takes one slot per key under an exclusive ``flock`` and re-checks its keys.  A writer, after
@@ -16,7 +16,10 @@ each reader waiting on a key it changed.  Because the reader registers *before* 
 the writer looks *after* committing, no wake-up is lost.
 
 Readers of the same consumer group are served oldest first, as in Redis: the writer wakes only
-the oldest of them, and each, after running, wakes the next (:meth:`Waiter.pass_baton`).  A
+the oldest of them, and each, after running, wakes the next (:meth:`Waiter.pass_baton`).
+After a ``sync=True`` commit, readers flagged :data:`FLAG_EARLY` (XREADGROUP of a durable
+handle) are woken before the writer's meta-page flush, the others after it
+(:meth:`Notifier.notify`'s phases; docs/durability.md, "Wake-ups before the flush").  A
 reader that died while blocked is skipped and its slot reclaimed.  Waiting itself is a
 ``select`` on the socket -- no CPU is used while idle.
 
@@ -46,7 +49,17 @@ from typing import Protocol
 from rstore.codec.crc64 import crc64
 from rstore.errors import StorageError
 
-__all__ = ["KIND_GROUP", "KIND_READ", "Notifier", "PollingWaiter", "Waiter", "slot_hash"]
+__all__ = [
+    "EARLY",
+    "FLAG_EARLY",
+    "KIND_GROUP",
+    "KIND_READ",
+    "LATE",
+    "Notifier",
+    "PollingWaiter",
+    "Waiter",
+    "slot_hash",
+]
 
 FILE_NAME = "notify.shm"
 _MAGIC = b"rsnotify"
@@ -61,6 +74,14 @@ _U32 = struct.Struct("<I")
 
 KIND_READ = 1
 KIND_GROUP = 2
+#: Slot flag: this reader may be woken as soon as a durable writer's commit is visible, before
+#: the writer's meta-page flush (an XREADGROUP of a ``sync=True`` handle: its reply follows a
+#: durable commit of its own, whose flush covers the writer's commit too; docs/durability.md).
+FLAG_EARLY = 1
+#: Which waiters a call of :meth:`Notifier.notify` wakes: those flagged early, the others, all.
+EARLY = 1
+LATE = 2
+ALL = EARLY | LATE
 _FREE = 0
 _WAITING = 1
 
@@ -178,7 +199,7 @@ class Notifier:
         return data
 
     def register(
-        self, kind: int, keys: Iterable[int], group: int, token: int
+        self, kind: int, keys: Iterable[int], group: int, token: int, flags: int = 0
     ) -> tuple[int, list[int]]:
         """Take one slot per key hash; returns ``(arrival number, slot indexes)``."""
         pid = os.getpid()
@@ -202,7 +223,7 @@ class Notifier:
                     "per store at most); too many blocked readers"
                 )
             for i, kh in zip(taken, keys):
-                slot = _SLOT.pack(_WAITING, kind, pid, kh, group, arrival, token, 0)
+                slot = _SLOT.pack(_WAITING, kind, pid, kh, group, arrival, token, flags)
                 os.pwrite(self._fd, slot, self._slot_offset(i))
             high = max(high, taken[-1] + 1) if taken else high
             header = _HEADER.pack(magic, version, in_use + len(taken), high, 0, arrival + 1)
@@ -232,15 +253,18 @@ class Notifier:
             if in_use <= 0:
                 os.pwrite(self._fd, _U32.pack(0), _HIGH)
 
-    def _waiting(self) -> list[tuple[int, int, int, int, int, int, int]]:
-        """``(arrival, slot, kind, pid, key hash, group hash, token)`` of every waiting slot."""
+    def _waiting(self) -> list[tuple[int, int, int, int, int, int, int, int]]:
+        """``(arrival, slot, kind, pid, key hash, group hash, token, flags)`` of every waiting
+        slot, oldest first."""
         high = self._header()[3]
         table = self._slots(high)
         out = []
         for i in range(high):
-            state, kind, pid, kh, gh, arrival, token, _ = _SLOT.unpack_from(table, i * _SLOT.size)
+            state, kind, pid, kh, gh, arrival, token, flags = _SLOT.unpack_from(
+                table, i * _SLOT.size
+            )
             if state == _WAITING:
-                out.append((arrival, i, kind, pid, kh, gh, token))
+                out.append((arrival, i, kind, pid, kh, gh, token, flags))
         out.sort()
         return out
 
@@ -250,28 +274,43 @@ class Notifier:
         """Whether any reader of this store is blocked (one word read from the table)."""
         return bool(_U32.unpack(os.pread(self._fd, 4, _IN_USE) or b"\0\0\0\0")[0])
 
-    def notify(self, key_hashes: set[int] | None) -> None:
-        """Wake readers waiting on any of ``key_hashes`` (``None``: on any key)."""
+    def notify(self, key_hashes: set[int] | None, phase: int = ALL) -> int:
+        """Wake readers waiting on any of ``key_hashes`` (``None``: on any key).
+
+        ``phase`` says which: :data:`EARLY` only readers flagged :data:`FLAG_EARLY` (called
+        right after a durable commit, before its meta-page flush), :data:`LATE` only the
+        others (after the flush), :data:`ALL` every one.  Of each group only the oldest
+        reader is woken, and only in the phase its flag belongs to: a phase whose oldest
+        reader of a group belongs to the other phase leaves that group alone.  Returns how
+        many blocked calls *of other processes* were sent a wake-up (a writer may wait for
+        their commits; one of its own process may only run once the writer returned)."""
         if not self.anyone_waiting():
-            return
-        woken_groups: set[tuple[int, int]] = set()
+            return 0
+        seen_groups: set[tuple[int, int]] = set()
         woken: set[tuple[int, int]] = set()
-        for _, slot, kind, pid, kh, gh, token in self._waiting():
+        sent = 0
+        me = os.getpid()
+        for _, slot, kind, pid, kh, gh, token, flags in self._waiting():
             if key_hashes is not None and kh not in key_hashes:
                 continue
+            wanted = phase & (EARLY if flags & FLAG_EARLY else LATE)
             if kind == KIND_GROUP:
-                if (kh, gh) in woken_groups:
+                if (kh, gh) in seen_groups:
                     continue  # only the oldest reader of a group; it passes the baton on
-                if self._send(pid, token, slot):
-                    woken_groups.add((kh, gh))
-            elif (pid, token) not in woken:
-                self._send(pid, token, slot)
+                if not wanted:
+                    seen_groups.add((kh, gh))
+                elif self._send(pid, token, slot):
+                    seen_groups.add((kh, gh))
+                    sent += pid != me
+            elif wanted and (pid, token) not in woken:
+                sent += self._send(pid, token, slot) and pid != me
                 woken.add((pid, token))
+        return sent
 
     def wake_next(self, key_hashes: set[int], group: int, after_arrival: int) -> None:
         """Pass the baton: wake the oldest group reader that arrived after ``after_arrival``."""
         done: set[int] = set()
-        for arrival, slot, kind, pid, kh, gh, token in self._waiting():
+        for arrival, slot, kind, pid, kh, gh, token, _ in self._waiting():
             if kind != KIND_GROUP or gh != group or kh not in key_hashes or kh in done:
                 continue
             if arrival > after_arrival and self._send(pid, token, slot):
@@ -318,6 +357,7 @@ class Waiter:
         keys: list[bytes],
         group: int = 0,
         guard: _Guard | None = None,
+        flags: int = 0,
     ) -> None:
         self._notifier = notifier
         self._guard = guard
@@ -330,7 +370,9 @@ class Waiter:
             self._kind = kind
             self._group = group
             self._hashes = {slot_hash(k) for k in keys}
-            self.arrival, self._slots = notifier.register(kind, self._hashes, group, self._token)
+            self.arrival, self._slots = notifier.register(
+                kind, self._hashes, group, self._token, flags
+            )
             self._registered = True
         except BaseException:
             self._sock.close()

@@ -6,6 +6,7 @@ import os
 import signal
 import threading
 from multiprocessing.connection import Connection
+from typing import Any
 
 import rstore
 from rstore.storage import durable
@@ -67,3 +68,80 @@ def threads_until_killed(path: str, conn: Connection, threads: int, pipeline: in
     for t in range(threads):
         threading.Thread(target=writer, args=(t,), daemon=True).start()
     threading.Event().wait()
+
+
+# =========================================================================== early wake-ups
+
+GROUP = "g"
+
+
+def _durability(store: rstore.Store) -> tuple[int, int]:
+    """``(last committed txnid, highest txnid known on disk)`` of the store, seen from here."""
+    return store._live_env().durability()
+
+
+def durable_group_reader(path: str, results: Reports, die_once_woken: bool, ack: bool) -> None:
+    """A ``sync=True`` reader blocked in XREADGROUP (group ``g``, consumer ``c1``, COUNT 1),
+    with the safety re-check out of reach, so only a wake-up serves it.  Reports ``(reply,
+    durability when it returned, durability when its XACK returned)`` (``_durability``).
+
+    With ``die_once_woken``, the first flush after a wake-up -- the after-commit flush of the
+    reader's own delivery commit -- SIGKILLs the process: killed between its commit and its
+    reply."""
+    from rstore.commands import executor
+    from rstore.storage import notify
+
+    executor.SAFETY_RECHECK_S = 60.0
+
+    def body() -> tuple[Any, tuple[int, int], tuple[int, int] | None]:
+        store = rstore.Store(path, sync=True)
+        if die_once_woken:
+            woken: list[bool] = []
+            real_wait = notify.Waiter.wait
+
+            def wait(self: notify.Waiter, timeout_s: float) -> bool:
+                got = real_wait(self, timeout_s)
+                woken.append(got)
+                return got
+
+            def die(fd: int) -> None:
+                if any(woken):
+                    os.kill(os.getpid(), signal.SIGKILL)
+                real_fdatasync(fd)
+
+            real_fdatasync = os.fdatasync
+            notify.Waiter.wait = wait  # type: ignore[method-assign]
+            os.fdatasync = die  # this child only
+        reply = store.xreadgroup(GROUP, "c1", {KEY: ">"}, count=1, block=60_000)
+        when_read = _durability(store)
+        when_acked = None
+        if ack:
+            [[_, [(entry_id, _)]]] = reply
+            assert store.xack(KEY, GROUP, entry_id) == 1
+            when_acked = _durability(store)
+        return _decoded(reply), when_read, when_acked
+
+    report(results, "reader", body)
+
+
+def _decoded(reply: Any) -> Any:
+    if isinstance(reply, bytes):
+        return reply.decode()
+    if isinstance(reply, list | tuple):
+        return [_decoded(v) for v in reply]
+    if isinstance(reply, dict):
+        return {_decoded(k): _decoded(v) for k, v in reply.items()}
+    return reply
+
+
+def xadd_killed_at_its_flush(path: str, conn: Connection) -> None:
+    """A ``sync=True`` XADD killed (SIGKILL) where its commit is made durable: it committed
+    and woke the readers that may be woken before that, then died (never returned)."""
+    store = rstore.Store(path, sync=True)
+
+    def die(self: durable.MetaFlusher, txnid: int, grace_s: float = 0.0) -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    durable.MetaFlusher.make_durable = die  # type: ignore[method-assign]  # this child only
+    store.xadd(KEY, {"from": "killed writer"})
+    conn.send_bytes(b"not reached")

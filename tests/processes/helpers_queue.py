@@ -230,7 +230,7 @@ def xadd_without_wakeup(path: str, key: str, results: Reports) -> None:
     def body() -> tuple[float, str]:
         from rstore.storage.env import Env
 
-        Env.notify = lambda self, keys: None  # type: ignore[method-assign]
+        Env.notify = lambda self, keys, phase=0: 0  # type: ignore[method-assign]
         store = rstore.Store(path)
         new_id = store.xadd(key, {"lost": "wake-up"})
         return time.monotonic(), new_id.decode()

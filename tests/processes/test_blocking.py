@@ -483,7 +483,7 @@ def test_a_dead_readers_slot_is_freed_once(
     writers = [Notifier(path), Notifier(path)]
     scans = [w._waiting() for w in writers]  # both scan before either frees anything
     for writer, scan in zip(writers, scans):
-        for _, slot, _, pid, _, _, token in scan:
+        for _, slot, _, pid, _, _, token, _ in scan:
             if pid == dead.pid:
                 writer._send(pid, token, slot)
     for writer in writers:
