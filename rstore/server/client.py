@@ -17,14 +17,16 @@ __all__ = ["Client", "Parked"]
 
 
 class Parked:
-    """A client's blocking read waiting to be served: the call, its watch, its timer."""
+    """A client's blocking read waiting to be served: the call, its watch, its timers (its
+    BLOCK time; looking again when the watch has no descriptor)."""
 
-    __slots__ = ("call", "timer", "watch", "woken")
+    __slots__ = ("call", "poll", "timer", "watch", "woken")
 
     def __init__(self, call: BlockedCall, watch: BlockWatch) -> None:
         self.call = call
         self.watch = watch
         self.timer: asyncio.TimerHandle | None = None
+        self.poll: asyncio.TimerHandle | None = None
         self.woken = False
 
 

@@ -15,9 +15,10 @@ read runs again waits for that run's outcome.  Commands of the connection itself
 CLIENT, MULTI, ...: :mod:`.admin`) run in the loop between batches, in their place.
 
 **Blocking reads.**  XREAD / XREADGROUP with BLOCK that find nothing are parked (that client
-runs nothing else meanwhile, as in Valkey), with a watch whose descriptor the loop listens
-to: a write by any client of this server, or by any process using the store directory, wakes
-it, and it runs again in the next batch -- until served, timed out (nil) or unblocked.
+runs nothing else meanwhile, as in Valkey; :mod:`.parked`), with a watch whose descriptor the
+loop listens to: a write by any client of this server, or by any process using the store
+directory, wakes it, and it runs again in the next batch -- until served, timed out (nil) or
+unblocked.
 """
 
 from __future__ import annotations
@@ -31,12 +32,13 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from rstore import NIL_ARRAY, BlockedCall, ResponseError, Store, command_table
+from rstore import BlockedCall, ResponseError, Store, command_table
 
 from . import admin, messages
-from .client import Client, Parked
+from .client import Client
 from .config import ServerConfig
 from .counters import CommandCounters
+from .parked import RECHECK_S, ParkedReads
 from .protocol import ProtocolError
 from .resp import encode, error_line
 from .shapes import resp3
@@ -48,9 +50,6 @@ from .worker import BatchWorker, execute
 __all__ = ["Server"]
 
 log = logging.getLogger("rstore.server")
-
-#: a parked read re-checks at least this often, even without a wake-up
-RECHECK_S = 1.0
 
 #: a batch of one client's runs in the loop when no other client sent anything for this long
 SOLO_S = 0.01
@@ -87,7 +86,7 @@ class _Connection(asyncio.Protocol):
             self.server.resume(self.client)
 
 
-class Server:
+class Server(ParkedReads):
     """``rstore serve``: a RESP server over one store (see the module docstring)."""
 
     def __init__(self, store: Store, config: ServerConfig) -> None:
@@ -392,75 +391,6 @@ class Server:
         elif client.queue and client.parked is None and not client.closed:
             self._ready[client.id] = client
             self._schedule()
-
-    # -- parked reads --------------------------------------------------------------------------
-
-    def _park(self, client: Client, call: BlockedCall) -> None:
-        watch = self.store_of(client.db).watch(call)
-        parked = client.parked = Parked(call, watch)
-        assert self.loop is not None
-        fd = watch.fileno()
-        if fd is not None:
-            self.loop.add_reader(fd, self._woken, client)
-        if call.deadline is not None:
-            parked.timer = self.loop.call_at(call.deadline, self._timed_out, client)
-
-    def _woken(self, client: Client) -> None:
-        parked = client.parked
-        if parked is None:
-            return
-        parked.watch.drain()
-        self.wake(client)
-
-    def wake(self, client: Client) -> None:
-        """Run a parked read again in the next batch."""
-        if client.parked is not None:
-            client.parked.woken = True
-            self._ready[client.id] = client
-            self._schedule()
-
-    def _timed_out(self, client: Client) -> None:
-        if client.parked is not None:
-            self.unblock(client, NIL_ARRAY)
-
-    def unblock(self, client: Client, reply: Any) -> None:
-        """End a parked read with ``reply`` (a timeout's nil, CLIENT UNBLOCK's)."""
-        parked = client.parked
-        if parked is None:
-            return
-        if client.in_flight:  # its read runs again right now: see what that gives first
-            client.unblock_reply = (reply,)
-            return
-        self._unpark(client)
-        self.counters.count(parked.call.argv, reply, 0.0)
-        self._write_reply(client, parked.call.argv, reply)
-        self._send(client)
-
-    def _unpark(self, client: Client) -> None:
-        parked, client.parked = client.parked, None
-        if parked is None:
-            return
-        if parked.timer is not None:
-            parked.timer.cancel()
-        fd = parked.watch.fileno()
-        if fd is not None and self.loop is not None:
-            self.loop.remove_reader(fd)
-        with contextlib.suppress(Exception):
-            parked.watch.close()
-
-    def _recheck(self) -> None:
-        """Every parked read looks again now and then (a waking process may have died)."""
-        for client in list(self.clients.values()):
-            if client.parked is not None:
-                self.wake(client)
-        timeout = self.config.timeout
-        if timeout:
-            idle = time.monotonic() - timeout
-            for client in list(self.clients.values()):
-                if client.parked is None and client.last_active < idle and not client.queue:
-                    self.close_client(client)
-        assert self.loop is not None
-        self.loop.call_later(RECHECK_S, self._recheck)
 
     # -- running -------------------------------------------------------------------------------
 

@@ -156,3 +156,28 @@ def test_each_client_gets_its_replies_in_order_under_load(tmp_path: Path) -> Non
         for thread in threads:
             thread.join()
         assert not errors, errors[0]
+
+
+def test_a_parked_read_without_a_wakeup_descriptor_polls(tmp_path: Path, monkeypatch) -> None:
+    """When the store cannot give a parked read a wake-up descriptor (its waiter table full,
+    descriptors short), the read looks again every few tens of ms: an XADD by another client
+    reaches it well before the once-a-second recheck."""
+    from rstore.storage import notify
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(notify.Waiter, "__init__", refuse)
+    with rstore.Store(tmp_path / "s") as store, ServedStore(store) as served:
+        reader, writer = redis.Redis(port=served.port), redis.Redis(port=served.port)
+        writer.xadd("k", {"f": "v"}, id="1-1")
+        got: list[object] = []
+        thread = threading.Thread(target=lambda: got.append(reader.xread({"k": "$"}, block=10_000)))
+        thread.start()
+        time.sleep(0.3)  # parked by now
+        started = time.monotonic()
+        writer.xadd("k", {"f": "w"}, id="2-1")
+        thread.join(10)
+        waited = time.monotonic() - started
+        assert got == [[[b"k", [(b"2-1", {b"f": b"w"})]]]]
+        assert waited < 0.5, f"the parked read took {waited:.2f} s to see the write"
