@@ -72,6 +72,12 @@ def handler_for(server: Server, client: Client, argv: list[bytes]) -> Handler | 
             return lambda: denied
     if client.multi is not None and name not in _IN_MULTI:
         return lambda: _queue(server, client, argv)
+    return _server_handler(server, client, argv)
+
+
+def _server_handler(server: Server, client: Client, argv: list[bytes]) -> Handler | None:
+    """The server's own command, as a function, or ``None`` for a store command."""
+    name = argv[0].lower()
     command = _COMMANDS.get(name)
     if command is None:
         if name == b"config" and len(argv) == 2 and argv[1].lower() == b"resetstat":
@@ -91,7 +97,7 @@ def _queue(server: Server, client: Client, argv: list[bytes]) -> Any:
     if name in _NO_MULTI:
         client.multi_failed = True
         return _err(m.MULTI_NESTED)
-    if name not in _COMMANDS:
+    if _server_handler(server, client, argv) is None:
         try:
             server.store_of(client.db).is_write_command(
                 *argv
@@ -153,13 +159,13 @@ def _exec(server: Server, client: Client, argv: list[bytes]) -> Any:
     client.in_exec = True
     try:
         for a in queued:
-            command = _COMMANDS.get(a[0].lower())
-            if command is None:
+            handler = _server_handler(server, client, a)
+            if handler is None:
                 part.append(a)
                 continue
             if part:  # the stream commands before it run first (SELECT, FLUSHDB may follow)
                 run_part()
-            replies.append(command(server, client, a))
+            replies.append(handler())
         if part:
             run_part()
     except ResponseError as exc:

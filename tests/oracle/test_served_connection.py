@@ -78,6 +78,13 @@ SCRIPTS = {
         ("BGSAVE",),
         ("EXEC",),
     ),
+    "server config inside multi": _script(
+        ("MULTI",),
+        ("CONFIG", "GET", "maxclients"),
+        ("CONFIG", "RESETSTAT"),
+        ("XADD", "s", "1-1", "f", "v"),
+        ("EXEC",),
+    ),
     "hello errors": _script(("HELLO", "4"), ("HELLO", "x"), ("HELLO", "2", "BOGUS")),
     "select": _script(("SELECT", "0"), ("SELECT", "x"), ("SELECT",)),
     "client names": _script(
