@@ -270,9 +270,9 @@ def print_memory(rows: list[list[dict[str, Any]]]) -> None:
             cells = [f"{_median(same, side, key) / 1024:.1f} MiB"
                      for key in ("rss_before_kib", "rss_kib", "rss_after_kib")]  # fmt: skip
             per = _median(same, side, "per_client_kib")
-            # rstore's INFO used_memory is its peak RSS (ru_maxrss), not what it holds now
+            # rstore's INFO used_memory is its current RSS (Python has no allocator total)
             used = _median(same, side, "used_memory_per_client") / 1024
-            used_cell = f"{used:.1f} KiB" if side == "valkey" else "n/a"
+            used_cell = f"{used:.1f} KiB"
             print(f"| {clients} {first['workload']} | {side} | {cells[0]} | {cells[1]} "
                   f"| {per:.1f} KiB | {cells[2]} | {used_cell} |")  # fmt: skip
 

@@ -13,7 +13,6 @@ import logging
 import os
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -373,8 +372,7 @@ def _function(server: Server, client: Client, argv: list[bytes]) -> Any:
     return _err(m.UNKNOWN_SUBCOMMAND.format(sub=argv[1].decode(errors="replace"), cmd="FUNCTION"))
 
 
-#: the background save of each server while it runs (SAVE and BGSAVE refuse to start then)
-_bgsaves: weakref.WeakKeyDictionary[Server, threading.Thread] = weakref.WeakKeyDictionary()
+#: held while a save checks for, or starts, a background save
 _bgsaves_lock = threading.Lock()
 
 
@@ -389,14 +387,13 @@ def _save(server: Server, client: Client, argv: list[bytes]) -> Any:
         return _err(m.SYNTAX)
     path = os.path.join(server.config.dir, server.config.dbfilename)
     with _bgsaves_lock:
-        running = _bgsaves.get(server)
-        if running is not None and running.is_alive():
+        if server.bgsave_running():
             return _err(m.BGSAVE_IN_PROGRESS)
         if background:
             thread = threading.Thread(
                 target=_save_now, args=(server, path, True), name="rstore-bgsave", daemon=True
             )
-            _bgsaves[server] = thread
+            server.bgsave = thread
             thread.start()
             # inside EXEC Valkey schedules it for after the transaction, and says so
             return "Background saving scheduled" if client.in_exec else "Background saving started"
@@ -404,12 +401,16 @@ def _save(server: Server, client: Client, argv: list[bytes]) -> Any:
 
 
 def _save_now(server: Server, path: str, background: bool) -> bool:
-    """Save; whether it worked (a failure is logged, as Valkey logs it)."""
+    """Save; whether it worked (a failure is logged, as Valkey logs it; INFO's
+    ``rdb_last_bgsave_status`` follows background saves, and a SAVE that worked)."""
     try:
         server.store.save(path)
     except Exception as exc:  # the file could not be written: the store is untouched
         _log.warning("%s failed: %s", "Background saving" if background else "SAVE", exc)
+        if background:
+            server.last_bgsave_ok = False
         return False
+    server.last_bgsave_ok = True
     server.last_save = int(time.time())
     _log.info("%s", "Background saving terminated with success" if background else "DB saved")
     return True

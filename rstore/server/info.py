@@ -117,9 +117,9 @@ def _persistence(server: Server) -> list[str]:
     return [
         "loading:0",
         "async_loading:0",
-        "rdb_bgsave_in_progress:0",
+        f"rdb_bgsave_in_progress:{int(server.bgsave_running())}",
         f"rdb_last_save_time:{server.last_save}",
-        "rdb_last_bgsave_status:ok",
+        f"rdb_last_bgsave_status:{'ok' if server.last_bgsave_ok else 'err'}",
         f"aof_enabled:{int(server.config.sync != 'no')}",
         f"rstore_sync:{server.config.sync}",
         f"rstore_durable_acks:{int(always)}",

@@ -28,6 +28,7 @@ import contextlib
 import itertools
 import logging
 import signal
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, cast
@@ -102,6 +103,8 @@ class Server(ParkedReads):
         self.loop: asyncio.AbstractEventLoop | None = None
         self.started = time.time()
         self.last_save = int(time.time())
+        self.last_bgsave_ok = True  # INFO rdb_last_bgsave_status
+        self.bgsave: threading.Thread | None = None  # the last BGSAVE's thread
         self.stats = {"connections": 0, "rejected": 0, "batches": 0}
         self.commands_per_batch_max = 0
         self.counters = CommandCounters()
@@ -113,6 +116,10 @@ class Server(ParkedReads):
         self._running = False  # a batch runs in the worker thread
         # who sent the latest request and when, and when another client last did (_solo)
         self._last_sender, self._last_sent, self._other_sent = 0, 0.0, 0.0
+
+    def bgsave_running(self) -> bool:
+        """Whether a background save runs (SAVE and BGSAVE refuse to start meanwhile)."""
+        return self.bgsave is not None and self.bgsave.is_alive()
 
     def store_of(self, db: int) -> Store:
         """The store of database ``db``: :meth:`rstore.Store.database` of the served store

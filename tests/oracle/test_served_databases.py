@@ -209,9 +209,18 @@ def _failing_save_replies(client: RespClient, directory: Path) -> list[Any]:
         replies.append(client.execute("BGSAVE"))
         time.sleep(0.5)
         replies += [client.execute("LASTSAVE") == last, client.execute("SAVE")]
+        replies.append(_persistence(client))  # the failed background save shows
     finally:
         directory.mkdir()
     return replies
+
+
+def _persistence(client: RespClient) -> tuple[str, str]:
+    """INFO persistence's ``rdb_bgsave_in_progress`` and ``rdb_last_bgsave_status``."""
+    text = client.execute("INFO", "persistence")
+    text = text.decode() if isinstance(text, bytes) else str(text)
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    return fields["rdb_bgsave_in_progress"], fields["rdb_last_bgsave_status"]
 
 
 def _lastsave_moves(client: RespClient, before: int) -> bool:
@@ -244,8 +253,10 @@ def _while_saving(client: RespClient, release: Callable[[], None]) -> list[Any]:
     replies = [client.execute("BGSAVE")]
     replies += [client.execute("BGSAVE"), client.execute("SAVE")]
     replies.append(client.execute("BGSAVE", "SCHEDULE"))
+    replies.append(_persistence(client))  # in progress
     release()
     replies.append(_lastsave_moves(client, before))
+    replies.append(_persistence(client))  # done, and it worked
     return replies
 
 
