@@ -75,7 +75,7 @@ def _load(
     now_ms: int,
     progress: Progress | None,
 ) -> None:
-    reader = RDBReader(f)
+    reader = RDBReader(f, runs=True)  # records in runs, for the importer
     events = reader.events()
     current_db = 0
     for event in events:
