@@ -244,14 +244,15 @@ def _group_pel(src: Source, count: int, runs: bool = False) -> Iterator[PendingE
                     src.advance(end)
                     yield PendingRun(staged)
                     continue
-            records, _ = c_read_pel(buf, pos, left, True, previous is not None, ms, seq)
-            if records:
-                left -= len(records)
-                for ms, seq, when, deliveries, end in records:
-                    previous = (ms, seq)
-                    src.advance(end)
-                    yield PendingEntry(previous, when, deliveries)
-                continue
+            else:
+                records, _ = c_read_pel(buf, pos, left, True, previous is not None, ms, seq)
+                if records:
+                    left -= len(records)
+                    for ms, seq, when, deliveries, end in records:
+                        previous = (ms, seq)
+                        src.advance(end)
+                        yield PendingEntry(previous, when, deliveries)
+                    continue
         at = src.offset
         entry_id = src.raw_id()
         if previous is not None and entry_id <= previous:
@@ -295,14 +296,15 @@ def _consumer_pel(
                     src.advance(end)
                     yield ConsumerPendingRun(ids)
                     continue
-            records, _ = c_read_pel(buf, pos, left, False, previous is not None, ms, seq)
-            if records:
-                left -= len(records)
-                for ms, seq, end in records:
-                    previous = (ms, seq)
-                    src.advance(end)
-                    yield ConsumerPending(previous)
-                continue
+            else:
+                records, _ = c_read_pel(buf, pos, left, False, previous is not None, ms, seq)
+                if records:
+                    left -= len(records)
+                    for ms, seq, end in records:
+                        previous = (ms, seq)
+                        src.advance(end)
+                        yield ConsumerPending(previous)
+                    continue
         at = src.offset
         entry_id = src.raw_id()
         if previous is not None and entry_id <= previous:

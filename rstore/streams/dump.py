@@ -302,6 +302,8 @@ def import_stream(txn: Txn, name: bytes, records: Iterable[object]) -> StreamRef
     except BaseException:
         if imp.staging:
             group_records.staged_left(txn, imp.staging)
+        if imp.group is not None:  # not yet among the stream's groups: its records go here
+            group_records.group_delete(txn, imp.stream.handle, imp.group)
         discard_stream(txn, imp.stream.handle)
         raise
     return imp.stream

@@ -229,3 +229,39 @@ def test_pel_and_owners_that_disagree_are_refused_whatever_the_limit(
             store.restore_file(str(path))
         assert store.execute("KEYS", "*") == [b"other"]
         assert store.check() == []
+
+
+def test_a_refused_restore_in_a_pipeline_leaves_no_record(tmp_path: Path) -> None:
+    """A pipeline commits past a RESTORE refused half-way through a group (a consumer names an
+    entry another consumer owns): the consumers and NACKs already written for that group go
+    too (they once stayed behind, out of reach of every command and of ``check()``)."""
+    from rstore.storage import layout
+
+    def records(store: rstore.Store) -> tuple[int, ...]:
+        """How many group PEL, consumer and consumer-index records the store holds."""
+        env = store._env
+        assert env is not None
+        dbs = (layout.DB_PEL, layout.DB_CONSUMERS, layout.DB_CONSUMER_PEL)
+        return env.read(lambda txn: tuple(txn.count(db) for db in dbs))
+
+    with rstore.Store(tmp_path / "s") as store:
+        for i in range(1, 10):
+            store.xadd("src", {"f": str(i)}, id=f"1-{i}")
+        store.xgroup_create("src", "g", "0")
+        store.xreadgroup("g", "a", {"src": ">"}, count=3)
+        store.xreadgroup("g", "b", {"src": ">"}, count=3)
+        payload = store.dump("src")
+        assert payload is not None
+        body = payload[:-10]
+        at = body.rfind(_raw((1, 4)))  # b's first ID -> 1-3, which a owns
+        bad = body[:at] + _raw((1, 3)) + body[at + 16 :] + payload[-10:-8]
+        bad += struct.pack("<Q", crc64(bad))
+        before = records(store)
+        pipe = store.pipeline()
+        pipe.restore("dst", 0, bad)
+        pipe.xadd("other", {"x": "y"})
+        replies = pipe.execute(raise_on_error=False)
+        assert isinstance(replies[0], rstore.ResponseError)
+        assert str(replies[0]) == "Bad data format"
+        assert records(store) == before == (6, 2, 6)
+        assert sorted(store.execute("KEYS", "*")) == [b"other", b"src"]
