@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "ID",
@@ -16,14 +17,17 @@ __all__ = [
     "AppendReport",
     "ConsumerInfo",
     "ConsumerPending",
+    "ConsumerPendingRun",
     "ConsumerSnapshot",
     "ConsumerState",
     "Entry",
     "GroupInfo",
     "GroupSnapshot",
     "GroupState",
+    "NodeRun",
     "NodeSpan",
     "PendingEntry",
+    "PendingRun",
     "StreamInfo",
     "StreamNode",
     "StreamSnapshot",
@@ -123,6 +127,34 @@ class ConsumerPending:
     """One entry ID in a consumer's own PEL."""
 
     id: ID
+
+
+# Runs: consecutive records of one kind, read together (a restore reads a file so, with
+# ``RDBReader(runs=True)``, and its importer takes each run in one step instead of a record at a
+# time).  IDs in ``PendingRun`` and ``ConsumerPendingRun`` are raw: 16 bytes, big-endian ms then
+# seq, as RDB files store them (their byte order is their ID order).  Named tuples: cheap to
+# define.
+
+
+class NodeRun(NamedTuple):
+    """Consecutive nodes of a stream, each already checked in depth by the reader, with what
+    the check found: ``(master_id, listpack, live entries, first live entry's ID or None, last
+    entry's ID -- tombstone or not)`` per node, master IDs ascending."""
+
+    nodes: list[tuple[ID, bytes, int, ID | None, ID]]
+
+
+class PendingRun(NamedTuple):
+    """Consecutive entries of a group's PEL: raw ID -> ``(delivery_time_ms, delivery_count)``,
+    in ascending ID order (owners come later, from the consumers' lists)."""
+
+    entries: dict[bytes, tuple[int, int]]
+
+
+class ConsumerPendingRun(NamedTuple):
+    """Consecutive raw IDs of a consumer's own PEL, ascending."""
+
+    ids: list[bytes]
 
 
 # A whole stream, lazily: the iterables are walked once, in this order, while the source

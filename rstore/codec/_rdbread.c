@@ -7,6 +7,10 @@
  *   read_pel(...)     the PEL loops of rstore.rdb.values.read_stream: a group's PEL entries or
  *                     a consumer's PEL IDs.
  *
+ * Both also have a "run" form for the importer of a restore (rstore.model.NodeRun, PendingRun,
+ * ConsumerPendingRun): the records of the buffer in the shape it consumes them, without the
+ * offset after each one (the reader moves past the whole run at once).
+ *
  * Like the other accelerators they never raise on bad data: each stops before the first record
  * it does not find plainly valid (or that runs past the buffer), and the Python reader takes
  * that record, reporting damage precisely.  Every read is bounds-checked.
@@ -127,13 +131,13 @@ static PyObject *read_nodes(PyObject *self, PyObject *args)
 {
     Py_buffer buf;
     Py_ssize_t pos, limit, got = 0;
-    int have_prev;
+    int have_prev, run = 0;
     unsigned long long prev_ms, prev_seq;
     PyObject *list, *result = NULL;
 
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*nnpKK:read_nodes", &buf, &pos, &limit, &have_prev, &prev_ms,
-                          &prev_seq))
+    if (!PyArg_ParseTuple(args, "y*nnpKK|p:read_nodes", &buf, &pos, &limit, &have_prev, &prev_ms,
+                          &prev_seq, &run))
         return NULL;
     list = PyList_New(0);
     if (list == NULL) goto fail;
@@ -160,7 +164,13 @@ static PyObject *read_nodes(PyObject *self, PyObject *args)
             Py_DECREF(lp);
             break;
         }
-        if (f.have_first)
+        if (run && f.have_first)
+            rec = Py_BuildValue("((KK)NL(KK)(KK))", ms, seq, lp, (long long)f.count, f.first_ms,
+                                f.first_seq, f.last_ms, f.last_seq);
+        else if (run)
+            rec = Py_BuildValue("((KK)NLO(KK))", ms, seq, lp, (long long)f.count, Py_None,
+                                f.last_ms, f.last_seq);
+        else if (f.have_first)
             rec = Py_BuildValue("(KKNLKKKKn)", ms, seq, lp, (long long)f.count, f.first_ms,
                                 f.first_seq, f.last_ms, f.last_seq, q);
         else
@@ -186,20 +196,34 @@ fail:
 
 /* read_pel: PEL records out of a buffer, strictly ascending -- with_times: a group's (raw ID,
  * delivery time, delivery count), else a consumer's raw IDs -- each as a tuple ending with the
- * offset after it; stops before a record that is incomplete, out of order or not plain. */
+ * offset after it; stops before a record that is incomplete, out of order or not plain.
+ * Run form (`into` given): with times, into[raw ID] = (delivery time, delivery count) in the
+ * dict `into`; else the raw IDs appended to the list `into` (a raw ID: its 16 bytes as stored,
+ * big-endian ms then seq). */
 static PyObject *read_pel(PyObject *self, PyObject *args)
 {
     Py_buffer buf;
     Py_ssize_t pos, limit, got = 0;
     int with_times, have_prev;
     unsigned long long prev_ms, prev_seq;
-    PyObject *list, *result = NULL;
+    PyObject *list, *into = NULL, *result = NULL;
 
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*nnppKK:read_pel", &buf, &pos, &limit, &with_times,
-                          &have_prev, &prev_ms, &prev_seq))
+    if (!PyArg_ParseTuple(args, "y*nnppKK|O:read_pel", &buf, &pos, &limit, &with_times,
+                          &have_prev, &prev_ms, &prev_seq, &into))
         return NULL;
-    list = PyList_New(0);
+    if (into == Py_None) into = NULL;
+    if (into != NULL && !(with_times ? PyDict_CheckExact(into) : PyList_CheckExact(into))) {
+        PyErr_SetString(PyExc_TypeError, "read_pel: into must be a dict (with times) or a list");
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    if (into != NULL) {
+        Py_INCREF(into);
+        list = into;
+    } else {
+        list = PyList_New(0);
+    }
     if (list == NULL) goto fail;
     while (got < limit && pos >= 0 && pos + 16 <= buf.len) {
         const unsigned char *b = buf.buf;
@@ -217,15 +241,27 @@ static PyObject *read_pel(PyObject *self, PyObject *args)
             when = (int64_t)u;
             q += 8;
             if (!get_length(b, buf.len, &q, &count)) break;
-            rec = Py_BuildValue("(KKLKn)", ms, seq, (long long)when, count, q);
+        }
+        if (into != NULL && with_times) { /* the run form of a group's PEL: into[raw] = nack */
+            PyObject *raw = PyBytes_FromStringAndSize((const char *)b + pos, 16);
+            PyObject *nack = raw == NULL ? NULL : Py_BuildValue("(LK)", (long long)when, count);
+            int bad = nack == NULL || PyDict_SetItem(list, raw, nack) < 0;
+            Py_XDECREF(raw);
+            Py_XDECREF(nack);
+            if (bad) goto fail;
         } else {
-            rec = Py_BuildValue("(KKn)", ms, seq, q);
+            if (into != NULL)
+                rec = PyBytes_FromStringAndSize((const char *)b + pos, 16);
+            else if (with_times)
+                rec = Py_BuildValue("(KKLKn)", ms, seq, (long long)when, count, q);
+            else
+                rec = Py_BuildValue("(KKn)", ms, seq, q);
+            if (rec == NULL || PyList_Append(list, rec) < 0) {
+                Py_XDECREF(rec);
+                goto fail;
+            }
+            Py_DECREF(rec);
         }
-        if (rec == NULL || PyList_Append(list, rec) < 0) {
-            Py_XDECREF(rec);
-            goto fail;
-        }
-        Py_DECREF(rec);
         prev_ms = ms;
         prev_seq = seq;
         have_prev = 1;
@@ -241,13 +277,17 @@ fail:
 
 static PyMethodDef methods[] = {
     {"read_nodes", read_nodes, METH_VARARGS,
-     "read_nodes(buffer, pos, limit, have_prev, prev_ms, prev_seq) -> (records, pos)\n\nUp to "
-     "`limit` node records from buffer[pos:], each (ms, seq, listpack, live, first_ms, "
-     "first_seq, last_ms, last_seq, end), checked in depth; stops before anything else."},
+     "read_nodes(buffer, pos, limit, have_prev, prev_ms, prev_seq, run=False) -> (records, pos)"
+     "\n\nUp to `limit` node records from buffer[pos:], each (ms, seq, listpack, live, "
+     "first_ms, first_seq, last_ms, last_seq, end), checked in depth; stops before anything "
+     "else.  With run: each ((ms, seq), listpack, live, (first_ms, first_seq) or None, "
+     "(last_ms, last_seq))."},
     {"read_pel", read_pel, METH_VARARGS,
-     "read_pel(buffer, pos, limit, with_times, have_prev, prev_ms, prev_seq) -> (records, pos)"
-     "\n\nUp to `limit` PEL records from buffer[pos:], strictly ascending: (ms, seq, "
-     "delivery_time, delivery_count, end) with times, else (ms, seq, end)."},
+     "read_pel(buffer, pos, limit, with_times, have_prev, prev_ms, prev_seq, into=None) -> "
+     "(records, pos)\n\nUp to `limit` PEL records from buffer[pos:], strictly ascending: (ms, "
+     "seq, delivery_time, delivery_count, end) with times, else (ms, seq, end).  With into (a "
+     "dict with times, else a list), records is into: into[raw ID] = (delivery_time, "
+     "delivery_count), or the raw IDs (16 bytes) appended."},
     {NULL, NULL, 0, NULL},
 };
 

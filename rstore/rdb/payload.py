@@ -55,7 +55,8 @@ def read_payload(payload: bytes) -> tuple[int, str, Iterator[StreamRecord] | Non
     """Verify a payload; ``(RDB type, type name, stream records or None for other types)``.
 
     Raises :class:`PayloadError` for the footer, and CorruptRDBError / UnsupportedRDBError
-    (while iterating) for a value that does not parse.
+    (while iterating) for a value that does not parse.  The records come in runs where the C
+    reader reads them (for :func:`rstore.streams.dump.import_stream`).
     """
     verify(payload)
     src = Source.from_bytes(payload[:-10])
@@ -65,4 +66,4 @@ def read_payload(payload: bytes) -> tuple[int, str, Iterator[StreamRecord] | Non
     name = TYPE_NAMES[rdb_type]
     if rdb_type not in STREAM_TYPES:
         return rdb_type, name, None
-    return rdb_type, name, read_stream(src, rdb_type, deep=True)
+    return rdb_type, name, read_stream(src, rdb_type, deep=True, runs=True)

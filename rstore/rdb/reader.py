@@ -114,6 +114,9 @@ class RDBReader:
     depth) besides the header checks every node gets: all (``True``), none (``False``), or
     those for which ``deep(db, key)`` is true.  Damage found is reported at the offset of the
     damaged byte in the file (:func:`~rstore.rdb.values.node_error`), whichever reader found it.
+
+    ``runs``: the records of streams read in depth come out in runs where the C reader reads
+    them (:func:`~rstore.rdb.values.read_stream`), for a restore's importer.
     """
 
     def __init__(
@@ -122,9 +125,11 @@ class RDBReader:
         *,
         deep: bool | Callable[[int, bytes], bool] = True,
         check_crc: bool = True,
+        runs: bool = False,
     ) -> None:
         self.source = Source(f)
         self.deep = deep
+        self.runs = runs
         self.check_crc = check_crc
         self.version = 0
 
@@ -251,7 +256,7 @@ class RDBReader:
         if rdb_type in STREAM_TYPES:
             count = -1
             deep = self.deep if isinstance(self.deep, bool) else self.deep(db, key)
-            for record in read_stream(src, rdb_type, deep=deep):
+            for record in read_stream(src, rdb_type, deep=deep, runs=self.runs):
                 if isinstance(record, StreamState):
                     count = record.length
                 yield record

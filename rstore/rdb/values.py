@@ -27,9 +27,12 @@ from rstore.errors import CorruptDataError, CorruptRDBError, UnsupportedRDBError
 from rstore.model import (
     ID,
     ConsumerPending,
+    ConsumerPendingRun,
     ConsumerState,
     GroupState,
+    NodeRun,
     PendingEntry,
+    PendingRun,
     StreamNode,
     StreamState,
 )
@@ -58,7 +61,15 @@ TYPE_NAMES = {
 }  # fmt: skip
 
 StreamRecord = (
-    StreamNode | StreamState | GroupState | PendingEntry | ConsumerState | ConsumerPending
+    StreamNode
+    | StreamState
+    | GroupState
+    | PendingEntry
+    | ConsumerState
+    | ConsumerPending
+    | NodeRun
+    | PendingRun
+    | ConsumerPendingRun
 )
 
 
@@ -122,6 +133,28 @@ def read_nodes(
         yield node
 
 
+def _node_runs(src: Source, count: int) -> Iterator[StreamNode | NodeRun]:
+    """:func:`read_nodes` (``deep``) for a restore: what the C reader takes from the read
+    buffer comes out as one :class:`NodeRun`, facts included; a node read here comes alone."""
+    previous: ID | None = None
+    left = count
+    while left:
+        if c_read_nodes is not None:
+            buf, pos = src.buffered()
+            ms, seq = previous if previous is not None else (0, 0)
+            run, end = c_read_nodes(buf, pos, left, previous is not None, ms, seq, True)
+            if run:
+                left -= len(run)
+                previous = run[-1][0]
+                src.advance(end)
+                yield NodeRun(run)
+                continue
+        node = _read_node(src, previous, True)
+        previous = node.master_id
+        left -= 1
+        yield node
+
+
 def _read_node(src: Source, previous: ID | None, deep: bool) -> StreamNode:
     at = src.offset
     key = src.string()
@@ -143,15 +176,26 @@ def _read_node(src: Source, previous: ID | None, deep: bool) -> StreamNode:
     return StreamNode(master_id, listpack)
 
 
-def read_stream(src: Source, rdb_type: int, *, deep: bool = True) -> Iterator[StreamRecord]:
+def read_stream(
+    src: Source, rdb_type: int, *, deep: bool = True, runs: bool = False
+) -> Iterator[StreamRecord]:
     """The records of one stream value, checked as they are read.
 
     Every node gets the listpack header checks; with ``deep`` also the whole check a restore
     makes (:func:`~rstore.codec.node_validate.node_facts`: the listpack walk, the stream-node
     layout, entry IDs rising, live counts agreeing).  Damage is reported by :func:`node_error`.
+
+    With ``runs``, what the C reader takes from the read buffer comes out as runs
+    (:class:`NodeRun`, :class:`PendingRun`, :class:`ConsumerPendingRun`: one per buffer and
+    kind) instead of a record each; a record read in Python still comes alone.  The same checks
+    are made in the same order, so the same damage raises the same error at the same offset,
+    after the run of the records before it.
     """
     nodes = src.length()
-    yield from read_nodes(src, nodes, deep=deep)
+    if runs and deep:
+        yield from _node_runs(src, nodes)
+    else:
+        yield from read_nodes(src, nodes, deep=deep)
     at = src.offset
     length = src.length()
     last_id = src.length_id()
@@ -176,25 +220,39 @@ def read_stream(src: Source, rdb_type: int, *, deep: bool = True) -> Iterator[St
         pel_size = src.length()
         # The consumer count is stored after the PEL: -1 here means "not read yet".
         yield GroupState(name, group_last, entries_read, pel_size, -1)
-        yield from _group_pel(src, pel_size)
-        yield from _consumers(src, rdb_type)
+        yield from _group_pel(src, pel_size, runs)
+        yield from _consumers(src, rdb_type, runs)
 
 
-def _group_pel(src: Source, count: int) -> Iterator[PendingEntry]:
+def _raw_id(raw: bytes) -> ID:
+    return (int.from_bytes(raw[:8], "big"), int.from_bytes(raw[8:], "big"))
+
+
+def _group_pel(src: Source, count: int, runs: bool = False) -> Iterator[PendingEntry | PendingRun]:
     previous: ID | None = None
     left = count
     while left:
         if c_read_pel is not None:  # the records in the read buffer, in C
             buf, pos = src.buffered()
             ms, seq = previous or (0, 0)
-            records, _ = c_read_pel(buf, pos, left, True, previous is not None, ms, seq)
-            if records:
-                left -= len(records)
-                for ms, seq, when, deliveries, end in records:
-                    previous = (ms, seq)
+            if runs:
+                staged: dict[bytes, tuple[int, int]] = {}
+                _, end = c_read_pel(buf, pos, left, True, previous is not None, ms, seq, staged)
+                if staged:
+                    left -= len(staged)
+                    previous = _raw_id(next(reversed(staged)))
                     src.advance(end)
-                    yield PendingEntry(previous, when, deliveries)
-                continue
+                    yield PendingRun(staged)
+                    continue
+            else:
+                records, _ = c_read_pel(buf, pos, left, True, previous is not None, ms, seq)
+                if records:
+                    left -= len(records)
+                    for ms, seq, when, deliveries, end in records:
+                        previous = (ms, seq)
+                        src.advance(end)
+                        yield PendingEntry(previous, when, deliveries)
+                    continue
         at = src.offset
         entry_id = src.raw_id()
         if previous is not None and entry_id <= previous:
@@ -204,7 +262,7 @@ def _group_pel(src: Source, count: int) -> Iterator[PendingEntry]:
         yield PendingEntry(entry_id, src.ms_time(), src.length())
 
 
-def _consumers(src: Source, rdb_type: int) -> Iterator[StreamRecord]:
+def _consumers(src: Source, rdb_type: int, runs: bool = False) -> Iterator[StreamRecord]:
     count = src.length()
     previous_name = None
     for _ in range(count):
@@ -217,24 +275,36 @@ def _consumers(src: Source, rdb_type: int) -> Iterator[StreamRecord]:
         active = src.ms_time() if rdb_type >= STREAM_V3 else None
         pel_size = src.length()
         yield ConsumerState(name, seen, active, pel_size)
-        yield from _consumer_pel(src, pel_size)
+        yield from _consumer_pel(src, pel_size, runs)
 
 
-def _consumer_pel(src: Source, count: int) -> Iterator[ConsumerPending]:
+def _consumer_pel(
+    src: Source, count: int, runs: bool = False
+) -> Iterator[ConsumerPending | ConsumerPendingRun]:
     previous: ID | None = None
     left = count
     while left:
         if c_read_pel is not None:  # the IDs in the read buffer, in C
             buf, pos = src.buffered()
             ms, seq = previous or (0, 0)
-            records, _ = c_read_pel(buf, pos, left, False, previous is not None, ms, seq)
-            if records:
-                left -= len(records)
-                for ms, seq, end in records:
-                    previous = (ms, seq)
+            if runs:
+                ids: list[bytes] = []
+                _, end = c_read_pel(buf, pos, left, False, previous is not None, ms, seq, ids)
+                if ids:
+                    left -= len(ids)
+                    previous = _raw_id(ids[-1])
                     src.advance(end)
-                    yield ConsumerPending(previous)
-                continue
+                    yield ConsumerPendingRun(ids)
+                    continue
+            else:
+                records, _ = c_read_pel(buf, pos, left, False, previous is not None, ms, seq)
+                if records:
+                    left -= len(records)
+                    for ms, seq, end in records:
+                        previous = (ms, seq)
+                        src.advance(end)
+                        yield ConsumerPending(previous)
+                    continue
         at = src.offset
         entry_id = src.raw_id()
         if previous is not None and entry_id <= previous:

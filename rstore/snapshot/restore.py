@@ -84,7 +84,7 @@ def _load(
     progress: Progress | None,
     other: OtherKey | None = None,
 ) -> None:
-    reader = RDBReader(f)
+    reader = RDBReader(f, runs=True)  # records in runs, for the importer
     events = reader.events()
     current_db = 0
     for event in events:

@@ -263,18 +263,35 @@ def consumer_pel_ids(
         yield layout.id_from_key_tail(key)
 
 
-# ----------------------------------------------------------------------------- staging
-# While a group is restored from a file, its PEL entries arrive before their owners.  They
-# wait under a temporary handle (never a real group's) until a consumer's list names them.
+# ----------------------------------------------------------------------------- restore
+# While a group is restored from a file, its PEL entries arrive before their owners: they wait
+# (in the importer's memory, or past its limit here under a temporary handle, never a real
+# group's) until a consumer's list names them.  Raw IDs: 16 bytes, big-endian ms then seq, as
+# RDB files store them and as keys end here.
 
 
-def stage_nack(txn: Txn, staging: int, entry_id: ID, delivery_time: int, count: int) -> None:
-    txn.put(_PEL, layout.pel_key(staging, entry_id), layout.pack_nack(delivery_time, count, b""))
+def nacks_restore(
+    txn: Txn, group: GroupMeta, owner: bytes, nacks: list[tuple[bytes, int, int]]
+) -> None:
+    """Store NACKs new to the group, all of ``owner``: ``(raw ID, delivery time, delivery
+    count)`` each, in the group PEL and in the owner's index."""
+    prefix = layout.pack_u64(group.handle)
+    owned = layout.consumer_pel_prefix(group.handle, owner)
+    pack = layout.pack_nack
+    txn.put_many(_PEL, [(prefix + raw, pack(when, count, owner)) for raw, when, count in nacks])
+    txn.put_many(_OWNED, [(owned + raw, b"") for raw, _, _ in nacks])
 
 
-def take_staged_nack(txn: Txn, staging: int, entry_id: ID) -> tuple[int, int] | None:
+def stage_nacks(txn: Txn, staging: int, nacks: list[tuple[bytes, tuple[int, int]]]) -> None:
+    """Stage ``(raw ID, (delivery time, delivery count))`` entries under ``staging``."""
+    prefix = layout.pack_u64(staging)
+    pack = layout.pack_nack
+    txn.put_many(_PEL, [(prefix + raw, pack(when, count, b"")) for raw, (when, count) in nacks])
+
+
+def take_staged_nack(txn: Txn, staging: int, raw: bytes) -> tuple[int, int] | None:
     """Remove a staged entry; its ``(delivery time, count)``, or ``None`` if not staged."""
-    key = layout.pel_key(staging, entry_id)
+    key = layout.pack_u64(staging) + raw
     value = txn.pop(_PEL, key)
     if value is None:
         return None

@@ -478,3 +478,19 @@ class Txn:
             for handle in self._dirty_meta:
                 self.put(layout.DB_STREAMS, layout.pack_u64(handle), self._meta[handle].pack())
             self._dirty_meta.clear()
+
+    def put_many(self, db: bytes, items: list[tuple[bytes, bytes]]) -> None:
+        """:meth:`put` of each ``(key, payload)`` in one call to LMDB, sealed one at a time."""
+        if items:
+            self.wrote = True
+            seal = layout.seal
+            sealed = ((k, seal(k, v)) for k, v in items) if self.sealed else iter(items)
+            self._raw.cursor(db=self._dbs[db]).putmulti(sealed)
+
+    def nodes_write(self, handle: int, nodes: list[tuple[ID, bytes]]) -> None:
+        """:meth:`node_write` of each ``(master_id, listpack)`` of ``nodes``, in one call."""
+        items = [(layout.node_key(handle, mid), node) for mid, node in nodes]
+        for key, _ in items if self._dirty_nodes or self._clean_nodes else ():
+            self._dirty_nodes.pop(key, None)
+            self._clean_nodes.pop(key, None)
+        self.put_many(layout.DB_NODES, items)

@@ -7,33 +7,41 @@ constant memory.  The counts the writer needs up front come from the stored coun
 :mod:`rstore.streams.check` verifies); the writer checks them again against what it writes.
 
 **In** (:func:`import_stream`, :func:`restore_stream`): records arrive in RDB order -- nodes,
-the stream state, then per group its state, its PEL and its consumers with their PEL IDs.
-Nodes and NACKs are written to the transaction as they come; a NACK gets its owner when a
-consumer's list names it.  Besides the checks Redis makes (every consumer entry in the group
-PEL, every PEL entry owned), the stream state is checked against the nodes -- length, first ID,
-last ID -- so that a damaged or crafted file can never leave counters that disagree with the
-data.  The caller runs all of it in one transaction: any problem raises and nothing is kept.
+the stream state, then per group its state, its PEL and its consumers with their PEL IDs --
+one by one or in runs (:class:`~rstore.model.NodeRun`, :class:`~rstore.model.PendingRun`,
+:class:`~rstore.model.ConsumerPendingRun`: what a restore's reader hands over, a read buffer
+at a time, each run taken in one step and written with one call).  Nodes are written as they
+come; a group's PEL entries wait in memory (up to :data:`STAGE_LIMIT`, then in staging
+records) until a consumer's list names their owner, and are then written with it.
+Besides the checks Redis makes (every consumer entry in the group PEL, every PEL entry owned),
+the stream state is checked against the nodes -- length, first ID, last ID -- so that a
+damaged or crafted file can never leave counters that disagree with the data.  The caller
+runs all of it in one transaction: any problem raises and nothing is kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from rstore.codec.node_validate import node_facts
 from rstore.errors import CorruptDataError, CorruptRDBError, KeyExistsError
 from rstore.ids import ID
 from rstore.model import (
     ConsumerPending,
+    ConsumerPendingRun,
     ConsumerSnapshot,
     ConsumerState,
     GroupSnapshot,
     GroupState,
+    NodeRun,
     PendingEntry,
+    PendingRun,
     StreamNode,
     StreamSnapshot,
     StreamState,
 )
-from rstore.storage import group_records
+from rstore.storage import group_records, layout
 from rstore.storage.layout import TYPE_STREAM, ConsumerMeta, GroupMeta, StreamMeta
 from rstore.storage.txn import Txn
 from rstore.streams import keyspace
@@ -78,6 +86,18 @@ def _consumer(txn: Txn, g: GroupMeta, c: ConsumerMeta) -> ConsumerSnapshot:
 
 # --------------------------------------------------------------------------- in
 
+#: Pending entries of one group held in memory while the importer waits for the consumers'
+#: lists that name their owners: about 190 bytes each (a 16-byte key, a tuple of two ints and
+#: their dict slot), so at most ~50 MB.  Past this many, the rest wait in LMDB staging records
+#: (:func:`rstore.storage.group_records.stage_nacks`), slower but in constant memory.
+STAGE_LIMIT = 1 << 18
+
+_raw_id = layout.ID_PACK  # an ID as 16 raw bytes: big-endian, the order of IDs
+
+
+def _id_of(raw: bytes) -> ID:
+    return (int.from_bytes(raw[:8], "big"), int.from_bytes(raw[8:], "big"))
+
 
 class _Importer:
     def __init__(self, txn: Txn, name: bytes) -> None:
@@ -91,8 +111,12 @@ class _Importer:
         self.tail: ID = (0, 0)
         self.group: GroupMeta | None = None
         self.group_state: GroupState | None = None
-        self.staging = 0  # temporary handle holding PEL entries not yet owned
+        # The group's PEL entries not yet owned, by raw ID: in memory up to STAGE_LIMIT, the
+        # rest under a temporary handle (0: none yet).
+        self.staged: dict[bytes, tuple[int, int]] = {}
+        self.staging = 0
         self.consumer: ConsumerMeta | None = None
+        self.seen_state = False
 
     def fail(self, what: str) -> CorruptRDBError:
         return CorruptRDBError(what, None, self.name)
@@ -100,20 +124,33 @@ class _Importer:
     # ------------------------------------------------------------------ records
 
     def node(self, rec: StreamNode) -> None:
-        previous = self.last_entry
-        if previous is not None and rec.master_id <= previous:
-            raise self.fail(f"node {rec.master_id} starts at or before entry {previous}")
+        self.follows(rec.master_id)
         try:
             facts = node_facts(rec.listpack, rec.master_id)
         except CorruptDataError as exc:
             raise self.fail(f"node {rec.master_id}: {exc}") from exc
-        self.live += facts.live
+        self.add_node(rec.master_id, facts.live, facts.first_live, facts.last)
+        self.txn.node_write(self.stream.handle, rec.master_id, rec.listpack)
+
+    def node_run(self, run: NodeRun) -> None:
+        """Nodes the reader checked in depth: their facts come with them."""
+        for master_id, _, live, first_live, last in run.nodes:
+            self.follows(master_id)
+            self.add_node(master_id, live, first_live, last)
+        self.txn.nodes_write(self.stream.handle, [(n[0], n[1]) for n in run.nodes])
+
+    def follows(self, master_id: ID) -> None:
+        previous = self.last_entry
+        if previous is not None and master_id <= previous:
+            raise self.fail(f"node {master_id} starts at or before entry {previous}")
+
+    def add_node(self, master_id: ID, live: int, first_live: ID | None, last: ID) -> None:
+        self.live += live
         if self.first_live is None:
-            self.first_live = facts.first_live
-        self.last_entry = facts.last
-        self.txn.node_put(self.stream.handle, rec.master_id, bytearray(rec.listpack))
+            self.first_live = first_live
+        self.last_entry = last
         self.nodes += 1
-        self.tail = rec.master_id
+        self.tail = master_id
 
     def state(self, rec: StreamState) -> None:
         if rec.length != self.live:
@@ -138,6 +175,7 @@ class _Importer:
         )
         self.stream.meta = meta
         self.txn.stream_put(self.stream.handle, meta)
+        self.seen_state = True
 
     def group_start(self, rec: GroupState) -> None:
         self.finish_group()
@@ -147,16 +185,32 @@ class _Importer:
             entries_read = estimate_entries_read(meta, rec.last_id)
         group = GroupMeta(rec.name, self.txn.new_handle(), rec.last_id, entries_read, 0, 0)
         self.group, self.group_state = group, rec
-        self.staging = self.txn.new_handle()
         meta.group_count += 1
         self.txn.stream_put(self.stream.handle, meta)
 
+    # The owner of a PEL entry is named later, by a consumer's list: stage it until then.
+
     def pending(self, rec: PendingEntry) -> None:
+        self.stage({_raw_id(*rec.id): (rec.delivery_time_ms, rec.delivery_count)})
+
+    def pending_run(self, run: PendingRun) -> None:
+        self.stage(run.entries)
+
+    def stage(self, entries: dict[bytes, tuple[int, int]]) -> None:
         self._group()
-        # The owner is named later, by a consumer's list: stage the entry until then.
-        group_records.stage_nack(
-            self.txn, self.staging, rec.id, rec.delivery_time_ms, rec.delivery_count
-        )
+        staged = self.staged
+        room = STAGE_LIMIT - len(staged)
+        if len(entries) <= room:
+            if staged:
+                staged.update(entries)
+            else:
+                self.staged = entries
+            return
+        items = list(entries.items())
+        staged.update(items[:room])
+        if not self.staging:
+            self.staging = self.txn.new_handle()
+        group_records.stage_nacks(self.txn, self.staging, items[room:])
 
     def consumer_start(self, rec: ConsumerState) -> None:
         group = self._group()
@@ -166,15 +220,28 @@ class _Importer:
         group.consumer_count += 1
 
     def consumer_pending(self, rec: ConsumerPending) -> None:
+        self.owned([_raw_id(*rec.id)])
+
+    def consumer_pending_run(self, run: ConsumerPendingRun) -> None:
+        self.owned(run.ids)
+
+    def owned(self, ids: list[bytes]) -> None:
+        """The current consumer owns these entries (raw IDs): each leaves the staged ones."""
         group, consumer = self._group(), self.consumer
         if consumer is None:
             raise self.fail("a consumer PEL entry outside any consumer")
-        staged = group_records.take_staged_nack(self.txn, self.staging, rec.id)
-        if staged is None:  # not in the group PEL, or already named by another consumer
-            raise self.fail(f"Consumer entry not found in group global PEL: {rec.id}")
-        group_records.nack_put(self.txn, group, rec.id, (staged[0], staged[1], consumer.name), None)
-        consumer.pel_count += 1
-        group.pel_count += 1
+        take = self.staged.pop
+        nacks = []
+        for raw in ids:
+            nack = take(raw, None)
+            if nack is None and self.staging:
+                nack = group_records.take_staged_nack(self.txn, self.staging, raw)
+            if nack is None:  # not in the group PEL, or already named by another consumer
+                raise self.fail(f"Consumer entry not found in group global PEL: {_id_of(raw)}")
+            nacks.append((raw, nack[0], nack[1]))
+        group_records.nacks_restore(self.txn, group, consumer.name, nacks)
+        consumer.pel_count += len(nacks)
+        group.pel_count += len(nacks)
 
     # ------------------------------------------------------------------ group ends
 
@@ -193,7 +260,12 @@ class _Importer:
         group = self.group
         if group is None:
             return
-        if group_records.staged_left(self.txn, self.staging):
+        left = len(self.staged)
+        self.staged = {}
+        if self.staging:
+            left += group_records.staged_left(self.txn, self.staging)
+            self.staging = 0
+        if left:
             raise self.fail(f"Stream CG PEL entry without consumer in group {group.name!r}")
         group_records.group_put(self.txn, self.stream.handle, group)
         self.group = None
@@ -207,30 +279,31 @@ def import_stream(txn: Txn, name: bytes, records: Iterable[object]) -> StreamRef
     leaves no trace; bind the result with :func:`rstore.streams.keyspace.bind_stream`.
     """
     imp = _Importer(txn, name)
+    steps: dict[type, Callable[[Any], None]] = {
+        StreamNode: imp.node,
+        NodeRun: imp.node_run,
+        StreamState: imp.state,
+        GroupState: imp.group_start,
+        PendingEntry: imp.pending,
+        PendingRun: imp.pending_run,
+        ConsumerState: imp.consumer_start,
+        ConsumerPending: imp.consumer_pending,
+        ConsumerPendingRun: imp.consumer_pending_run,
+    }
     try:
-        seen_state = False
         for rec in records:
-            if isinstance(rec, StreamNode):
-                imp.node(rec)
-            elif isinstance(rec, StreamState):
-                imp.state(rec)
-                seen_state = True
-            elif isinstance(rec, GroupState):
-                imp.group_start(rec)
-            elif isinstance(rec, PendingEntry):
-                imp.pending(rec)
-            elif isinstance(rec, ConsumerState):
-                imp.consumer_start(rec)
-            elif isinstance(rec, ConsumerPending):
-                imp.consumer_pending(rec)
-            else:
+            step = steps.get(type(rec))
+            if step is None:
                 raise TypeError(f"not a stream record: {rec!r}")
-        if not seen_state:
+            step(rec)
+        if not imp.seen_state:
             raise imp.fail("stream value ends before its metadata")
         imp.finish_group()
     except BaseException:
         if imp.staging:
             group_records.staged_left(txn, imp.staging)
+        if imp.group is not None:  # not yet among the stream's groups: its records go here
+            group_records.group_delete(txn, imp.stream.handle, imp.group)
         discard_stream(txn, imp.stream.handle)
         raise
     return imp.stream
