@@ -52,6 +52,9 @@ __all__ = ["Server"]
 
 log = logging.getLogger("rstore.server")
 
+#: who sent each command of a batch, and whether it is a parked read run again
+Owners = list[tuple[Client, bool]]
+
 #: a batch of one client's runs in the loop when no other client sent anything for this long
 SOLO_S = 0.01
 
@@ -255,7 +258,7 @@ class Server(ParkedReads):
                 self._run(db, batch, owners)
         return ran
 
-    def _run(self, db: int, batch: list[list[bytes]], owners: list[tuple[Client, bool]]) -> None:
+    def _run(self, db: int, batch: list[list[bytes]], owners: Owners) -> None:
         self.stats["batches"] += 1
         self.commands_per_batch_max = max(self.commands_per_batch_max, len(batch))
         store = self.store_of(db)
@@ -275,7 +278,7 @@ class Server(ParkedReads):
             ),
         )
 
-    def _solo(self, owners: list[tuple[Client, bool]]) -> bool:
+    def _solo(self, owners: Owners) -> bool:
         """Whether a batch runs in the loop itself: it is one client's, and no other client
         sent anything lately -- nothing to overlap with, so no thread handoff to pay."""
         client = owners[0][0]
@@ -288,7 +291,7 @@ class Server(ParkedReads):
         self,
         db: int,
         batch: list[list[bytes]],
-        owners: list[tuple[Client, bool]],
+        owners: Owners,
         results: list[Any],
         each: float,
     ) -> None:
@@ -316,7 +319,7 @@ class Server(ParkedReads):
         self,
         db: int,
         batch: list[list[bytes]],
-        owners: list[tuple[Client, bool]],
+        owners: Owners,
         results: list[Any],
         each: float,
     ) -> None:

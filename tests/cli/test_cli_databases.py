@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import Result
+from databases import database_contents
 
 import rstore
 
@@ -17,11 +18,7 @@ Run = Callable[..., Result]
 
 def contents(path: Path) -> dict[int, dict[bytes, bytes | None]]:
     with rstore.Store(path, create=False) as store:
-        out = {}
-        for db in store.databases():
-            part = store.database(db)
-            out[db] = {k: part.dump(k) for k in sorted(part.execute("KEYS", "*"))}
-        return out
+        return database_contents(store)
 
 
 @pytest.fixture

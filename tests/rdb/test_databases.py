@@ -9,18 +9,12 @@ import threading
 from pathlib import Path
 
 import pytest
+from databases import database_contents
 
 import rstore
 from rstore.codec.crc64 import crc64
 
-
-def contents(store: rstore.Store) -> dict[int, dict[bytes, bytes | None]]:
-    """Every database's streams as DUMP payloads (entries, groups, pending entries)."""
-    out = {}
-    for db in store.databases():
-        part = store.database(db)
-        out[db] = {k: part.dump(k) for k in sorted(part.execute("KEYS", "*"))}
-    return out
+contents = database_contents
 
 
 @pytest.fixture
