@@ -116,7 +116,7 @@ class Server(ParkedReads):
         self._command_table: dict[bytes, list[Any]] | None = None
         #: batches run in worker threads (``--sync always``: overlap with the flush) or inline
         self._worker: BatchWorker | None = None  # started with the loop
-        self._running = False  # a batch runs in the worker thread
+        self._running = 0  # batches out in the worker thread (one per database of a round)
         # who sent the latest request and when, and when another client last did (_solo)
         self._last_sender, self._last_sent, self._other_sent = 0, 0.0, 0.0
 
@@ -224,7 +224,7 @@ class Server(ParkedReads):
 
     def _round(self, touched: dict[int, Client]) -> bool:
         """One batch per database: whether there was anything to run."""
-        batches: dict[int, tuple[list[list[bytes]], list[tuple[Client, bool]]]] = {}
+        batches: dict[int, tuple[list[list[bytes]], Owners]] = {}
         for client in list(self._ready.values()):
             touched[client.id] = client
             if client.in_flight:
@@ -267,7 +267,7 @@ class Server(ParkedReads):
             return
         for client, _ in owners:
             client.in_flight = True
-        self._running = True
+        self._running += 1
         loop = self.loop
         assert loop is not None
         self._worker.submit(
@@ -296,7 +296,7 @@ class Server(ParkedReads):
         each: float,
     ) -> None:
         """A batch run in a worker thread is back: its replies go out, its clients go on."""
-        self._running = False
+        self._running -= 1
         clients = {client.id: client for client, _ in owners}
         for client in clients.values():
             client.in_flight = False
@@ -461,7 +461,7 @@ class Server(ParkedReads):
         for srv in self._servers:
             await srv.wait_closed()
         self._turn()  # requests already read run, and their replies go out
-        while self._running:  # the batch in the worker thread finishes and answers
+        while self._running:  # the batches in the worker thread finish and answer
             await asyncio.sleep(0.001)
             self._turn()
         if self._worker is not None:

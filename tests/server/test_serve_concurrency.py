@@ -9,6 +9,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 import redis
 from served import ServedStore
 
@@ -17,11 +18,13 @@ import rstore
 WRITERS = 4
 
 
-def _hammer(port: int, stop: threading.Event, errors: list[BaseException], key: str) -> None:
-    """Write to ``key`` until ``stop``, a few ms apart (so that a check-and-set gets through
-    now and then)."""
+def _hammer(
+    port: int, stop: threading.Event, errors: list[BaseException], key: str, db: int = 0
+) -> None:
+    """Write to ``key`` of database ``db`` until ``stop``, a few ms apart (so that a
+    check-and-set gets through now and then)."""
     try:
-        client = redis.Redis(port=port)
+        client = redis.Redis(port=port, db=db)
         n = 0
         while not stop.wait(0.004):
             client.xadd(key, {"by": "writer", "n": n})
@@ -30,14 +33,20 @@ def _hammer(port: int, stop: threading.Event, errors: list[BaseException], key: 
         errors.append(exc)
 
 
-def test_watch_sees_every_change_by_other_clients_under_load(tmp_path: Path) -> None:
+@pytest.mark.parametrize("dbs", [(0,), (0, 1)], ids=["one database", "two databases"])
+def test_watch_sees_every_change_by_other_clients_under_load(
+    tmp_path: Path, dbs: tuple[int, ...]
+) -> None:
     """Check-and-set on a stream other clients write to all the time: an EXEC that ran must
-    have its entry right after the last entry seen under WATCH -- nothing in between."""
+    have its entry right after the last entry seen under WATCH -- nothing in between (also
+    when the writers' turns hold a batch for another database too)."""
     with rstore.Store(tmp_path / "s") as store, ServedStore(store) as served:
         stop, errors = threading.Event(), []
         writers = [
-            threading.Thread(target=_hammer, args=(served.port, stop, errors, "k"))
-            for _ in range(WRITERS)
+            threading.Thread(
+                target=_hammer, args=(served.port, stop, errors, "k", dbs[n % len(dbs)])
+            )
+            for n in range(WRITERS)
         ]
         for thread in writers:
             thread.start()
