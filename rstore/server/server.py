@@ -114,7 +114,7 @@ class Server(ParkedReads):
         self.users = users_of(config.requirepass, config.users)
         self.versions = KeyVersions()
         self._command_table: dict[bytes, list[Any]] | None = None
-        #: batches run in worker threads (``--sync always``: overlap with the flush) or inline
+        #: ``--sync always``: the thread that runs batches while the loop reads (else inline)
         self._worker: BatchWorker | None = None  # started with the loop
         self._running = 0  # batches out in the worker thread (one per database of a round)
         # who sent the latest request and when, and when another client last did (_solo)
