@@ -20,7 +20,6 @@ from rstore.server.limits import (
     AcceptErrors,
     files_needed,
     fit_open_files,
-    stores_on_disk,
     too_low,
 )
 from rstore.server.protocol import split_inline
@@ -174,8 +173,12 @@ def serve_command(
         return
     _logging(config)
     log = logging.getLogger("rstore.server")
-    _fit_open_files(config, log)
     store = rstore.Store(config.store, sync=config.sync == "always")
+    try:
+        _fit_open_files(config, log, len(store.databases()))
+    except click.ClickException:
+        store.close()
+        raise
     if config.pidfile:
         with open(config.pidfile, "w", encoding="ascii") as f:
             f.write(f"{os.getpid()}\n")
@@ -209,10 +212,9 @@ def _shown(address: Any) -> str:
     return str(address)
 
 
-def _fit_open_files(config: ServerConfig, log: logging.Logger) -> None:
+def _fit_open_files(config: ServerConfig, log: logging.Logger, stores: int) -> None:
     """Raise the open-files limit to what maxclients needs, or lower maxclients to what the
-    limit allows, as Valkey does (docs/server.md#limits)."""
-    stores = stores_on_disk(config.store, config.databases)
+    limit allows, as Valkey does (docs/server.md#limits); ``stores``: the databases on disk."""
     fitted = fit_open_files(config.maxclients, stores)
     if fitted.maxclients < 1:
         raise click.ClickException(too_low(fitted.limit, files_needed(config.maxclients, stores)))

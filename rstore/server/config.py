@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from rstore import ResponseError, key_matches
 
 from . import messages as m
-from .limits import fit_open_files, stores_on_disk
+from .limits import fit_open_files
 
 if TYPE_CHECKING:
     from .client import Client
@@ -129,7 +129,7 @@ def _config_set(server: Server, client: Client, argv: list[bytes]) -> Any:
         if not 1 <= value <= _UINT_MAX:
             return _failed(typed, f"argument must be between 1 and {_UINT_MAX} inclusive")
     assert value is not None
-    fitted = fit_open_files(value, stores_on_disk(server.config.store, server.config.databases))
+    fitted = fit_open_files(value, len(server.store.databases()))
     if fitted.maxclients < value:
         for line in fitted.warnings:
             log.warning("%s", line)

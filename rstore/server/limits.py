@@ -10,8 +10,8 @@ holds, with three warnings (docs/server.md#limits).  rstore does the same with i
   room for what Python opens for a moment (a module loaded late, ``/proc/self/statm``);
 * **8** per store (database) the server has: LMDB opens ``data.mdb`` three times and
   ``lock.mdb`` once, the durable-flush word ``durable.shm``, the waiter table ``notify.shm``
-  and the socket that wakes blocked readers (7 measured); database 0 and every ``db<N>``
-  store on disk when the server starts are counted;
+  and the socket that wakes blocked readers (7 measured); every database the store has
+  (:meth:`rstore.Store.databases`) when the server starts is counted;
 * **2** per client: its connection, and the socket of the waiter that watches its parked
   blocking read (XREAD / XREADGROUP with BLOCK), so that clients all blocked at once never
   leave the listening socket without a descriptor.
@@ -39,7 +39,6 @@ __all__ = [
     "clients_allowed",
     "files_needed",
     "fit_open_files",
-    "stores_on_disk",
     "too_low",
 ]
 
@@ -49,11 +48,6 @@ CLIENT_FDS = 2
 #: accept errors are logged at most once per this many seconds
 ACCEPT_LOG_INTERVAL_S = 10.0
 _ACCEPT_ERRNOS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
-
-
-def stores_on_disk(store: str, databases: int) -> int:
-    """Database 0 and every other database's store found in the store directory."""
-    return 1 + sum(os.path.isdir(os.path.join(store, f"db{n}")) for n in range(1, databases))
 
 
 def files_needed(maxclients: int, stores: int) -> int:
