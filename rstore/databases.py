@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from rstore.commands.executor import now_ms
+from rstore.model import DATABASES
 from rstore.storage.env import Env
 
 if TYPE_CHECKING:
@@ -24,9 +25,6 @@ if TYPE_CHECKING:
     from rstore.store import Store
 
 __all__ = ["DATABASES", "Databases"]
-
-#: Databases 0 to DATABASES - 1 exist (Valkey's default ``databases 16``).
-DATABASES = 16
 
 
 class Databases:

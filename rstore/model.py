@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 __all__ = [
+    "DATABASES",
     "ID",
     "INVALID_ENTRIES_READ",
     "AppendReport",
@@ -33,6 +34,10 @@ __all__ = [
     "StreamSnapshot",
     "StreamState",
 ]
+
+#: Databases 0 to DATABASES - 1 exist (``SELECT``; Valkey's default ``databases 16``): the one
+#: definition, for :meth:`rstore.Store.database` and for restoring every database of a file.
+DATABASES = 16
 
 #: A stream entry ID: ``(ms, seq)``, each an unsigned 64-bit integer (the one definition;
 #: :mod:`rstore.ids` parses and formats them).

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from rstore.errors import KeyExistsError, UnsupportedRDBError
+from rstore.model import DATABASES
 from rstore.rdb.reader import Event, KeyStart
 from rstore.snapshot.restore import RestoreReport, _load, _records_of_key, restore_file
 from rstore.snapshot.save import Progress
@@ -35,10 +36,7 @@ from rstore.storage.txn import Txn
 from rstore.streams.dump import import_stream
 from rstore.streams.keyspace import discard_stream, lookup_stream
 
-__all__ = ["DATABASES", "restore_all"]
-
-#: databases 0 to 15 (rstore.store.DATABASES)
-DATABASES = 16
+__all__ = ["restore_all"]
 
 #: ``open_db(n, create)``: the env of database ``n``; ``None`` when it does not exist and
 #: ``create`` is false.
