@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from appenders import python_appenders
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import rstore
 from rstore import ResponseError
-from rstore.codec import stream_append
 from rstore.codec import stream_node as sn
 from rstore.commands import executor
 
@@ -40,17 +40,6 @@ def frozen_clock() -> Iterator[None]:
         yield
     finally:
         executor.now_ms = saved
-
-
-@contextmanager
-def python_appenders() -> Iterator[None]:
-    saved = stream_append._c_append_auto, sn._c_append_entry
-    stream_append._c_append_auto = None
-    sn._c_append_entry = None
-    try:
-        yield
-    finally:
-        stream_append._c_append_auto, sn._c_append_entry = saved
 
 
 value = st.one_of(

@@ -5,11 +5,10 @@ node rule and ID rule say."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from appenders import python_appenders
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,18 +21,6 @@ from .strategies import READABLE_FAILURES, entry_lists, field_lists, u64s, value
 pytestmark = READABLE_FAILURES
 
 needs_c = pytest.mark.skipif(speedups.c_append_auto is None, reason="the C appender is not built")
-
-
-@contextmanager
-def python_only() -> Iterator[None]:
-    """Both appenders in Python (append_auto_py calls stream_node.append_entry)."""
-    saved = stream_append._c_append_auto, sn._c_append_entry
-    stream_append._c_append_auto = None
-    sn._c_append_entry = None
-    try:
-        yield
-    finally:
-        stream_append._c_append_auto, sn._c_append_entry = saved
 
 
 @st.composite
@@ -134,7 +121,7 @@ def test_a_run_is_the_model_node_and_stops_where_xadd_would(
         used += 1
         i += 1
 
-    with python_only():
+    with python_appenders():
         got = run(stream_append.append_auto, node, master, last, now, entries, start, lim)
     assert got == (i, (ms, seq), expected_ids)
     assert node == ref_node(model)
@@ -173,7 +160,7 @@ def test_large_values_cross_the_string_encodings_in_one_run() -> None:
     c_ids: list[bytes] = []
     py_ids: list[bytes] = []
     done = stream_append.append_auto(node, (1, 0), (1, 0), 1, entries, 0, 5, 3, 1 << 30, 0, c_ids)
-    with python_only():
+    with python_appenders():
         assert stream_append.append_auto(
             py_node, (1, 0), (1, 0), 1, entries, 0, 5, 3, 1 << 30, 0, py_ids
         ) == done  # fmt: skip
