@@ -48,16 +48,6 @@ static int lzf_expand(const unsigned char *in, Py_ssize_t n, unsigned char *out,
                 memcpy(out + op, out + ref, (size_t)len);
                 op += len;
             } else {
-                /* the copy overlaps what it writes (a repeat at a distance below its length):
-                 * 8 bytes at a time while the distance allows, each read already written */
-                if (op - ref >= 8) {
-                    while (len >= 8) {
-                        memcpy(out + op, out + ref, 8);
-                        op += 8;
-                        ref += 8;
-                        len -= 8;
-                    }
-                }
                 while (len--) out[op++] = out[ref++];
             }
         }
