@@ -148,10 +148,13 @@ static void put_be64(unsigned char *p, uint64_t v)
 static PyObject *sealed_item(PyObject *key, const unsigned char *head, Py_ssize_t head_len,
                              const unsigned char *body, Py_ssize_t body_len)
 {
-    PyObject *value = PyBytes_FromStringAndSize(NULL, head_len + body_len + 4);
+    PyObject *value = PyBytes_FromStringAndSize(NULL, head_len + body_len + 4), *item;
     unsigned char *v;
     uint32_t c;
-    if (value == NULL) return NULL;
+    if (value == NULL) {
+        Py_DECREF(key);
+        return NULL;
+    }
     v = (unsigned char *)PyBytes_AS_STRING(value);
     if (head_len) memcpy(v, head, (size_t)head_len);
     if (body_len) memcpy(v + head_len, body, (size_t)body_len);
@@ -159,7 +162,11 @@ static PyObject *sealed_item(PyObject *key, const unsigned char *head, Py_ssize_
                    (size_t)PyBytes_GET_SIZE(key));
     c = crc_update(c, v, (size_t)(head_len + body_len));
     put_be32(v + head_len + body_len, ~c);
-    return Py_BuildValue("(NN)", key, value);
+    item = Py_BuildValue("(NN)", key, value);
+    /* two bytes objects: in no cycle (see untrack_atoms in _rdbread.c); tracked, a restore's ~10^4
+     * items set off collections that walk them again and again */
+    if (item != NULL) PyObject_GC_UnTrack(item);
+    return item;
 }
 
 static PyObject *crc32(PyObject *self, PyObject *args)
