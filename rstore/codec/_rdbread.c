@@ -119,6 +119,18 @@ static PyObject *get_listpack(const unsigned char *b, Py_ssize_t end, Py_ssize_t
     return out;
 }
 
+/* Leave the cyclic GC out of the tuple t and of the tuples in it.  They hold only numbers,
+ * bytes, None and such tuples, so they can be in no cycle (CPython untracks such a tuple
+ * itself, but only when a collection first walks it); tracked, the ~10^5 tuples of a restore
+ * set off collections that walk them again and again, and the full ones walk the process. */
+static void untrack_atoms(PyObject *t)
+{
+    Py_ssize_t i;
+    if (!PyTuple_CheckExact(t)) return;
+    for (i = 0; i < PyTuple_GET_SIZE(t); i++) untrack_atoms(PyTuple_GET_ITEM(t, i));
+    if (PyObject_GC_IsTracked(t)) PyObject_GC_UnTrack(t);
+}
+
 static uint64_t get_be64(const unsigned char *p)
 {
     uint64_t v = 0;
@@ -176,6 +188,7 @@ static PyObject *read_nodes(PyObject *self, PyObject *args)
         else
             rec = Py_BuildValue("(KKNLiiKKn)", ms, seq, lp, (long long)f.count, -1, -1,
                                 f.last_ms, f.last_seq, q);
+        if (rec != NULL) untrack_atoms(rec);
         if (rec == NULL || PyList_Append(list, rec) < 0) {
             Py_XDECREF(rec);
             goto fail;
@@ -245,7 +258,9 @@ static PyObject *read_pel(PyObject *self, PyObject *args)
         if (into != NULL && with_times) { /* the run form of a group's PEL: into[raw] = nack */
             PyObject *raw = PyBytes_FromStringAndSize((const char *)b + pos, 16);
             PyObject *nack = raw == NULL ? NULL : Py_BuildValue("(LK)", (long long)when, count);
-            int bad = nack == NULL || PyDict_SetItem(list, raw, nack) < 0;
+            int bad;
+            if (nack != NULL) untrack_atoms(nack);
+            bad = nack == NULL || PyDict_SetItem(list, raw, nack) < 0;
             Py_XDECREF(raw);
             Py_XDECREF(nack);
             if (bad) goto fail;
@@ -256,6 +271,7 @@ static PyObject *read_pel(PyObject *self, PyObject *args)
                 rec = Py_BuildValue("(KKLKn)", ms, seq, (long long)when, count, q);
             else
                 rec = Py_BuildValue("(KKn)", ms, seq, q);
+            if (rec != NULL) untrack_atoms(rec);
             if (rec == NULL || PyList_Append(list, rec) < 0) {
                 Py_XDECREF(rec);
                 goto fail;

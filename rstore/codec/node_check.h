@@ -54,14 +54,57 @@ static Py_ssize_t read_el_checked(const unsigned char *b, Py_ssize_t stop, Py_ss
     return decoded == size && bl == backlen_size(size) ? next : -1;
 }
 
-static Py_ssize_t read_int_checked(const unsigned char *b, Py_ssize_t stop, Py_ssize_t p,
-                                   int64_t *v)
+/* The integer element at p, as read_el_checked reads it; -1 if it is not an integer.  The
+ * common small forms are read inline: a 7-bit integer (its backlen must be 1) and a 13-bit
+ * one (backlen 2); any other byte in the backlen's place fails read_el_checked too. */
+static inline Py_ssize_t read_int_checked(const unsigned char *b, Py_ssize_t stop, Py_ssize_t p,
+                                          int64_t *v)
 {
     element e;
-    Py_ssize_t next = read_el_checked(b, stop, p, &e);
+    Py_ssize_t next;
+    if (p + 3 <= stop) {
+        unsigned int c = b[p];
+        if (c < 0x80) {
+            if (b[p + 1] != 1) return -1;
+            *v = c;
+            return p + 2;
+        }
+        if ((c & 0xE0) == 0xC0) {
+            unsigned int u = ((c & 0x1F) << 8) | b[p + 1];
+            if (b[p + 2] != 2) return -1;
+            *v = u >= 4096 ? (int64_t)u - 8192 : (int64_t)u;
+            return p + 3;
+        }
+    }
+    next = read_el_checked(b, stop, p, &e);
     if (next < 0 || !e.is_int) return -1;
     *v = e.ival;
     return next;
+}
+
+/* The offset after the element at p, its backlen checked as read_el_checked checks it, or -1
+ * (the value is not decoded).  Inline: a 7-bit integer, a string of up to 63 bytes (backlen:
+ * its size, 1 + length, always one byte) and a 16-bit integer (backlen 3). */
+static inline Py_ssize_t skip_el_checked(const unsigned char *b, Py_ssize_t stop, Py_ssize_t p)
+{
+    element e;
+    if (p < stop) {
+        unsigned int c = b[p];
+        Py_ssize_t next;
+        if (c < 0x80) {
+            next = p + 2;
+            return next <= stop && b[p + 1] == 1 ? next : -1;
+        }
+        if (c < 0xC0) {
+            next = p + (Py_ssize_t)(c & 0x3F) + 2;
+            return next <= stop && b[next - 1] == (c & 0x3F) + 1 ? next : -1;
+        }
+        if (c == 0xF1) {
+            next = p + 4;
+            return next <= stop && b[p + 3] == 3 ? next : -1;
+        }
+    }
+    return read_el_checked(b, stop, p, &e);
 }
 
 /* Check the node b[0..n) whose master ID is (mms, mseq); 1 and the facts in *f when it is
@@ -74,7 +117,6 @@ static int check_stream_node(const unsigned char *b, Py_ssize_t n, uint64_t mms,
     int64_t nmaster, terminator, flagged_live = 0, elements;
     unsigned int header_count;
     int have_prev = 0;
-    element e;
 
     f->entries = 0;
     f->ascending = 1;
@@ -91,7 +133,7 @@ static int check_stream_node(const unsigned char *b, Py_ssize_t n, uint64_t mms,
     if ((p = read_int_checked(b, stop, p, &nmaster)) < 0) return 0;
     if (f->count < 0 || f->deleted < 0 || nmaster < 0 || nmaster > n) return 0;
     for (i = 0; i < nmaster; i++)
-        if ((p = read_el_checked(b, stop, p, &e)) < 0) return 0;
+        if ((p = skip_el_checked(b, stop, p)) < 0) return 0;
     if ((p = read_int_checked(b, stop, p, &terminator)) < 0 || terminator != 0) return 0;
     elements = 4 + nmaster;
     while (p < stop) {
@@ -110,7 +152,7 @@ static int check_stream_node(const unsigned char *b, Py_ssize_t n, uint64_t mms,
             expected = 2 * nf + 4;
         }
         for (i = 0; i < nvals; i++)
-            if ((p = read_el_checked(b, stop, p, &e)) < 0) return 0;
+            if ((p = skip_el_checked(b, stop, p)) < 0) return 0;
         if (p >= stop) return 0;
         if ((p = read_int_checked(b, stop, p, &lp_count)) < 0 || lp_count != expected) return 0;
         elements += expected + 1; /* flags, ID deltas, [field count], values, lp-count */

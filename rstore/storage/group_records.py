@@ -18,7 +18,7 @@ import functools
 from collections.abc import Iterable, Iterator
 
 from rstore.model import ID
-from rstore.storage import layout
+from rstore.storage import layout, sealed
 from rstore.storage.layout import ConsumerMeta, GroupMeta
 from rstore.storage.txn import Txn
 
@@ -277,9 +277,7 @@ def nacks_restore(
     count)`` each, in the group PEL and in the owner's index."""
     prefix = layout.pack_u64(group.handle)
     owned = layout.consumer_pel_prefix(group.handle, owner)
-    pack = layout.pack_nack
-    txn.put_many(_PEL, [(prefix + raw, pack(when, count, owner)) for raw, when, count in nacks])
-    txn.put_many(_OWNED, [(owned + raw, b"") for raw, _, _ in nacks])
+    sealed.nacks_write(txn, prefix, owned, owner, nacks)
 
 
 def stage_nacks(txn: Txn, staging: int, nacks: list[tuple[bytes, tuple[int, int]]]) -> None:

@@ -41,7 +41,7 @@ from rstore.model import (
     StreamSnapshot,
     StreamState,
 )
-from rstore.storage import group_records, layout
+from rstore.storage import group_records, layout, sealed
 from rstore.storage.layout import TYPE_STREAM, ConsumerMeta, GroupMeta, StreamMeta
 from rstore.storage.txn import Txn
 from rstore.streams import keyspace
@@ -137,7 +137,7 @@ class _Importer:
         for master_id, _, live, first_live, last in run.nodes:
             self.follows(master_id)
             self.add_node(master_id, live, first_live, last)
-        self.txn.nodes_write(self.stream.handle, [(n[0], n[1]) for n in run.nodes])
+        sealed.nodes_write(self.txn, self.stream.handle, run.nodes)
 
     def follows(self, master_id: ID) -> None:
         previous = self.last_entry
