@@ -130,7 +130,7 @@ class Combiner:
         while s.step != _OVER:
             try:
                 while s.step != _OVER:
-                    self._step(s, own)
+                    self._steps(s, own)
             except BaseException as exc:
                 s.held = exc
                 if s.step == 1:
@@ -138,33 +138,33 @@ class Combiner:
                     s.step = 10
         own.settled = True
 
-    def _step(self, s: _Leading, own: Request) -> None:
-        step = s.step
-        if step == 0:  # take the batch
+    def _steps(self, s: _Leading, own: Request) -> None:
+        """The steps from ``s.step`` on, in order (one call when nothing interrupts)."""
+        if s.step == 0:  # take the batch
             if own.queued:
                 with self._lock:
                     s.batch, self._queue = self._queue, []
                     s.step = 1
             else:
                 s.step = 1
-        elif step == 1:  # run it: every request gets its outcome
+        if s.step == 1:  # run it: every request gets its outcome
             try:
                 s.finish = self._commit(s.batch)
             except Exception as exc:
                 s.step = 2
                 _fail(s.batch, own, exc)
             s.step = 2
-        elif step == 10:  # the commit was interrupted: those it did not run go back
+        if s.step == 10:  # the commit was interrupted: those it did not run go back
             rest = [r for r in s.batch if not (r.done or r.committing)]
             unsure = [r for r in s.batch if not r.done and r.committing]
             with self._lock:
                 self._queue[:0] = rest
                 s.batch = [own, *unsure]
                 s.step = 11
-        elif step == 11:
+        if s.step == 11:
             _fail(s.batch, own, _interrupted("while its commit ran"))
             s.step = 2
-        elif step == 2:  # pass the lead on: the next batch runs during this one's flush
+        if s.step == 2:  # pass the lead on: the next batch runs during this one's flush
             n = len(s.batch)
             with self._lock:
                 s.next = nxt = self._queue[0] if self._queue else None
@@ -175,11 +175,11 @@ class Combiner:
                 self.batches += 1
                 self.writes += n
                 s.step = 3
-        elif step == 3:
+        if s.step == 3:
             s.step = 4
             if s.next is not None and s.next.wake is not None:
                 s.next.wake.release()
-        elif step == 4:  # wake readers (best effort; one may be woken twice)
+        if s.step == 4:  # wake readers (best effort; one may be woken twice)
             while s.i < len(s.batch):
                 r = s.batch[s.i]
                 if r.after_commit is not None and r.done and r.error is None:
@@ -187,14 +187,14 @@ class Combiner:
                         s.woken = r.after_commit() or s.woken
                 s.i += 1
             s.step, s.i = 5, 0
-        elif step == 5:  # make the batch durable (interrupted, it is flushed again)
+        if s.step == 5:  # make the batch durable (interrupted, it is flushed again)
             if s.finish is not None:
                 try:
                     s.finish(s.woken)
                 except Exception as exc:
                     _fail(s.batch, own, exc, committed=True)
             s.step = 6
-        elif step == 6:  # settle the batch: each waiting thread may return
+        if s.step == 6:  # settle the batch: each waiting thread may return
             while s.i < len(s.batch):
                 r = s.batch[s.i]
                 if not r.done:  # left so by an interrupt: it may be stored

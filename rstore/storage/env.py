@@ -162,6 +162,10 @@ class Env:
                 raise
 
     @property
+    def closed(self) -> bool:
+        return self._gate.closed
+
+    @property
     def writable(self) -> bool:
         return not self.readonly and self.format == layout.FORMAT_VERSION
 
