@@ -105,15 +105,19 @@ class Combiner:
                 raise  # nothing was done
             interrupted = exc
         leading: _Leading | None = None
-        while not req.settled:
-            try:
-                if req.lead:
-                    if leading is None:
-                        leading = _Leading(req)
-                    self._lead(leading)
-                else:  # wait to be served or to be asked to lead (set before the release)
-                    assert req.wake is not None
-                    req.wake.acquire()
+        while not req.settled:  # (the inner loop's back edge, where an interrupt can land
+            try:  # too, is inside this try: two signals in a row are held as well)
+                while not req.settled:
+                    try:
+                        if req.lead:
+                            if leading is None:
+                                leading = _Leading(req)
+                            self._lead(leading)
+                        else:  # wait to be served or asked to lead (set before the release)
+                            assert req.wake is not None
+                            req.wake.acquire()
+                    except BaseException as exc:
+                        interrupted = exc
             except BaseException as exc:
                 interrupted = exc
         if leading is not None and leading.held is not None:

@@ -462,12 +462,17 @@ class PollingWaiter:
     INTERVAL_S = 0.05
 
     def __init__(self) -> None:
-        self._woken = threading.Event()
+        self._woken = threading.Lock()  # released by interrupt() (Event.wait: not Ctrl-C safe)
+        self._woken.acquire()
 
     def wait(self, timeout_s: float) -> bool:
         """Sleep ``min(timeout_s, INTERVAL_S)``; ``True`` when interrupted, so the caller looks
         at once (it re-checks after every wait anyway)."""
-        return self._woken.wait(max(min(timeout_s, self.INTERVAL_S), 0.0))
+        if not self._woken.acquire(timeout=max(min(timeout_s, self.INTERVAL_S), 0.0)):
+            return False
+        with contextlib.suppress(RuntimeError):  # and stays released for the next wait
+            self._woken.release()
+        return True
 
     def fileno(self) -> int | None:
         """None: nothing to watch; the caller looks again every :attr:`INTERVAL_S`."""
@@ -480,7 +485,8 @@ class PollingWaiter:
         pass
 
     def interrupt(self) -> None:
-        self._woken.set()
+        with contextlib.suppress(RuntimeError):  # already released
+            self._woken.release()
 
     def close(self) -> None:
         pass

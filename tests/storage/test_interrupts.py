@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+
+from rstore.storage.notify import PollingWaiter
 
 CHILD = r"""
 import faulthandler, os, random, signal, sys, threading, time
@@ -134,3 +137,17 @@ def test_interrupts_at_random_moments_leave_no_lock_held(tmp_path: Path, sync: b
     sent, done, interrupted = _run(tmp_path / "s", 10, 1 + sync, sync)
     # the signals really landed inside store calls, and calls also completed between them
     assert interrupted >= 150 and done >= 150, (sent, done, interrupted)
+
+
+def test_a_polling_waiter_sleeps_until_interrupted_then_never_again() -> None:
+    """The waiter a blocked read uses when the waiter table cannot be: a plain lock (an Event's
+    wait can be left by a Ctrl-C with its lock released twice)."""
+    waiter = PollingWaiter()
+    began = time.monotonic()
+    assert waiter.wait(0.02) is False
+    assert time.monotonic() - began >= 0.015
+    waiter.interrupt()
+    waiter.interrupt()  # twice is fine
+    began = time.monotonic()
+    assert waiter.wait(5) is True and waiter.wait(5) is True
+    assert time.monotonic() - began < 1
