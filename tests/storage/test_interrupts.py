@@ -12,13 +12,16 @@ thread's writes are batched with others' (leading a batch, or queued in one).
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from rstore.storage.gate import Gate
 from rstore.storage.notify import PollingWaiter
 
 CHILD = r"""
@@ -151,3 +154,56 @@ def test_a_polling_waiter_sleeps_until_interrupted_then_never_again() -> None:
     began = time.monotonic()
     assert waiter.wait(5) is True and waiter.wait(5) is True
     assert time.monotonic() - began < 1
+
+
+def test_the_gate_closes_after_interrupts_at_random_moments_of_enter_and_leave() -> None:
+    """The gate alone, in this process: the main thread enters and leaves in a loop while
+    another thread sends it signals every 0.1 ms whose handler raises; then ``close()`` (which
+    waits for a free lock and for no one inside) returns.  The gate before the fix was left
+    with its lock held or its count wrong by about one interrupt in two."""
+
+    class Interrupted(BaseException):
+        pass
+
+    armed = [False]
+
+    def handler(signum: int, frame: object) -> None:
+        if armed[0]:
+            raise Interrupted
+
+    gate = Gate("test")
+    stop = threading.Event()
+    main = threading.main_thread().ident
+    assert main is not None and threading.current_thread() is threading.main_thread()
+
+    def signaller() -> None:
+        while not stop.wait(0.0001):
+            signal.pthread_kill(main, signal.SIGUSR1)
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    sender = threading.Thread(target=signaller)
+    sender.start()
+    caught = 0
+    try:
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            try:
+                armed[0] = True
+                gate.enter()
+                try:
+                    pass
+                finally:
+                    gate.leave()
+                armed[0] = False
+            except Interrupted:
+                armed[0] = False
+                caught += 1
+    finally:
+        stop.set()
+        sender.join()
+        signal.signal(signal.SIGUSR1, previous)
+    closer = threading.Thread(target=gate.close, daemon=True)
+    closer.start()
+    closer.join(5)
+    assert not closer.is_alive(), "close() hangs: a lock left held or a count left wrong"
+    assert caught >= 20, caught
