@@ -37,6 +37,7 @@ from .checkpoints import (
     save_checkpoint_file,
 )
 from .envelope import ReplayEntry
+from .interrupts import HeldInterrupts
 from .pacing import Pacer, PaceSchedule
 from .sinks import Sink, SinkError, TargetEntry
 from .sources import NodeRun, field_filter
@@ -355,10 +356,18 @@ def run_replay(
             sink.write(pending, None)
 
     def flush() -> None:
-        nonlocal writing, node_entries
         if not pending and not nodes and not moved:
             return
         value = None if checkpoint is None else encode_position({**done, **moved})
+        held.hold()  # a Ctrl-C from here is raised once the batch is written and counted
+        try:
+            settle(value)
+        finally:
+            held.holding = False
+        held.release()
+
+    def settle(value: bytes | None) -> None:
+        nonlocal writing, node_entries
         writing = True
         try:
             write(value)
@@ -406,6 +415,8 @@ def run_replay(
     else:
         plain = _expanded(entries)
         selected = plain if not where and count is None else _selected(plain, where, count)
+    held = HeldInterrupts()
+    held.install()
     try:
         for item in selected:
             if item is None:  # a source following live has nothing more for now
@@ -469,7 +480,9 @@ def run_replay(
         report.interrupted = True
         if not writing:  # stopped between entries: deliver those already due
             flush()
-        # stopped inside a write: what landed is what the checkpoint says
+        # stopped inside a write (a second ^C): what landed is what the checkpoint says
+    finally:
+        held.uninstall()
     report.seconds = time.perf_counter() - began
     if pacer is not None:
         report.mean_lag = pacer.mean_lag

@@ -34,7 +34,8 @@ __all__ = ["Combiner", "Request"]
 class Request:
     """One write waiting to be run: its function and, once done, its outcome."""
 
-    __slots__ = ("after_commit", "committing", "done", "error", "fn", "lead", "result", "wake")
+    __slots__ = ("after_commit", "committing", "done", "error", "fn", "lead", "queued",
+                 "result", "settled", "wake")  # fmt: skip
 
     def __init__(
         self, fn: Callable[[Any], Any], after_commit: Callable[[], bool] | None = None
@@ -46,8 +47,10 @@ class Request:
         self.result: Any = None
         self.error: BaseException | None = None
         self.done = False  # the outcome is final (committed, or failed)
-        self.lead = False  # asked to lead the next batch
+        self.lead = False  # leads (or is asked to lead) a batch
+        self.queued = False  # in the queue, for a leader to take
         self.committing = False  # its batch reached LMDB's commit: it may be stored
+        self.settled = False  # done and, with sync=True, flushed: its thread may return
         # For a thread that waits: a lock held from the start and released once to wake it (a
         # bare lock is much cheaper to make than an Event).  A leader's own write has none.
         self.wake: threading.Lock | None = None
@@ -59,7 +62,16 @@ class Request:
 
 
 class Combiner:
-    """The write queue of one environment in one process."""
+    """The write queue of one environment in one process.
+
+    Interrupts: a signal handler's exception (``KeyboardInterrupt``) can be raised in the main
+    thread after any call of a C function.  Once a write is queued or leads, it is the
+    business of every writing thread of the process (a queue with no leader waits forever), so
+    :meth:`run` and :meth:`_lead` hold such an exception until the write is settled and raise
+    it then; their steps are numbered, and each step's end is marked with no such call between
+    its last effect and the mark, so a step interrupted is either redone (when redoing it is
+    harmless) or finished by the code for an interrupted step.
+    """
 
     def __init__(self, commit: Callable[[list[Request]], Callable[[bool], None] | None]) -> None:
         self._commit = commit
@@ -75,85 +87,143 @@ class Combiner:
         return its result or raise its exception once its batch has been committed (and made
         durable).  ``after_commit`` runs once ``fn``'s write is committed and before it is
         made durable, only if it succeeded; it returns whether it woke readers (the flush then
-        first waits briefly for one of their commits to cover it)."""
+        first waits briefly for one of their commits to cover it).  An interrupt raised in
+        this thread meanwhile is raised once the write is settled (it may be stored)."""
         req = Request(fn, after_commit)
-        wake = None
-        with self._lock:
-            leading = not self._leading
-            if leading:  # nobody leads, so nobody is queued: a batch of one, no queue
-                self._leading = True
-            else:
-                wake = req.wake = threading.Lock()
-                wake.acquire()
-                self._queue.append(req)
         interrupted: BaseException | None = None
-        if wake is None:
-            self._lead(req, [req])
-        else:
-            # Wait to be served or to be asked to lead.  An interrupt (KeyboardInterrupt) must
-            # not abandon the queue: the write may be committing, and if this thread was made
-            # leader the others wait for it.  It is raised once the write is settled.
-            while True:
-                try:
+        try:
+            with self._lock:
+                if self._leading:
+                    req.wake = wake = threading.Lock()
                     wake.acquire()
-                    break
-                except BaseException as exc:
-                    interrupted = exc
-            if not req.done:
-                self._lead(req, None)
+                    self._queue += (req,)
+                    req.queued = True
+                else:  # nobody leads, so nobody is queued: a batch of one, no queue
+                    self._leading = req.lead = True
+        except BaseException as exc:
+            if not (req.lead or req.queued):
+                raise  # nothing was done
+            interrupted = exc
+        leading: _Leading | None = None
+        while not req.settled:  # (the inner loop's back edge, where an interrupt can land
+            try:  # too, is inside this try: two signals in a row are held as well)
+                while not req.settled:
+                    try:
+                        if req.lead:
+                            if leading is None:
+                                leading = _Leading(req)
+                            self._lead(leading)
+                        else:  # wait to be served or asked to lead (set before the release)
+                            assert req.wake is not None
+                            req.wake.acquire()
+                    except BaseException as exc:
+                        interrupted = exc
+            except BaseException as exc:
+                interrupted = exc
+        if leading is not None and leading.held is not None:
+            interrupted = leading.held
         if interrupted is not None:
             raise interrupted
         return req.outcome()
 
-    def _lead(self, own: Request, batch: list[Request] | None) -> None:
-        if batch is None:
-            with self._lock:
-                batch, self._queue = self._queue, []
-        finish: Callable[[bool], None] | None = None
-        try:
+    def _lead(self, s: _Leading) -> None:
+        """Run a batch (the leader's write and, if it was queued, every queued write), pass
+        the lead on, settle the batch.  Resumes where it was if called again (after an
+        interrupt between its steps); interrupts inside a step are held in ``s.held``."""
+        own = s.own
+        while s.step != _OVER:
             try:
-                finish = self._commit(batch)
-            except Exception as exc:
-                _fail(batch, own, exc)
-            except BaseException as exc:  # KeyboardInterrupt in the leader: it gets it ...
-                own.error, own.done = exc, True
-                unsure = [r for r in batch if not r.done and r.committing]
-                _fail(unsure, own, _interrupted("while its commit ran"))
-                with self._lock:  # ... and the others, never run, go back to the front
-                    self._queue[:0] = [r for r in batch if not r.done]
-                batch = [own, *unsure]
-        finally:
-            self.batches += 1
-            self.writes += len(batch)
-            self._hand_over()
-        # The lead is passed on before this batch's flush: the next batch runs meanwhile.
-        woken = False
-        for r in batch:
-            if r.after_commit is not None and r.done and r.error is None:
-                with suppress(Exception):  # the write is committed; waking is best effort
-                    woken = r.after_commit() or woken
-        try:
-            if finish is not None:
-                finish(woken)
-        except Exception as exc:
-            _fail(batch, own, exc, committed=True)
-        except BaseException as exc:  # an interrupt during the flush: the others get told
-            _fail(batch, own, _interrupted("after its commit, during the flush"), committed=True)
-            own.error = exc
-        finally:
-            for r in batch:
-                if r is not own and r.wake is not None:
-                    r.wake.release()
+                while s.step != _OVER:
+                    self._steps(s, own)
+            except BaseException as exc:
+                s.held = exc
+                if s.step == 1:
+                    own.error, own.done = exc, True
+                    s.step = 10
+        own.settled = True
 
-    def _hand_over(self) -> None:
-        with self._lock:
-            if self._queue:
-                nxt = self._queue[0]
-                nxt.lead = True
-                assert nxt.wake is not None  # every queued write waits on its lock
-                nxt.wake.release()
+    def _steps(self, s: _Leading, own: Request) -> None:
+        """The steps from ``s.step`` on, in order (one call when nothing interrupts)."""
+        if s.step == 0:  # take the batch
+            if own.queued:
+                with self._lock:
+                    s.batch, self._queue = self._queue, []
+                    s.step = 1
             else:
-                self._leading = False
+                s.step = 1
+        if s.step == 1:  # run it: every request gets its outcome
+            try:
+                s.finish = self._commit(s.batch)
+            except Exception as exc:
+                s.step = 2
+                _fail(s.batch, own, exc)
+            s.step = 2
+        if s.step == 10:  # the commit was interrupted: those it did not run go back
+            rest = [r for r in s.batch if not (r.done or r.committing)]
+            unsure = [r for r in s.batch if not r.done and r.committing]
+            with self._lock:
+                self._queue[:0] = rest
+                s.batch = [own, *unsure]
+                s.step = 11
+        if s.step == 11:
+            _fail(s.batch, own, _interrupted("while its commit ran"))
+            s.step = 2
+        if s.step == 2:  # pass the lead on: the next batch runs during this one's flush
+            n = len(s.batch)
+            with self._lock:
+                s.next = nxt = self._queue[0] if self._queue else None
+                if nxt is None:
+                    self._leading = False
+                else:
+                    nxt.lead = True
+                self.batches += 1
+                self.writes += n
+                s.step = 3
+        if s.step == 3:
+            s.step = 4
+            if s.next is not None and s.next.wake is not None:
+                s.next.wake.release()
+        if s.step == 4:  # wake readers (best effort; one may be woken twice)
+            while s.i < len(s.batch):
+                r = s.batch[s.i]
+                if r.after_commit is not None and r.done and r.error is None:
+                    with suppress(Exception):  # the write is committed
+                        s.woken = r.after_commit() or s.woken
+                s.i += 1
+            s.step, s.i = 5, 0
+        if s.step == 5:  # make the batch durable (interrupted, it is flushed again)
+            if s.finish is not None:
+                try:
+                    s.finish(s.woken)
+                except Exception as exc:
+                    _fail(s.batch, own, exc, committed=True)
+            s.step = 6
+        if s.step == 6:  # settle the batch: each waiting thread may return
+            while s.i < len(s.batch):
+                r = s.batch[s.i]
+                if not r.done:  # left so by an interrupt: it may be stored
+                    _fail([r], own, _interrupted("while its commit ran"))
+                s.i += 1
+                if r is not own and r.wake is not None:
+                    r.settled = True
+                    r.wake.release()
+            s.step = _OVER
+
+
+class _Leading:
+    """Where a leader is in leading its batch (kept across interrupts)."""
+
+    __slots__ = ("batch", "finish", "held", "i", "next", "own", "step", "woken")
+
+    def __init__(self, own: Request) -> None:
+        self.own = own
+        self.batch = [own]
+        self.step = 0
+        self.i = 0
+        self.finish: Callable[[bool], None] | None = None
+        self.next: Request | None = None
+        self.woken = False
+        self.held: BaseException | None = None
 
 
 def _fail(batch: list[Request], own: Request, exc: Exception, *, committed: bool = False) -> None:
@@ -162,6 +232,9 @@ def _fail(batch: list[Request], own: Request, exc: Exception, *, committed: bool
             r.result = None
             r.error = exc if r is own else _copied(exc)
             r.done = True
+
+
+_OVER = 99  # the last step of leading a batch
 
 
 def _interrupted(when: str) -> StorageError:

@@ -162,6 +162,10 @@ class Env:
                 raise
 
     @property
+    def closed(self) -> bool:
+        return self._gate.closed
+
+    @property
     def writable(self) -> bool:
         return not self.readonly and self.format == layout.FORMAT_VERSION
 
@@ -280,7 +284,8 @@ class Env:
                 self._env.reader_check()
 
     def _grow_map(self) -> None:
-        with self._gate.exclusive():
+        with self._gate.changing:
+            self._gate.drain()
             current = int(self._env.info()["map_size"])
             try:
                 self._env.set_mapsize(current * 2)
@@ -307,7 +312,8 @@ class Env:
         self._open(verify=False)
 
     def _adopt_map_size(self) -> None:
-        with self._gate.exclusive():
+        with self._gate.changing:
+            self._gate.drain()
             try:
                 self._env.set_mapsize(0)
             except lmdb.Error as exc:
@@ -323,7 +329,8 @@ class Env:
         if before == layout.FORMAT_VERSION:
             return before, 0
         while True:
-            with self._gate.exclusive():
+            with self._gate.changing:
+                self._gate.drain()
                 try:
                     raw = self._env.begin(write=True)
                     try:

@@ -43,7 +43,7 @@ import stat
 import struct
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Protocol
 
 from rstore.codec.crc64 import crc64
@@ -172,15 +172,6 @@ class Notifier:
 
     # ------------------------------------------------------------------ slots
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        with self._lock:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-
     @staticmethod
     def _slot_offset(i: int) -> int:
         return _HEADER.size + i * _SLOT.size
@@ -204,30 +195,34 @@ class Notifier:
         """Take one slot per key hash; returns ``(arrival number, slot indexes)``."""
         pid = os.getpid()
         keys = list(keys)
-        with self._locked():
-            magic, version, in_use, high, _, arrival = self._header()
-            table = self._slots(high)
-            taken: list[int] = []
-            for i in range(high):
-                if len(taken) == len(keys):
-                    break
-                state, _, spid, *_ = _SLOT.unpack_from(table, i * _SLOT.size)
-                if state == _FREE or not _alive(spid):
-                    if state != _FREE:
-                        in_use -= 1  # reclaim a slot left by a dead process
-                    taken.append(i)
-            taken += range(high, min(SLOTS, high + len(keys) - len(taken)))
-            if len(taken) < len(keys):
-                raise StorageError(
-                    f"{self._path}: the waiter table is full ({SLOTS} blocked reads per key "
-                    "per store at most); too many blocked readers"
-                )
-            for i, kh in zip(taken, keys):
-                slot = _SLOT.pack(_WAITING, kind, pid, kh, group, arrival, token, flags)
-                os.pwrite(self._fd, slot, self._slot_offset(i))
-            high = max(high, taken[-1] + 1) if taken else high
-            header = _HEADER.pack(magic, version, in_use + len(taken), high, 0, arrival + 1)
-            os.pwrite(self._fd, header, 0)
+        with self._lock:  # then the file lock: a try first, for interrupts
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX)
+                magic, version, in_use, high, _, arrival = self._header()
+                table = self._slots(high)
+                taken: list[int] = []
+                for i in range(high):
+                    if len(taken) == len(keys):
+                        break
+                    state, _, spid, *_ = _SLOT.unpack_from(table, i * _SLOT.size)
+                    if state == _FREE or not _alive(spid):
+                        if state != _FREE:
+                            in_use -= 1  # reclaim a slot left by a dead process
+                        taken.append(i)
+                taken += range(high, min(SLOTS, high + len(keys) - len(taken)))
+                if len(taken) < len(keys):
+                    raise StorageError(
+                        f"{self._path}: the waiter table is full ({SLOTS} blocked reads per key "
+                        "per store at most); too many blocked readers"
+                    )
+                for i, kh in zip(taken, keys):
+                    slot = _SLOT.pack(_WAITING, kind, pid, kh, group, arrival, token, flags)
+                    os.pwrite(self._fd, slot, self._slot_offset(i))
+                high = max(high, taken[-1] + 1) if taken else high
+                header = _HEADER.pack(magic, version, in_use + len(taken), high, 0, arrival + 1)
+                os.pwrite(self._fd, header, 0)
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
         return arrival, taken
 
     def unregister(self, slots: list[int], pid: int, token: int) -> None:
@@ -238,20 +233,24 @@ class Notifier:
         """
         if self._closed:
             return
-        with self._locked():
-            freed = 0
-            for i in slots:
-                off = self._slot_offset(i)
-                state, _, spid, _, _, _, stoken, _ = _SLOT.unpack(
-                    os.pread(self._fd, _SLOT.size, off)
-                )
-                if state == _WAITING and spid == pid and stoken == token:
-                    os.pwrite(self._fd, bytes(_SLOT.size), off)
-                    freed += 1
-            in_use = _U32.unpack(os.pread(self._fd, 4, _IN_USE))[0] - freed
-            os.pwrite(self._fd, _U32.pack(max(in_use, 0)), _IN_USE)
-            if in_use <= 0:
-                os.pwrite(self._fd, _U32.pack(0), _HIGH)
+        with self._lock:  # then the file lock: a try first, for interrupts
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX)
+                freed = 0
+                for i in slots:
+                    off = self._slot_offset(i)
+                    state, _, spid, _, _, _, stoken, _ = _SLOT.unpack(
+                        os.pread(self._fd, _SLOT.size, off)
+                    )
+                    if state == _WAITING and spid == pid and stoken == token:
+                        os.pwrite(self._fd, bytes(_SLOT.size), off)
+                        freed += 1
+                in_use = _U32.unpack(os.pread(self._fd, 4, _IN_USE))[0] - freed
+                os.pwrite(self._fd, _U32.pack(max(in_use, 0)), _IN_USE)
+                if in_use <= 0:
+                    os.pwrite(self._fd, _U32.pack(0), _HIGH)
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def _waiting(self) -> list[tuple[int, int, int, int, int, int, int, int]]:
         """``(arrival, slot, kind, pid, key hash, group hash, token, flags)`` of every waiting
@@ -463,12 +462,17 @@ class PollingWaiter:
     INTERVAL_S = 0.05
 
     def __init__(self) -> None:
-        self._woken = threading.Event()
+        self._woken = threading.Lock()  # released by interrupt() (Event.wait: not Ctrl-C safe)
+        self._woken.acquire()
 
     def wait(self, timeout_s: float) -> bool:
         """Sleep ``min(timeout_s, INTERVAL_S)``; ``True`` when interrupted, so the caller looks
         at once (it re-checks after every wait anyway)."""
-        return self._woken.wait(max(min(timeout_s, self.INTERVAL_S), 0.0))
+        if not self._woken.acquire(timeout=max(min(timeout_s, self.INTERVAL_S), 0.0)):
+            return False
+        with contextlib.suppress(RuntimeError):  # and stays released for the next wait
+            self._woken.release()
+        return True
 
     def fileno(self) -> int | None:
         """None: nothing to watch; the caller looks again every :attr:`INTERVAL_S`."""
@@ -481,7 +485,8 @@ class PollingWaiter:
         pass
 
     def interrupt(self) -> None:
-        self._woken.set()
+        with contextlib.suppress(RuntimeError):  # already released
+            self._woken.release()
 
     def close(self) -> None:
         pass

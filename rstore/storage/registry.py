@@ -55,6 +55,10 @@ def acquire(
     real = os.path.realpath(path)
     with _REGISTRY.lock:
         env = _REGISTRY.envs.get(real)
+        if env is not None and env.closed:  # its last release was interrupted: finish it
+            env.close()
+            del _REGISTRY.envs[real], _REGISTRY.refs[real]
+            env = None
         if env is None:
             env = Env(real, sync=sync, map_size=map_size or DEFAULT_MAP_SIZE, create=create,
                       readonly=readonly)  # fmt: skip
@@ -83,6 +87,6 @@ def release(env: Env) -> None:
         if left > 0:
             _REGISTRY.refs[env.path] = left
             return
-        del _REGISTRY.envs[env.path]
-        del _REGISTRY.refs[env.path]
-        env.close()
+        _REGISTRY.refs[env.path] = 0
+        env.close()  # interrupted, the Env stays here, closed: a release or acquire finishes
+        del _REGISTRY.envs[env.path], _REGISTRY.refs[env.path]
