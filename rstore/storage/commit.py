@@ -12,18 +12,23 @@ fails the commit itself fails every write of the batch: none of it was stored.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import lmdb
 
+from rstore.errors import StorageError
 from rstore.storage import durable
-from rstore.storage.failures import translate
+from rstore.storage.failures import translate, translate_os
 from rstore.storage.txn import Carry
 
 if TYPE_CHECKING:
     from rstore.storage.combine import Request
     from rstore.storage.env import Env
+    from rstore.storage.wal import WriteAheadLog
+
+log = logging.getLogger("rstore.storage")
 
 __all__ = ["commit_batch"]
 
@@ -44,27 +49,47 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
                 env._reopen_after_fork()
             raw = env._begin(True)
             txnid = int(raw.id())
+            wal = env._wal
+            position = None
             try:
+                work = raw
+                if wal is not None:
+                    wal.ensure_pin(raw)  # before anything is written (docs/durability.md)
+                    work = wal.wrap(raw)
                 carry = env._take_carry(txnid)
                 if len(batch) == 1:
-                    txn = env._txn(raw, True)
+                    txn = env._txn(work, True)
                     if carry is not None:
                         txn.adopt(carry)
                     outcomes: list[tuple[Any, BaseException | None]] = [(batch[0].fn(txn), None)]
                     txn.flush()
                     carry, wrote = txn.carry(txnid), txn.wrote
                 else:
-                    outcomes, carry, wrote = _run_nested(env, raw, txnid, batch, carry)
+                    outcomes, carry, wrote = _run_nested(env, work, txnid, batch, carry)
+                if wal is not None:
+                    position = wal.append(work, txnid)
+            except OSError as exc:
+                raw.abort()
+                raise translate_os(exc, env.path, "write the log of") from exc
             except BaseException:
                 raw.abort()
                 raise
             for req in batch:
                 req.committing = True  # from here an interrupt cannot tell whether it stored
             raw.commit()
+            if position is not None:
+                assert wal is not None
+                wal.mark(position)  # raises only if the record could not be marked
             env._committed(txnid, carry)
             for req, (result, error) in zip(batch, outcomes):
                 req.result, req.error, req.done = result, error, True
             flusher = env._flusher
+            if wal is not None:
+                if position is None:
+                    return None
+                if flusher is None:
+                    return functools.partial(_checkpoint_after, env, wal)
+                return functools.partial(_log_durable, env, wal, position.lsn)
             if flusher is None or not wrote:  # LMDB commits nothing for a transaction that
                 return None  # changed no page: there is nothing to make durable
             flusher.committed(txnid)  # its flush inside LMDB's commit covered earlier ones
@@ -81,6 +106,26 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
             env._grow_map()
         else:
             env._adopt_map_size()
+
+
+def _log_durable(env: Env, wal: WriteAheadLog, lsn: int, readers_woken: bool) -> None:
+    _make_durable(wal.flusher, lsn, readers_woken)
+    _checkpoint_after(env, wal, readers_woken)
+
+
+def _checkpoint_after(env: Env, wal: WriteAheadLog, readers_woken: bool) -> None:
+    """Move this process's pin forward when it is old (it holds pages from reuse)."""
+    del readers_woken
+    try:
+        env._gate.enter()
+    except StorageError:
+        return  # closed meanwhile
+    try:
+        wal.maybe_checkpoint()
+    except (lmdb.Error, OSError) as exc:  # the write is durable: a late checkpoint only costs
+        log.warning("%s: a checkpoint failed (%s); it is tried again later", env.path, exc)
+    finally:
+        env._gate.leave()
 
 
 def _make_durable(flusher: durable.MetaFlusher, txnid: int, readers_woken: bool) -> None:
@@ -100,8 +145,11 @@ def _run_nested(
     whether a committed write changed a page."""
     outcomes: list[tuple[Any, BaseException | None]] = []
     wrote = False
+    wal = env._wal
     for req in batch:
-        child = env._env.begin(write=True, parent=raw, buffers=True)
+        child = env._env.begin(write=True, parent=getattr(raw, "raw", raw), buffers=True)
+        if wal is not None:
+            child = wal.wrap(child, parent=raw)
         txn = env._txn(child, True)
         if carry is not None:
             txn.adopt(carry)

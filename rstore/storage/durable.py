@@ -70,7 +70,7 @@ counters = _Counters()
 class MetaFlusher:
     """Makes commits of one store durable after LMDB committed them with ``MDB_NOMETASYNC``."""
 
-    def __init__(self, store_path: str, data_path: str) -> None:
+    def __init__(self, store_path: str, data_path: str, shared_name: str = FILE_NAME) -> None:
         self._data_path = data_path
         self._fd = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
         st = os.fstat(self._fd)
@@ -84,7 +84,7 @@ class MetaFlusher:
         self._known = 0  # the highest txnid this process knows is durable
         self._shared: int | None = None
         with suppress(OSError):
-            path = os.path.join(store_path, FILE_NAME)
+            path = os.path.join(store_path, shared_name)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
             try:
                 if os.fstat(fd).st_size < _RECORD.size:

@@ -24,6 +24,7 @@ process, so every :class:`rstore.Store` on the same path shares it, reference-co
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
@@ -35,11 +36,11 @@ from typing import Any, TypeVar
 import lmdb
 
 from rstore.errors import CorruptStoreError, ReadOnlyStoreError, StorageError
-from rstore.storage import layout, opening, upgrade
+from rstore.storage import layout, opening, upgrade, wal
 from rstore.storage.combine import Combiner, Request
 from rstore.storage.commit import commit_batch
 from rstore.storage.durable import MetaFlusher
-from rstore.storage.failures import translate, translate_os
+from rstore.storage.failures import refused_for_writing, translate, translate_os
 from rstore.storage.gate import Gate
 from rstore.storage.notify import (
     ALL,
@@ -109,6 +110,7 @@ class Env:
         self._commits = 0
         self._combiner = Combiner(self._commit_batch)
         self._flusher: MetaFlusher | None = None
+        self._wal: wal.WriteAheadLog | None = None
         self._open()
         _all_envs.add(self)
 
@@ -116,9 +118,43 @@ class Env:
 
     def _open(self, *, verify: bool = True) -> None:
         opening.check_directory(self.path, create=self._create, readonly=self.readonly)
+        self._data_path = os.path.join(self.path, opening.DATA_FILE)
+        logged = opening.uses_log(self.path, readonly=self.readonly)
+        lock_fd = None
+        if logged and not self.readonly:
+            try:
+                lock_fd = wal.open_lock(self.path)
+            except OSError as exc:
+                if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                    raise refused_for_writing(self.path, exc.errno) from exc
+                raise translate_os(exc, self.path, "open the store for writing") from exc
+        try:
+            recovering = lock_fd is not None and wal.needs_recovery(lock_fd)
+            if recovering:
+                assert lock_fd is not None
+                wal.restore_checkpoint(lock_fd, self._data_path)
+            elif logged and self.readonly and opening.log_needs_recovery(self.path):
+                raise StorageError(
+                    f"{self.path}: the machine restarted since the store was last written; "
+                    "it must be recovered before it can be read",
+                    hint="open it once for writing (as a user who may write it)",
+                )
+            self._open_lmdb(verify=verify, logged=logged)
+            if lock_fd is not None:
+                try:
+                    self._attach_log(lock_fd, recovering)
+                except BaseException:
+                    self._env.close()
+                    raise
+        finally:
+            if lock_fd is not None:
+                os.close(lock_fd)  # releases the lock
+        self._start_flushing(logged)
+
+    def _open_lmdb(self, *, verify: bool, logged: bool) -> None:
         self._env, self.locked = opening.open_lmdb(
-            self.path, sync=self.sync_mode, map_size=self._map_size, create=self._create,
-            readonly=self.readonly, max_dbs=len(layout.ALL_DBS) + 2,
+            self.path, sync=self.sync_mode and not logged, map_size=self._map_size,
+            create=self._create, readonly=self.readonly, max_dbs=len(layout.ALL_DBS) + 2,
         )  # fmt: skip
         try:
             if not self.readonly:
@@ -128,8 +164,9 @@ class Env:
                     if verify:
                         opening.verify_structure(self._env, self.path, pinned=self.locked)
                     self._dbs, self.format = opening.open_dbs(
-                        self._env, self.path, create=self._create and not self.readonly
-                    )
+                        self._env, self.path, create=self._create and not self.readonly,
+                        logged=logged,
+                    )  # fmt: skip
                     break
                 except lmdb.MapResizedError:  # another process grew the map meanwhile
                     self._env.set_mapsize(0)
@@ -140,30 +177,55 @@ class Env:
             self._env.close()
             raise
         self.sealed = self.format >= layout.FIRST_SEALED_FORMAT
-        self._data_path = os.path.join(self.path, opening.DATA_FILE)
-        if self._flusher is not None:
+
+    def _attach_log(self, lock_fd: int, recovering: bool) -> None:
+        """Create the log of a new store, or redo it after a restart (under the open lock)."""
+        try:
+            wal.create(lock_fd, self._data_path, self._env, self._dbs)
+            if recovering:
+                count = wal.recover(lock_fd, self._data_path, self._env, self._dbs)
+                log.warning("%s: recovered after a restart; %d logged commits redone",
+                            self.path, count)  # fmt: skip
+        except lmdb.Error as exc:
+            raise translate(exc, self.path, writing=True) from exc
+        except OSError as exc:
+            raise translate_os(exc, wal.LOG_FILE, "recover") from exc
+
+    def _start_flushing(self, logged: bool) -> None:
+        if self._wal is not None:
+            self._wal.close()
+        elif self._flusher is not None:
             self._flusher.close()
-        self._flusher = None
-        if self.sync_mode and not self.readonly:
-            try:
+        self._wal = self._flusher = None
+        if self.readonly:
+            return
+        try:
+            if logged:
+                self._wal = wal.WriteAheadLog(self.path, self._data_path, self._env, self._dbs)
+                if self.sync_mode:
+                    self._flusher = self._wal.flusher
+                return
+            if self.sync_mode:
                 self._flusher = MetaFlusher(self.path, self._data_path)
                 # A writer killed between its commit and its flush (or the store's creation
                 # just now) may have left a commit that is visible but not yet on disk.
                 last = int(self._env.info()["last_txnid"])
                 self._flusher.forget_if_ahead(last)
                 self._flusher.make_durable(last)
-            except BaseException as exc:
-                if self._flusher is not None:
-                    self._flusher.close()
-                    self._flusher = None
-                self._env.close()
-                if isinstance(exc, OSError):
-                    raise translate_os(exc, self._data_path, "open") from exc
-                raise
+        except BaseException as exc:
+            if self._wal is not None:
+                self._wal.close()
+            elif self._flusher is not None:
+                self._flusher.close()
+            self._wal = self._flusher = None
+            self._env.close()
+            if isinstance(exc, OSError):
+                raise translate_os(exc, self._data_path, "open") from exc
+            raise
 
     @property
     def writable(self) -> bool:
-        return not self.readonly and self.format == layout.FORMAT_VERSION
+        return not self.readonly and self.format >= layout.FIRST_SEALED_FORMAT
 
     def _refuse_write(self) -> ReadOnlyStoreError:
         if self.readonly:
@@ -175,7 +237,7 @@ class Env:
             f"{self.path} is in store format {self.format}, which has no checksums: this "
             "rstore reads it but does not write it",
             hint="run `rstore upgrade` (rstore.upgrade_store) to rewrite it in format "
-            f"{layout.FORMAT_VERSION}",
+            f"{layout.FIRST_SEALED_FORMAT}",
         )
 
     def _reopen_after_fork(self) -> None:
@@ -281,6 +343,7 @@ class Env:
 
     def _grow_map(self) -> None:
         with self._gate.exclusive():
+            self._drop_pin()
             current = int(self._env.info()["map_size"])
             try:
                 self._env.set_mapsize(current * 2)
@@ -306,8 +369,15 @@ class Env:
         self._carry = None
         self._open(verify=False)
 
+    def _drop_pin(self) -> None:
+        """Resizing the map needs every transaction of the process closed, the log's pin too
+        (the next write makes a checkpoint again)."""
+        if self._wal is not None:
+            self._wal.drop_pin()
+
     def _adopt_map_size(self) -> None:
         with self._gate.exclusive():
+            self._drop_pin()
             try:
                 self._env.set_mapsize(0)
             except lmdb.Error as exc:
@@ -320,7 +390,7 @@ class Env:
         if self.readonly:
             raise self._refuse_write()
         before = self.format
-        if before == layout.FORMAT_VERSION:
+        if before >= layout.FIRST_SEALED_FORMAT:
             return before, 0
         while True:
             with self._gate.exclusive():
@@ -333,7 +403,8 @@ class Env:
                         raise
                     txnid = int(raw.id())
                     raw.commit()
-                    self.format, self.sealed, self._carry = layout.FORMAT_VERSION, True, None
+                    self.format, self.sealed = layout.FIRST_SEALED_FORMAT, True
+                    self._carry = None
                     if self._flusher is not None:  # MDB_NOMETASYNC: flush the meta page
                         self._flusher.make_durable(txnid)
                     return before, count
@@ -481,8 +552,11 @@ class Env:
         for waiter in list(self._waiters):
             waiter.interrupt()
         if not self._forked:
+            self._drop_pin()
             self._env.close()
             if self._notifier is not None:
                 self._notifier.close()
-        if self._flusher is not None:
+        if self._wal is not None:
+            self._wal.close()
+        elif self._flusher is not None:
             self._flusher.close()

@@ -47,7 +47,9 @@ def seal_all(
             after = batch[-1][0]
             if progress is not None:
                 progress(done, total)
-    raw.put(layout.META_FORMAT, layout.pack_format(), db=dbs[layout.DB_META])
+    raw.put(
+        layout.META_FORMAT, layout.pack_format(layout.FIRST_SEALED_FORMAT), db=dbs[layout.DB_META]
+    )
     return done
 
 

@@ -1,0 +1,306 @@
+"""The write-ahead log of a store: one flush per durable commit (docs/durability.md).
+
+One :class:`WriteAheadLog` per environment per process.  LMDB runs with ``MDB_NOSYNC``; every
+write transaction's changes (:mod:`rstore.storage.wal_capture`) are written as one record
+(:mod:`rstore.storage.wal_log`) under LMDB's writer lock, at the position LMDB holds in the
+``wal`` record of the meta sub-database; after LMDB's commit the record is marked committed and
+the log flushed once (shared between writers, :class:`~rstore.storage.durable.MetaFlusher` on
+the log).  Checkpoints flush ``data.mdb`` and name the checkpoint in the log's header; this
+process pins a checkpoint no newer than the header's with a read transaction while it writes,
+so the header's tree is never overwritten.  :func:`recover` brings a store back after an OS
+crash or power loss.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import struct
+import threading
+import time
+import uuid
+from contextlib import suppress
+from typing import Any
+
+from rstore.errors import StorageError
+from rstore.storage import layout, wal_capture, wal_log, wal_meta
+from rstore.storage.durable import MetaFlusher
+from rstore.storage.wal_log import Position
+
+__all__ = [
+    "LOG_FILE", "WriteAheadLog", "boot_id", "create", "needs_recovery", "open_lock", "recover",
+    "restore_checkpoint",
+]  # fmt: skip
+
+LOG_FILE = "wal.log"
+SHARED_FILE = "wal.shm"
+META_WAL = b"wal"
+_POSITION = struct.Struct("<QQQI")
+#: Start the log again at the front once it has grown past this (after a checkpoint).
+LOG_LIMIT = 64 << 20
+#: Move this process's pin forward (make a checkpoint) after this many of its commits, or once
+#: it is this old and the process wrote since: while it stays, every commit writes fresh pages.
+CHECKPOINT_COMMITS = 64
+CHECKPOINT_AGE_S = 0.1
+_ZEROS = bytes(16)  # written after each record: a scan stops there until the next one
+
+
+def boot_id() -> bytes:
+    """The running kernel's boot id (16 bytes); ``RSTORE_TEST_BOOT_ID`` overrides it (tests)."""
+    text = os.environ.get("RSTORE_TEST_BOOT_ID")
+    if text is None:
+        try:
+            with open("/proc/sys/kernel/random/boot_id") as f:
+                text = f.read().strip()
+        except OSError:
+            text = "00000000-0000-0000-0000-000000000000"
+    return uuid.UUID(text).bytes
+
+
+def read_position(raw: Any, meta_db: Any) -> Position:
+    """The log position recorded in LMDB (sealed like every record of format 2 and later)."""
+    value = raw.get(META_WAL, db=meta_db)
+    payload = None if value is None else layout.unseal(META_WAL, value)
+    if payload is None or len(payload) != _POSITION.size:
+        raise StorageError("the store has a write-ahead log but no valid log position")
+    return Position(*_POSITION.unpack(payload))
+
+
+def write_position(raw: Any, meta_db: Any, position: Position) -> None:
+    raw.put(META_WAL, layout.seal(META_WAL, _POSITION.pack(*position)), db=meta_db)
+
+
+class WriteAheadLog:
+    """This process's use of a store's log: records, flushes, checkpoints and its pin."""
+
+    def __init__(self, store_path: str, data_path: str, env: Any, dbs: dict[bytes, Any]) -> None:
+        self._env = env
+        self._dbs = dbs
+        self._names = {handle: name for name, handle in dbs.items()}
+        self.path = os.path.join(store_path, LOG_FILE)
+        self._data_path = data_path
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+        self._data_fd = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
+        self.flusher = MetaFlusher(store_path, self.path, shared_name=SHARED_FILE)
+        self._pin: Any = None  # a read transaction on this process's checkpoint
+        self._pin_time = 0.0
+        self._commits_since_pin = 0
+        self._lock = threading.Lock()  # checkpoints of this process, one at a time
+
+    # ------------------------------------------------------------------ the write path
+
+    def wrap(self, raw: Any, parent: wal_capture.LoggedTxn | None = None) -> Any:
+        return wal_capture.LoggedTxn(raw, self._names, parent)
+
+    def ensure_pin(self, raw: Any) -> None:
+        """Inside a write transaction, before it changes anything: this process must hold a
+        pin; without one, make a checkpoint of the last commit first (holding the lock)."""
+        if self._pin is None:
+            self._checkpoint_locked(raw)
+
+    def append(self, logged: wal_capture.LoggedTxn, txnid: int) -> Position | None:
+        """Write the transaction's record (before LMDB's commit); its position, or ``None``
+        when it changed nothing.  A log grown past :data:`LOG_LIMIT` starts again at the
+        front, after a checkpoint of the last commit that names the new start."""
+        if not logged.ops:
+            return None
+        meta = self._dbs[layout.DB_META]
+        position = read_position(logged.raw, meta)
+        if position.offset > LOG_LIMIT:
+            position = Position(position.generation + 1, wal_log.RECORDS_START, position.lsn, 0)
+            self._checkpoint_locked(logged.raw, position)
+        record, after = wal_log.encode_record(position, txnid, logged.ops)
+        written = os.pwrite(self._fd, record + _ZEROS, position.offset)
+        if written != len(record) + len(_ZEROS):
+            raise OSError("short write to the write-ahead log")
+        write_position(logged.raw, meta, after)
+        self._commits_since_pin += 1
+        return position
+
+    def mark(self, position: Position) -> None:
+        """After LMDB's commit: the record is committed."""
+        try:
+            wal_log.mark_committed(self._fd, position)
+        except OSError as exc:
+            raise StorageError(
+                f"{self.path}: the write was committed but marking it in the log failed "
+                f"({exc}); it may be lost if the machine crashes",
+                hint="check the disk; the store stays consistent",
+            ) from exc
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def _checkpoint_locked(self, raw: Any, restart: Position | None = None) -> None:
+        """A checkpoint of the last commit, made inside a write transaction (LMDB's lock);
+        ``restart``: the log starts again there (the header names it)."""
+        txnid = int(raw.id()) - 1
+        meta = wal_meta.capture(self._data_fd, txnid)
+        position = restart or read_position(raw, self._dbs[layout.DB_META])
+        pin = self._env.begin(buffers=True)
+        try:
+            self._publish(txnid, meta, position, replace_equal=restart is not None)
+        except BaseException:
+            pin.abort()
+            raise
+        self._swap_pin(pin)
+
+    def maybe_checkpoint(self) -> None:
+        """After a durable write: move this process's pin forward if it is old."""
+        commits = self._commits_since_pin
+        if commits < CHECKPOINT_COMMITS and (
+            not commits or time.monotonic() - self._pin_time < CHECKPOINT_AGE_S
+        ):
+            return
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            writer = self._env.begin(write=True, buffers=True)
+            try:
+                txnid = int(writer.id()) - 1
+                meta = wal_meta.capture(self._data_fd, txnid)
+                position = read_position(writer, self._dbs[layout.DB_META])
+                pin = self._env.begin(buffers=True)
+            finally:
+                writer.abort()
+            try:
+                self._publish(txnid, meta, position)
+            except BaseException:
+                pin.abort()
+                raise
+            self._swap_pin(pin)
+        finally:
+            self._lock.release()
+
+    def _publish(
+        self, txnid: int, meta: bytes, position: Position, *, replace_equal: bool = False
+    ) -> None:
+        os.fdatasync(self._data_fd)  # every tree up to txnid, and its meta page
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        try:
+            current = wal_log.read_header(self._fd)
+            newer = current is None or current.checkpoint_txnid < txnid
+            if newer or (
+                replace_equal and current is not None and current.checkpoint_txnid == txnid
+            ):
+                wal_log.write_header(self._fd, txnid, position, boot_id(), meta)
+                os.fdatasync(self._fd)
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def _swap_pin(self, pin: Any) -> None:
+        old, self._pin = self._pin, pin
+        self._pin_time = time.monotonic()
+        self._commits_since_pin = 0
+        if old is not None:
+            with suppress(Exception):
+                old.abort()
+
+    def drop_pin(self) -> None:
+        """Before the map is resized, the environment closed or the process forked."""
+        old, self._pin = self._pin, None
+        if old is not None:
+            with suppress(Exception):
+                old.abort()
+
+    def close(self) -> None:
+        self.drop_pin()
+        self.flusher.close()
+        for fd in (self._fd, self._data_fd):
+            with suppress(OSError):
+                os.close(fd)
+
+
+# ---------------------------------------------------------------------- creating, recovering
+
+
+def open_lock(store_path: str) -> int:
+    """The log, opened (created if need be) and locked exclusively: held while a process opens
+    the store, so that creating the log and recovering happen once."""
+    fd = os.open(os.path.join(store_path, LOG_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def create(fd: int, data_path: str, env: Any, dbs: dict[bytes, Any]) -> None:
+    """Give a new store its log (``fd`` from :func:`open_lock`): the ``wal`` position, a
+    flushed data file and a header.  Nothing to do when the header exists."""
+    if wal_log.read_header(fd) is not None:
+        return
+    data = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.posix_fallocate(fd, 0, wal_log.RECORDS_START)
+        raw = env.begin(write=True)
+        try:
+            meta = dbs[layout.DB_META]
+            if raw.get(META_WAL, db=meta) is None:
+                write_position(raw, meta, Position(1, wal_log.RECORDS_START, 1, 0))
+            position = read_position(raw, meta)
+            txnid = int(raw.id())
+            raw.commit()
+        except BaseException:
+            raw.abort()
+            raise
+        os.fdatasync(data)
+        wal_log.write_header(fd, txnid, position, boot_id(), wal_meta.capture(data, txnid))
+        os.fdatasync(fd)
+    finally:
+        os.close(data)
+
+
+def needs_recovery(fd: int) -> bool:
+    """Whether the log's header was written before the running kernel booted."""
+    header = wal_log.read_header(fd)
+    return header is not None and header.boot_id != boot_id()
+
+
+def restore_checkpoint(fd: int, data_path: str) -> None:
+    """First step of recovery, before LMDB opens: write the checkpoint's meta page back."""
+    header = wal_log.read_header(fd)
+    if header is None:
+        raise StorageError(f"{data_path}: the write-ahead log has no valid header")
+    data = os.open(data_path, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        wal_meta.restore(data, header.meta)
+        os.fdatasync(data)
+    finally:
+        os.close(data)
+
+
+def recover(fd: int, data_path: str, env: Any, dbs: dict[bytes, Any]) -> int:
+    """Second step, LMDB open at the checkpoint: redo the log; how many records were redone.
+    Ends with a checkpoint whose header carries the running kernel's boot id."""
+    data = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        header = wal_log.read_header(fd)
+        if header is None:
+            raise StorageError(f"{data_path}: the write-ahead log has no valid header")
+        raw = env.begin(write=True)
+        try:
+            meta_db = dbs[layout.DB_META]
+            start = header.position
+            count, last = 0, start
+            for record in wal_log.redoable(fd, start):
+                wal_capture.redo(raw, dbs, record.ops)
+                count += 1
+                last = Position(
+                    record.position.generation, record.position.offset + record.size,
+                    record.position.lsn + 1, record.crc,
+                )  # fmt: skip
+            fresh = Position(last.generation + 1, wal_log.RECORDS_START, last.lsn, 0)
+            write_position(raw, meta_db, fresh)
+            txnid = int(raw.id())
+            raw.commit()
+        except BaseException:
+            raw.abort()
+            raise
+        os.fdatasync(data)
+        meta = wal_meta.capture(data, txnid)
+        wal_log.write_header(fd, txnid, fresh, boot_id(), meta)
+        os.fdatasync(fd)
+        return count
+    finally:
+        os.close(data)
