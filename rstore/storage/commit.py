@@ -21,6 +21,7 @@ import lmdb
 from rstore.errors import StorageError
 from rstore.storage import durable
 from rstore.storage.failures import translate, translate_os
+from rstore.storage.faults import crash_point
 from rstore.storage.txn import Carry
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
                     outcomes, carry, wrote = _run_nested(env, work, txnid, batch, carry)
                 if wal is not None:
                     position = wal.append(work, txnid)
+                    crash_point("log-written")
             except OSError as exc:
                 raw.abort()
                 raise translate_os(exc, env.path, "write the log of") from exc
@@ -79,7 +81,9 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
             raw.commit()
             if position is not None:
                 assert wal is not None
+                crash_point("lmdb-committed")
                 wal.mark(position)  # raises only if the record could not be marked
+                crash_point("record-marked")
             env._committed(txnid, carry)
             for req, (result, error) in zip(batch, outcomes):
                 req.result, req.error, req.done = result, error, True

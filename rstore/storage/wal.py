@@ -25,6 +25,7 @@ from typing import Any
 from rstore.errors import StorageError
 from rstore.storage import layout, wal_capture, wal_log, wal_meta
 from rstore.storage.durable import MetaFlusher
+from rstore.storage.faults import crash_point
 from rstore.storage.wal_log import Position
 
 __all__ = [
@@ -151,30 +152,38 @@ class WriteAheadLog:
             not commits or time.monotonic() - self._pin_time < CHECKPOINT_AGE_S
         ):
             return
-        if not self._lock.acquire(blocking=False):
-            return
-        try:
-            writer = self._env.begin(write=True, buffers=True)
+        if self._lock.acquire(blocking=False):
             try:
-                txnid = int(writer.id()) - 1
-                meta = wal_meta.capture(self._data_fd, txnid)
-                position = read_position(writer, self._dbs[layout.DB_META])
-                pin = self._env.begin(buffers=True)
+                self._checkpoint()
             finally:
-                writer.abort()
-            try:
-                self._publish(txnid, meta, position)
-            except BaseException:
-                pin.abort()
-                raise
-            self._swap_pin(pin)
+                self._lock.release()
+
+    def checkpoint(self) -> None:
+        """Make a checkpoint of the last commit now (and pin it)."""
+        with self._lock:
+            self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        writer = self._env.begin(write=True, buffers=True)  # LMDB's lock, briefly
+        try:
+            txnid = int(writer.id()) - 1
+            meta = wal_meta.capture(self._data_fd, txnid)
+            position = read_position(writer, self._dbs[layout.DB_META])
+            pin = self._env.begin(buffers=True)
         finally:
-            self._lock.release()
+            writer.abort()
+        try:
+            self._publish(txnid, meta, position)
+        except BaseException:
+            pin.abort()
+            raise
+        self._swap_pin(pin)
 
     def _publish(
         self, txnid: int, meta: bytes, position: Position, *, replace_equal: bool = False
     ) -> None:
         os.fdatasync(self._data_fd)  # every tree up to txnid, and its meta page
+        crash_point("checkpoint-data-flushed")
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
             current = wal_log.read_header(self._fd)
@@ -266,6 +275,7 @@ def restore_checkpoint(fd: int, data_path: str) -> None:
     try:
         wal_meta.restore(data, header.meta)
         os.fdatasync(data)
+        crash_point("recovery-meta-restored")
     finally:
         os.close(data)
 
@@ -298,6 +308,7 @@ def recover(fd: int, data_path: str, env: Any, dbs: dict[bytes, Any]) -> int:
             raw.abort()
             raise
         os.fdatasync(data)
+        crash_point("recovery-redone")
         meta = wal_meta.capture(data, txnid)
         wal_log.write_header(fd, txnid, fresh, boot_id(), meta)
         os.fdatasync(fd)

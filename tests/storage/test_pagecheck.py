@@ -6,8 +6,8 @@ at open instead of crashing the process (LMDB aborts on a zeroed page, SIGBUS on
 from __future__ import annotations
 
 import os
-import shutil
 import random
+import shutil
 import signal
 
 import pytest
