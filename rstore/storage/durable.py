@@ -94,6 +94,12 @@ class MetaFlusher:
                 raise
             self._shared = fd
 
+    @property
+    def shared_fd(self) -> int:
+        """The descriptor of the shared word's file (the write-ahead log locks it for its
+        checkpoints); ``-1`` when there is none."""
+        return -1 if self._shared is None else self._shared
+
     def _read_shared(self) -> int:
         if self._shared is None:
             return 0

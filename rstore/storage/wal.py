@@ -39,11 +39,11 @@ META_WAL = b"wal"
 _POSITION = struct.Struct("<QQQI")
 #: Start the log again at the front once it has grown past this (after a checkpoint).
 LOG_LIMIT = 64 << 20
-#: Move this process's pin forward (make a checkpoint) after this many of its commits, or once
-#: it is this old and the process wrote since: while it stays, every commit writes fresh pages.
-CHECKPOINT_COMMITS = 64
-CHECKPOINT_AGE_S = 0.1
+#: A process that wrote makes a checkpoint (if none of another process covers its candidate pin)
+#: once the last one is this old: while a pin stays, every commit writes fresh pages.
+CHECKPOINT_AGE_S = 0.05
 _ZEROS = bytes(16)  # written after each record: a scan stops there until the next one
+_GROWTH_MAX = 4 << 20  # the log grows by doubling, at most this much at a time
 
 
 def boot_id() -> bytes:
@@ -84,8 +84,11 @@ class WriteAheadLog:
         self._data_fd = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
         self.flusher = MetaFlusher(store_path, self.path, shared_name=SHARED_FILE)
         self._pin: Any = None  # a read transaction on this process's checkpoint
+        self._candidate: Any = None  # the next pin, once a checkpoint covers it
+        self._candidate_txnid = 0
         self._pin_time = 0.0
         self._commits_since_pin = 0
+        self._allocated = 0
         self._lock = threading.Lock()  # checkpoints of this process, one at a time
 
     # ------------------------------------------------------------------ the write path
@@ -111,12 +114,30 @@ class WriteAheadLog:
             position = Position(position.generation + 1, wal_log.RECORDS_START, position.lsn, 0)
             self._checkpoint_locked(logged.raw, position)
         record, after = wal_log.encode_record(position, txnid, logged.ops)
+        self._allocate(after.offset + len(_ZEROS))
         written = os.pwrite(self._fd, record + _ZEROS, position.offset)
         if written != len(record) + len(_ZEROS):
             raise OSError("short write to the write-ahead log")
         write_position(logged.raw, meta, after)
         self._commits_since_pin += 1
         return position
+
+    def _allocate(self, end: int) -> None:
+        """Make the log file reach ``end`` with written zeros, ahead of need: a flush of a
+        write inside the file is one device flush, while a write that extends the file (or
+        fills space reserved by ``fallocate``) also commits file-system metadata."""
+        if end <= self._allocated:
+            return
+        self._allocated = os.fstat(self._fd).st_size  # another process may have grown it
+        if end <= self._allocated:
+            return
+        size = max(end, min(2 * self._allocated, self._allocated + _GROWTH_MAX))
+        zeros = bytes(min(size - self._allocated, _GROWTH_MAX))
+        at = self._allocated
+        while at < size:
+            at += os.pwrite(self._fd, zeros[: size - at], at)
+        os.fdatasync(self._fd)
+        self._allocated = size
 
     def mark(self, position: Position) -> None:
         """After LMDB's commit: the record is committed."""
@@ -146,17 +167,42 @@ class WriteAheadLog:
         self._swap_pin(pin)
 
     def maybe_checkpoint(self) -> None:
-        """After a durable write: move this process's pin forward if it is old."""
-        commits = self._commits_since_pin
-        if commits < CHECKPOINT_COMMITS and (
-            not commits or time.monotonic() - self._pin_time < CHECKPOINT_AGE_S
-        ):
+        """After a write: move this process's pin forward when it has written since.
+
+        A pin may only move to a transaction that a published checkpoint covers.  So a
+        process first opens a *candidate* (a read transaction on the latest commit) and
+        swaps it in once the header names a checkpoint at or after it -- whoever made that
+        checkpoint.  Only when the header's checkpoint is older than ``CHECKPOINT_AGE_S``
+        does a process make one itself, and only one process at a time does (a lock on
+        ``wal.shm``): with many writer processes one data flush serves every pin."""
+        if not self._commits_since_pin or not self._lock.acquire(blocking=False):
             return
-        if self._lock.acquire(blocking=False):
+        try:
+            header = wal_log.read_header(self._fd)
+            if header is None:
+                return
+            if self._candidate is not None and header.checkpoint_txnid >= self._candidate_txnid:
+                self._swap_pin(self._candidate)
+                self._candidate = None
+                return
+            if self._candidate is None:
+                self._candidate = self._env.begin(buffers=True)
+                self._candidate_txnid = int(self._candidate.id())
+            if time.time_ns() - header.written_ns < CHECKPOINT_AGE_S * 1e9:
+                return
+            lock = self.flusher.shared_fd  # -1: no shared file; every process checkpoints
+            try:
+                if lock >= 0:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return  # another process is making one: its checkpoint will do
             try:
                 self._checkpoint()
             finally:
-                self._lock.release()
+                if lock >= 0:
+                    fcntl.flock(lock, fcntl.LOCK_UN)
+        finally:
+            self._lock.release()
 
     def checkpoint(self) -> None:
         """Make a checkpoint of the last commit now (and pin it)."""
@@ -197,6 +243,10 @@ class WriteAheadLog:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def _swap_pin(self, pin: Any) -> None:
+        if self._candidate is not None and self._candidate is not pin:
+            candidate, self._candidate = self._candidate, None  # the new pin is not older
+            with suppress(Exception):
+                candidate.abort()
         old, self._pin = self._pin, pin
         self._pin_time = time.monotonic()
         self._commits_since_pin = 0
@@ -206,10 +256,11 @@ class WriteAheadLog:
 
     def drop_pin(self) -> None:
         """Before the map is resized, the environment closed or the process forked."""
-        old, self._pin = self._pin, None
-        if old is not None:
-            with suppress(Exception):
-                old.abort()
+        for txn in (self._pin, self._candidate):
+            if txn is not None:
+                with suppress(Exception):
+                    txn.abort()
+        self._pin = self._candidate = None
 
     def close(self) -> None:
         self.drop_pin()

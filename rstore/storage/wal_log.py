@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 import zlib
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
@@ -63,8 +64,9 @@ HEADER_SLOT = 512
 RECORDS_START = 4096
 _HEADER_MAGIC = b"RSWH"
 _HEADER_VERSION = 1
-# magic, version, seq, checkpoint txnid, generation, offset, lsn, last CRC, boot id, meta length
-_HEADER = struct.Struct("<4sIQQQQQI16sH")
+# magic, version, seq, checkpoint txnid, generation, offset, lsn, last CRC, boot id, written at
+# (ns since the epoch), meta length
+_HEADER = struct.Struct("<4sIQQQQQI16sQH")
 _MAX_META = HEADER_SLOT - _HEADER.size - _CRC.size
 
 
@@ -104,6 +106,7 @@ class Header(NamedTuple):
     position: Position  # the log position right after the checkpoint's transaction
     boot_id: bytes  # 16 bytes
     meta: bytes  # the checkpoint's LMDB meta page (its first bytes)
+    written_ns: int  # when (time.time_ns()): how old the checkpoint is
 
 
 # ---------------------------------------------------------------------------- records
@@ -220,11 +223,11 @@ def _decode_header(slot: bytes) -> Header | None:
     (crc,) = _CRC.unpack_from(slot, HEADER_SLOT - _CRC.size)
     if crc != zlib.crc32(slot[: HEADER_SLOT - _CRC.size]):
         return None
-    magic, version, seq, txnid, gen, offset, lsn, last, boot, mlen = _HEADER.unpack_from(slot)
+    magic, version, seq, txnid, gen, offset, lsn, last, boot, when, mlen = _HEADER.unpack_from(slot)
     if magic != _HEADER_MAGIC or version != _HEADER_VERSION or mlen > _MAX_META:
         return None
     meta = slot[_HEADER.size : _HEADER.size + mlen]
-    return Header(seq, txnid, Position(gen, offset, lsn, last), boot, meta)
+    return Header(seq, txnid, Position(gen, offset, lsn, last), boot, meta, when)
 
 
 def read_header(fd: int) -> Header | None:
@@ -243,12 +246,13 @@ def write_header(
     current = read_header(fd)
     seq = 1 if current is None else current.seq + 1
     gen, offset, lsn, last = position
+    when = time.time_ns()
     fixed = _HEADER.pack(
         _HEADER_MAGIC, _HEADER_VERSION, seq, checkpoint_txnid, gen, offset, lsn, last,
-        boot_id, len(meta),
+        boot_id, when, len(meta),
     )  # fmt: skip
     body = (fixed + meta).ljust(HEADER_SLOT - _CRC.size, b"\0")
     slot = body + _CRC.pack(zlib.crc32(body))
     if os.pwrite(fd, slot, (seq % 2) * HEADER_SLOT) != HEADER_SLOT:
         raise OSError("short write of the log header")
-    return Header(seq, checkpoint_txnid, position, boot_id, meta)
+    return Header(seq, checkpoint_txnid, position, boot_id, meta, when)

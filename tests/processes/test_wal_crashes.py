@@ -147,7 +147,6 @@ def _pages(data: bytes) -> list[bytes]:
 def test_power_loss_after_a_checkpoint_with_any_pages_on_disk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(wal, "CHECKPOINT_COMMITS", 10**9)
     monkeypatch.setattr(wal, "CHECKPOINT_AGE_S", 1e9)
     path = str(tmp_path / "s")
     with rstore.Store(path) as s:
