@@ -67,6 +67,11 @@ def read_position(raw: Any, meta_db: Any) -> Position:
     return Position(*_POSITION.unpack(payload))
 
 
+def read_position_of(env: Any) -> Position:
+    """The log position of the last commit of ``env`` (an :class:`Env`; tests, diagnostics)."""
+    return env.read(lambda txn: read_position(txn._raw, txn._dbs[layout.DB_META]))  # type: ignore[no-any-return]
+
+
 def write_position(raw: Any, meta_db: Any, position: Position) -> None:
     raw.put(META_WAL, layout.seal(META_WAL, _POSITION.pack(*position)), db=meta_db)
 
