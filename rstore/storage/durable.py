@@ -70,9 +70,14 @@ counters = _Counters()
 class MetaFlusher:
     """Makes commits of one store durable after LMDB committed them with ``MDB_NOMETASYNC``."""
 
-    def __init__(self, store_path: str, data_path: str, shared_name: str = FILE_NAME) -> None:
+    def __init__(
+        self, store_path: str, data_path: str, shared_name: str = FILE_NAME, fd: int = -1
+    ) -> None:
+        """``fd``: a descriptor of ``data_path`` to flush through, owned by the caller (the
+        write-ahead log's); by default the flusher opens its own."""
         self._data_path = data_path
-        self._fd = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
+        self._own_fd = fd < 0
+        self._fd = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC) if fd < 0 else fd
         st = os.fstat(self._fd)
         self._identity = (st.st_dev, st.st_ino)
         self._lock = threading.Lock()
@@ -202,8 +207,9 @@ class MetaFlusher:
                 self._flush()
             except StorageError as exc:
                 self._close_failure = exc
-            with suppress(OSError):
-                os.close(self._fd)
+            if self._own_fd:
+                with suppress(OSError):
+                    os.close(self._fd)
             if self._shared is not None:
                 with suppress(OSError):
                     os.close(self._shared)

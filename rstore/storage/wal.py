@@ -87,7 +87,7 @@ class WriteAheadLog:
         self._data_path = data_path
         self._fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
         self._data_fd = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
-        self.flusher = MetaFlusher(store_path, self.path, shared_name=SHARED_FILE)
+        self.flusher = MetaFlusher(store_path, self.path, shared_name=SHARED_FILE, fd=self._fd)
         self._pin: Any = None  # a read transaction on this process's checkpoint
         self._candidate: Any = None  # the next pin, once a checkpoint covers it
         self._candidate_txnid = 0
@@ -143,6 +143,10 @@ class WriteAheadLog:
             at += os.pwrite(self._fd, zeros[: size - at], at)
         os.fdatasync(self._fd)
         self._allocated = size
+
+    def sync(self) -> None:
+        """Flush the log: every commit that returned before this call is then durable."""
+        os.fdatasync(self._fd)
 
     def mark(self, position: Position) -> None:
         """After LMDB's commit: the record is committed."""
