@@ -91,50 +91,6 @@ def stored_value(store: rstore.Store, db: bytes, key: bytes) -> bytes:
     return store._live_env().read(read)
 
 
-def downgrade(path: str, version: int) -> None:
-    """Rewrite a store in an older format, as older rstore wrote it: without the write-ahead
-    log (format 2; ``sync=True`` then flushes twice per commit), and for format 1 without
-    checksums either."""
-    import lmdb
-
-    from rstore.storage import wal
-
-    env = lmdb.open(path, max_dbs=16)
-    try:
-        with env.begin(write=True) as txn:
-            for name in layout.ALL_DBS:
-                db = env.open_db(name, txn=txn, create=False)
-                rows = list(txn.cursor(db=db))
-                for key, value in rows:
-                    if name == layout.DB_META and key == wal.META_WAL:
-                        txn.delete(key, db=db)
-                        continue
-                    if version > 1 or (name == layout.DB_META and key == layout.META_FORMAT):
-                        continue
-                    payload = layout.unseal(key, value)
-                    assert payload is not None
-                    txn.put(key, payload, db=db)
-            meta = env.open_db(layout.DB_META, txn=txn, create=False)
-            txn.put(layout.META_FORMAT, layout.pack_format(version), db=meta)
-        env.sync(True)
-    finally:
-        env.close()
-    for name in (wal.LOG_FILE, wal.SHARED_FILE):
-        os.unlink(os.path.join(path, name))
-
-
-def downgrade_to_format_1(path: str) -> None:
-    """Rewrite a store as format 1 (no checksums, no write-ahead log)."""
-    downgrade(path, 1)
-
-
-def legacy_store(path: str) -> str:
-    """A new, empty store in format 2 (no write-ahead log); returns ``path``."""
-    rstore.Store(path).close()
-    downgrade(path, 2)
-    return path
-
-
 def in_child(fn: Callable[[], object]) -> tuple[int | None, int | None, object]:
     """Run ``fn`` in a forked child; ``(exit status, signal, what fn returned or raised)``
     -- a crash of the child (SIGBUS, SIGABRT, SIGSEGV) shows as the signal, not as a dead

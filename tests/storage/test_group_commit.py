@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_formats import legacy_store
 
 import rstore
 from rstore.commands.registry import Context, lookup
 from rstore.storage import durable, layout
 from rstore.storage.env import Env
-
-from .helpers import legacy_store
 
 WAIT_S = 30.0
 
