@@ -435,9 +435,13 @@ class Env(Wakeups):
             self._gate.leave()
 
     def durability(self) -> tuple[int, int]:
-        """``(last committed transaction id, highest one known to be on disk)`` -- the second
-        is 0 without ``sync=True`` (for tests and diagnostics)."""
-        last = int(self._env.info()["last_txnid"])
+        """``(last commit, highest one known to be on disk)`` -- the second is 0 without
+        ``sync=True`` (for tests and diagnostics).  With the write-ahead log both are log
+        sequence numbers; in a format-2 store, LMDB transaction ids."""
+        if self._wal is not None:
+            last = wal.read_position_of(self).lsn - 1
+        else:
+            last = int(self._env.info()["last_txnid"])
         return last, 0 if self._flusher is None else self._flusher.known_durable()
 
     def lmdb_flags(self) -> dict[str, bool]:
