@@ -219,6 +219,9 @@ class WriteAheadLog:
             self._checkpoint()
 
     def _checkpoint(self) -> None:
+        # Reader slots of dead processes pin old snapshots as well: clear them as the pin
+        # moves (safe at any time: the pins that protect checkpoints belong to live writers).
+        self._env.reader_check()
         writer = self._env.begin(write=True, buffers=True)  # LMDB's lock, briefly
         try:
             txnid = int(writer.id()) - 1
@@ -239,7 +242,10 @@ class WriteAheadLog:
     ) -> None:
         os.fdatasync(self._data_fd)  # every tree up to txnid, and its meta page
         crash_point("checkpoint-data-flushed")
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        # The header's lock is a flock of data.mdb (LMDB never flocks it): taken while
+        # LMDB's writer lock may be held, so never the lock of opening (wal.log), which is
+        # held while waiting for LMDB's lock.
+        fcntl.flock(self._data_fd, fcntl.LOCK_EX)
         try:
             current = wal_log.read_header(self._fd)
             newer = current is None or current.checkpoint_txnid < txnid
@@ -249,7 +255,7 @@ class WriteAheadLog:
                 wal_log.write_header(self._fd, txnid, position, boot_id(), meta)
                 os.fdatasync(self._fd)
         finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            fcntl.flock(self._data_fd, fcntl.LOCK_UN)
 
     def _swap_pin(self, pin: Any) -> None:
         if self._candidate is not None and self._candidate is not pin:
@@ -308,11 +314,11 @@ def create(fd: int, data_path: str, env: Any, dbs: dict[bytes, Any]) -> None:
             if raw.get(META_WAL, db=meta) is None:
                 write_position(raw, meta, Position(1, wal_log.RECORDS_START, 1, 0))
             position = read_position(raw, meta)
-            txnid = int(raw.id())
             raw.commit()
         except BaseException:
             raw.abort()
             raise
+        txnid = int(env.info()["last_txnid"])  # LMDB commits nothing if the position was there
         os.fdatasync(data)
         wal_log.write_header(fd, txnid, position, boot_id(), wal_meta.capture(data, txnid))
         os.fdatasync(fd)

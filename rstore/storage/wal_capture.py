@@ -31,10 +31,12 @@ _UNWRAPPED = frozenset({"replace", "pop"})
 class LoggedTxn:
     """A write transaction whose changes are recorded in :attr:`ops`."""
 
-    __slots__ = ("_names", "_parent", "ops", "raw")
+    __slots__ = ("_names", "_parent", "get", "id", "ops", "raw")
 
     def __init__(self, raw: Any, names: Mapping[Any, bytes], parent: LoggedTxn | None = None):
         self.raw = raw
+        self.get = raw.get  # the hot reads, bound once (the rest goes through __getattr__)
+        self.id = raw.id
         self._names = names  # sub-database handle -> name
         self._parent = parent
         self.ops: list[Op] = []

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import signal
 
 import pytest
@@ -44,7 +43,9 @@ def sound(tmp_path_factory: pytest.TempPathFactory) -> str:
         env.copy(path, compact=True)
     finally:
         env.close()
-    shutil.copy(os.path.join(written, "wal.log"), path)  # the same log: no write was lost
+    # An empty log: the first opening starts it with a checkpoint of the copy (LMDB's copy
+    # renumbers its transactions, so the written store's log does not describe it).
+    open(os.path.join(path, "wal.log"), "wb").close()
     return path
 
 
