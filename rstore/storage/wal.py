@@ -44,6 +44,7 @@ LOG_LIMIT = 64 << 20
 CHECKPOINT_AGE_S = 0.05
 _ZEROS = bytes(16)  # written after each record: a scan stops there until the next one
 _GROWTH_MAX = 4 << 20  # the log grows by doubling, at most this much at a time
+_ZERO_CHUNK = bytes(64 << 10)
 
 
 def boot_id() -> bytes:
@@ -94,12 +95,21 @@ class WriteAheadLog:
         self._pin_time = 0.0
         self._commits_since_pin = 0
         self._allocated = 0
+        self._writer: wal_log.RecordWriter | None = None  # the record being written, if any
+        self._record_at = Position(0, 0, 0, 0)
         self._lock = threading.Lock()  # checkpoints of this process, one at a time
 
     # ------------------------------------------------------------------ the write path
 
     def wrap(self, raw: Any, parent: wal_capture.LoggedTxn | None = None) -> Any:
-        return wal_capture.LoggedTxn(raw, self._names, parent)
+        """``raw`` recording its changes; an outermost one (no ``parent``) hands them to the
+        log in pieces as they pass :data:`wal_capture.SPILL_BYTES`."""
+        if parent is not None:
+            return wal_capture.LoggedTxn(raw, self._names, parent)
+        logged = wal_capture.LoggedTxn(raw, self._names)
+        logged.spill = lambda ops: self._spill(logged, ops)
+        self._writer = None
+        return logged
 
     def ensure_pin(self, raw: Any) -> None:
         """Inside a write transaction, before it changes anything: this process must hold a
@@ -107,25 +117,36 @@ class WriteAheadLog:
         if self._pin is None:
             self._checkpoint_locked(raw)
 
-    def append(self, logged: wal_capture.LoggedTxn, txnid: int) -> Position | None:
-        """Write the transaction's record (before LMDB's commit); its position, or ``None``
-        when it changed nothing.  A log grown past :data:`LOG_LIMIT` starts again at the
-        front, after a checkpoint of the last commit that names the new start."""
-        if not logged.ops:
-            return None
-        meta = self._dbs[layout.DB_META]
-        position = read_position(logged.raw, meta)
+    def _start_record(self, logged: wal_capture.LoggedTxn) -> wal_log.RecordWriter:
+        """The record of this transaction, begun at the position LMDB holds.  A log grown past
+        :data:`LOG_LIMIT` starts again at the front, after a checkpoint of the last commit
+        that names the new start."""
+        position = read_position(logged.raw, self._dbs[layout.DB_META])
         if position.offset > LOG_LIMIT:
             position = Position(position.generation + 1, wal_log.RECORDS_START, position.lsn, 0)
             self._checkpoint_locked(logged.raw, position)
-        record, after = wal_log.encode_record(position, txnid, logged.ops)
-        self._allocate(after.offset + len(_ZEROS))
-        written = os.pwrite(self._fd, record + _ZEROS, position.offset)
-        if written != len(record) + len(_ZEROS):
-            raise OSError("short write to the write-ahead log")
-        write_position(logged.raw, meta, after)
+        txnid = int(logged.raw.id())
+        self._writer = wal_log.RecordWriter(self._fd, position, txnid, self._allocate)
+        self._record_at = position
+        return self._writer
+
+    def _spill(self, logged: wal_capture.LoggedTxn, ops: list[wal_log.Op]) -> None:
+        writer = self._writer or self._start_record(logged)
+        writer.add(ops)
+
+    def append(self, logged: wal_capture.LoggedTxn, txnid: int) -> Position | None:
+        """Finish the transaction's record (before LMDB's commit): its position, or ``None``
+        when it changed nothing."""
+        del txnid  # the record carries the id of the transaction it was begun in
+        if self._writer is None and not logged.ops:
+            return None
+        writer = self._writer or self._start_record(logged)
+        self._writer = None
+        after = writer.finish(logged.ops, _ZEROS)
+        logged.ops = []
+        write_position(logged.raw, self._dbs[layout.DB_META], after)
         self._commits_since_pin += 1
-        return position
+        return self._record_at
 
     def _allocate(self, end: int) -> None:
         """Make the log file reach ``end`` with written zeros, ahead of need: a flush of a
@@ -137,10 +158,9 @@ class WriteAheadLog:
         if end <= self._allocated:
             return
         size = max(end, min(2 * self._allocated, self._allocated + _GROWTH_MAX))
-        zeros = bytes(min(size - self._allocated, _GROWTH_MAX))
         at = self._allocated
         while at < size:
-            at += os.pwrite(self._fd, zeros[: size - at], at)
+            at += os.pwrite(self._fd, _ZERO_CHUNK[: size - at], at)
         os.fdatasync(self._fd)
         self._allocated = size
 

@@ -13,7 +13,7 @@ each field is there, is in docs/durability.md ("One flush per commit: the write-
       4  committed byte (1 once LMDB committed it), 3 zero bytes -- outside the CRC
       8  generation u64 | 16 sequence number u64 | 24 LMDB txnid u64
      32  CRC of the previous record u32 | 36 length of the operations u32
-     40  operations | then CRC-32 of bytes 0-4 and 8-(40 + length) u32
+     40  operations | then a CRC-32 u32 of the magic, the operations and bytes 8-40
 
 * An operation is ``kind u8, len(db) u8, db, len(key) u32, key`` and, for a put, ``len(value)
   u32, value``; ``db`` is the sub-database's name.
@@ -30,7 +30,7 @@ import os
 import struct
 import time
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "Op",
     "Position",
     "Record",
+    "RecordWriter",
     "encode_record",
     "mark_committed",
     "read_header",
@@ -158,9 +159,59 @@ def encode_record(position: Position, txnid: int, ops: Sequence[Op]) -> tuple[by
         raise ValueError(f"a write transaction of {len(body)} bytes is too large for one record")
     gen, offset, lsn, prev = position
     head = _HEAD.pack(_MAGIC, 0, gen, lsn, txnid, prev, len(body))
-    crc = zlib.crc32(body, zlib.crc32(head[8:], zlib.crc32(_MAGIC)))
+    crc = zlib.crc32(head[8:], zlib.crc32(body, zlib.crc32(_MAGIC)))
     record = b"".join((head, body, _CRC.pack(crc)))
     return record, Position(gen, offset + len(record), lsn + 1, crc)
+
+
+class RecordWriter:
+    """A record written in pieces, for a transaction too large to hold in memory: its
+    operations as they come (:meth:`add`), then its head and CRC (:meth:`finish`).  The CRC
+    covers the magic, the operations and then the head, so it can be computed as the
+    operations pass.  ``reserve(end)`` is called before each write that reaches ``end``."""
+
+    def __init__(
+        self, fd: int, position: Position, txnid: int, reserve: Callable[[int], None]
+    ) -> None:
+        self._fd = fd
+        self._position = position
+        self._txnid = txnid
+        self._reserve = reserve
+        self._length = 0
+        self._crc = zlib.crc32(_MAGIC)
+
+    def add(self, ops: Sequence[Op]) -> None:
+        body = _encode_ops(ops)
+        if self._length + len(body) > _MAX_BODY:
+            raise ValueError("a write transaction of more than 4 GiB is too large for one record")
+        at = self._position.offset + _HEAD.size + self._length
+        self._reserve(at + len(body))
+        _write_all(self._fd, body, at)
+        self._crc = zlib.crc32(body, self._crc)
+        self._length += len(body)
+
+    def finish(self, ops: Sequence[Op], trailer: bytes = b"") -> Position:
+        """Write the last operations, the head and the CRC (then ``trailer``); the position
+        after the record."""
+        if ops:
+            self.add(ops)
+        gen, offset, lsn, prev = self._position
+        head = _HEAD.pack(_MAGIC, 0, gen, lsn, self._txnid, prev, self._length)
+        crc = zlib.crc32(head[8:], self._crc)
+        end = offset + _HEAD.size + self._length
+        self._reserve(end + _CRC.size + len(trailer))
+        _write_all(self._fd, _CRC.pack(crc) + trailer, end)
+        _write_all(self._fd, head, offset)
+        return Position(gen, end + _CRC.size, lsn + 1, crc)
+
+
+def _write_all(fd: int, data: bytes, at: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, at)
+        if written <= 0:
+            raise OSError("short write to the write-ahead log")
+        view, at = view[written:], at + written
 
 
 def mark_committed(fd: int, position: Position) -> None:
@@ -185,7 +236,7 @@ def _read_at(fd: int, expected: Position, end: int) -> Record | None:
         return None
     body = rest[:length]
     (crc,) = _CRC.unpack_from(rest, length)
-    if crc != zlib.crc32(body, zlib.crc32(head[8:], zlib.crc32(_MAGIC))):
+    if crc != zlib.crc32(head[8:], zlib.crc32(body, zlib.crc32(_MAGIC))):
         return None
     ops = _decode_ops(body)
     if ops is None:

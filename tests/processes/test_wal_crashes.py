@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 import rstore
-from rstore.storage import wal, wal_log
+from rstore.storage import wal, wal_capture, wal_log
 
 PAGE = 4096
 
@@ -280,3 +280,41 @@ def test_the_log_starts_again_at_the_front_and_a_restart_follows_it(
     assert os.path.getsize(os.path.join(path, "wal.log")) < 4 * 64 * 1024
     _new_boot(monkeypatch)
     assert [entry_id for entry_id, _ in _entries(path)] == ids
+
+
+def test_a_large_transaction_written_in_pieces_comes_back_whole_or_not_at_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transaction larger than the piece size (wal_capture.SPILL_BYTES) is written into the
+    log as it runs; a restart redoes it whole, and a log cut anywhere inside it drops it whole."""
+    monkeypatch.setattr(wal, "CHECKPOINT_AGE_S", 1e9)  # the log, not a checkpoint, has it
+    path = str(tmp_path / "s")
+    with rstore.Store(path) as s:
+        s.xadd("k", {"i": "first"})
+        pipe = s.pipeline()
+        for i in range(400):
+            pipe.xadd("k", {"i": i, "pad": os.urandom(2000).hex()})  # ~1.6 MB in one commit
+        pipe.execute()
+        expected = s.xrange("k")
+    log = Path(path, "wal.log").read_bytes()
+    fd = os.open(os.path.join(path, "wal.log"), os.O_RDONLY)
+    try:
+        header = wal_log.read_header(fd)
+        assert header is not None
+        records = list(wal_log.redoable(fd, header.position))
+    finally:
+        os.close(fd)
+    big = records[-1]
+    assert big.size > 4 * wal_capture.SPILL_BYTES
+    _new_boot(monkeypatch)
+    assert _entries(path) == expected
+    for cut in (
+        big.position.offset + 100,
+        big.position.offset + big.size // 2,
+        big.position.offset + big.size - 1,
+    ):
+        image = tmp_path / f"cut{cut}"
+        shutil.copytree(path, image)
+        (image / "wal.log").write_bytes(log[:cut])
+        _new_boot(monkeypatch)
+        assert _entries(str(image)) == expected[:1]
