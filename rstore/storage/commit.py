@@ -37,7 +37,8 @@ __all__ = ["commit_batch"]
 def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | None:
     """Run ``batch`` in one write transaction and commit it; set each request's outcome.
     Raises (for the whole batch) when nothing could be committed.  Returns what is left to do
-    before the writes may return -- flushing the commit's meta page (``sync=True``) -- for the
+    before the writes may return -- flushing the log, or for a format-2 store the commit's meta
+    page (``sync=True``), and moving this process's checkpoint pin -- for the
     caller to run after it has let the next batch start, telling it whether readers were woken
     meanwhile (whose own commit may then make the flush unnecessary)."""
     while True:

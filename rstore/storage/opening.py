@@ -102,8 +102,9 @@ def open_lmdb(
         # meminit: LMDB clears the unused part of each page it writes; without it whatever the
         # process's memory held there (secrets included) would reach the file.
         "sync": sync, "meminit": True,
-        # sync=True: the meta page is flushed after the writer lock is released
-        # (rstore.storage.durable), not inside the commit.
+        # A store with the write-ahead log is opened with sync=False (the log is flushed);
+        # a format-2 store with sync=True: the meta page is flushed after the writer lock is
+        # released (rstore.storage.durable), not inside the commit.
         "metasync": False,
     }  # fmt: skip
     target = os.fsencode(path)  # a name that is not UTF-8 must reach LMDB byte for byte
