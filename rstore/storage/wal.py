@@ -40,8 +40,11 @@ _POSITION = struct.Struct("<QQQI")
 #: Start the log again at the front once it has grown past this (after a checkpoint).
 LOG_LIMIT = 64 << 20
 #: A process that wrote makes a checkpoint (if none of another process covers its candidate pin)
-#: once the last one is this old: while a pin stays, every commit writes fresh pages.
+#: once the last one is this old, or once it made this many commits since its pin moved: while
+#: a pin stays, every commit writes fresh pages (~6 for a single XADD), so this bounds the
+#: file's growth between checkpoints (~1.5 MiB for a lone writer).
 CHECKPOINT_AGE_S = 0.05
+CHECKPOINT_COMMITS = 64
 _ZEROS = bytes(16)  # written after each record: a scan stops there until the next one
 _GROWTH_MAX = 4 << 20  # the log grows by doubling, at most this much at a time
 _ZERO_CHUNK = bytes(64 << 10)
@@ -201,9 +204,10 @@ class WriteAheadLog:
         A pin may only move to a transaction that a published checkpoint covers.  So a
         process first opens a *candidate* (a read transaction on the latest commit) and
         swaps it in once the header names a checkpoint at or after it -- whoever made that
-        checkpoint.  Only when the header's checkpoint is older than ``CHECKPOINT_AGE_S``
-        does a process make one itself, and only one process at a time does (a lock on
-        ``wal.shm``): with many writer processes one data flush serves every pin."""
+        checkpoint.  Only when the header's checkpoint is older than ``CHECKPOINT_AGE_S``,
+        or the process made ``CHECKPOINT_COMMITS`` commits since its pin moved, does it make
+        one itself, and only one process at a time does (a lock on ``wal.shm``): with many
+        writer processes one data flush serves every pin."""
         if not self._commits_since_pin or not self._lock.acquire(blocking=False):
             return
         try:
@@ -217,7 +221,8 @@ class WriteAheadLog:
             if self._candidate is None:
                 self._candidate = self._env.begin(buffers=True)
                 self._candidate_txnid = int(self._candidate.id())
-            if time.time_ns() - header.written_ns < CHECKPOINT_AGE_S * 1e9:
+            young = time.time_ns() - header.written_ns < CHECKPOINT_AGE_S * 1e9
+            if young and self._commits_since_pin < CHECKPOINT_COMMITS:
                 return
             lock = self.flusher.shared_fd  # -1: no shared file; every process checkpoints
             try:

@@ -149,6 +149,7 @@ def test_power_loss_after_a_checkpoint_with_any_pages_on_disk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(wal, "CHECKPOINT_AGE_S", 1e9)
+    monkeypatch.setattr(wal, "CHECKPOINT_COMMITS", 10**9)
     path = str(tmp_path / "s")
     with rstore.Store(path) as s:
         before = [s.xadd("k", {"i": i}) for i in range(50)]
@@ -287,7 +288,8 @@ def test_a_large_transaction_written_in_pieces_comes_back_whole_or_not_at_all(
 ) -> None:
     """A transaction larger than the piece size (wal_capture.SPILL_BYTES) is written into the
     log as it runs; a restart redoes it whole, and a log cut anywhere inside it drops it whole."""
-    monkeypatch.setattr(wal, "CHECKPOINT_AGE_S", 1e9)  # the log, not a checkpoint, has it
+    monkeypatch.setattr(wal, "CHECKPOINT_AGE_S", 1e9)
+    monkeypatch.setattr(wal, "CHECKPOINT_COMMITS", 10**9)  # the log, not a checkpoint, has it
     path = str(tmp_path / "s")
     with rstore.Store(path) as s:
         s.xadd("k", {"i": "first"})
