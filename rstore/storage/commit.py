@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import lmdb
 
-from rstore.errors import StorageError
 from rstore.storage import durable
 from rstore.storage.failures import translate, translate_os
 from rstore.storage.faults import crash_point
@@ -115,22 +114,13 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
 
 def _log_durable(env: Env, wal: WriteAheadLog, lsn: int, readers_woken: bool) -> None:
     _make_durable(wal.flusher, lsn, readers_woken)
-    _checkpoint_after(env, wal, readers_woken)
+    wal.poke()
 
 
 def _checkpoint_after(env: Env, wal: WriteAheadLog, readers_woken: bool) -> None:
-    """Move this process's pin forward when it is old (it holds pages from reuse)."""
-    del readers_woken
-    try:
-        env._gate.enter()
-    except StorageError:
-        return  # closed meanwhile
-    try:
-        wal.maybe_checkpoint()
-    except (lmdb.Error, OSError) as exc:  # the write is durable: a late checkpoint only costs
-        log.warning("%s: a checkpoint failed (%s); it is tried again later", env.path, exc)
-    finally:
-        env._gate.leave()
+    """``sync=False``: nothing to flush; the checkpointer thread moves the pin."""
+    del env, readers_woken
+    wal.poke()
 
 
 def _make_durable(flusher: durable.MetaFlusher, txnid: int, readers_woken: bool) -> None:

@@ -184,6 +184,21 @@ class Env(Wakeups):
         except OSError as exc:
             raise translate_os(exc, wal.LOG_FILE, "recover") from exc
 
+    def _checkpoint_step(self) -> float | None:
+        """One look of the checkpointer thread (inside the gate: a close or a map resize
+        waits for it, and it stops once the store is closed)."""
+        try:
+            self._gate.enter()
+        except StorageError:
+            return None
+        try:
+            current = self._wal
+            return None if current is None or self._forked else current.maybe_checkpoint()
+        except lmdb.Error as exc:
+            raise translate(exc, self.path, writing=True) from exc
+        finally:
+            self._gate.leave()
+
     def _start_flushing(self, logged: bool) -> None:
         if self._wal is not None:
             self._wal.close()
@@ -194,7 +209,9 @@ class Env(Wakeups):
             return
         try:
             if logged:
-                self._wal = wal.WriteAheadLog(self.path, self._data_path, self._env, self._dbs)
+                self._wal = wal.WriteAheadLog(
+                    self.path, self._data_path, self._env, self._dbs, self._checkpoint_step
+                )
                 if self.sync_mode:
                     self._flusher = self._wal.flusher
                 return

@@ -19,11 +19,13 @@ import struct
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
 from rstore.errors import StorageError
 from rstore.storage import layout, wal_capture, wal_log, wal_meta
+from rstore.storage.checkpointer import Checkpointer
 from rstore.storage.durable import MetaFlusher
 from rstore.storage.faults import crash_point
 from rstore.storage.wal_log import Position
@@ -83,7 +85,16 @@ def write_position(raw: Any, meta_db: Any, position: Position) -> None:
 class WriteAheadLog:
     """This process's use of a store's log: records, flushes, checkpoints and its pin."""
 
-    def __init__(self, store_path: str, data_path: str, env: Any, dbs: dict[bytes, Any]) -> None:
+    def __init__(
+        self,
+        store_path: str,
+        data_path: str,
+        env: Any,
+        dbs: dict[bytes, Any],
+        step: Callable[[], float | None],
+    ) -> None:
+        """``step``: what the checkpointer thread runs (:meth:`maybe_checkpoint`, inside the
+        environment's gate)."""
         self._env = env
         self._dbs = dbs
         self._names = {handle: name for name, handle in dbs.items()}
@@ -96,11 +107,17 @@ class WriteAheadLog:
         self._candidate: Any = None  # the next pin, once a checkpoint covers it
         self._candidate_txnid = 0
         self._pin_time = 0.0
-        self._commits_since_pin = 0
+        self._commits = 0  # records this process wrote (committed or not)
+        self._commits_at_pin = 0  # ... when its pin's snapshot was taken (about)
+        self._last_txnid = 0  # the transaction of the last of them
+        self._pin_txnid = 0
         self._allocated = 0
         self._writer: wal_log.RecordWriter | None = None  # the record being written, if any
+        self._writer_txnid = 0
         self._record_at = Position(0, 0, 0, 0)
         self._lock = threading.Lock()  # checkpoints of this process, one at a time
+        self._pin_lock = threading.Lock()  # the pin fields, held for no wait
+        self.checkpointer = Checkpointer(step, f"rstore checkpoints {store_path}")
 
     # ------------------------------------------------------------------ the write path
 
@@ -130,6 +147,7 @@ class WriteAheadLog:
             self._checkpoint_locked(logged.raw, position)
         txnid = int(logged.raw.id())
         self._writer = wal_log.RecordWriter(self._fd, position, txnid, self._allocate)
+        self._writer_txnid = txnid
         self._record_at = position
         return self._writer
 
@@ -148,7 +166,8 @@ class WriteAheadLog:
         after = writer.finish(logged.ops, _ZEROS)
         logged.ops = []
         write_position(logged.raw, self._dbs[layout.DB_META], after)
-        self._commits_since_pin += 1
+        self._commits += 1
+        self._last_txnid = self._writer_txnid
         return self._record_at
 
     def _allocate(self, end: int) -> None:
@@ -198,8 +217,10 @@ class WriteAheadLog:
             raise
         self._swap_pin(pin)
 
-    def maybe_checkpoint(self) -> None:
-        """After a write: move this process's pin forward when it has written since.
+    def maybe_checkpoint(self) -> float | None:
+        """Move this process's pin forward when it has written since (run by the
+        checkpointer thread, :meth:`poke`); ``None`` when there is nothing left to move, else
+        how many seconds to wait before looking again.
 
         A pin may only move to a transaction that a published checkpoint covers.  So a
         process first opens a *candidate* (a read transaction on the latest commit) and
@@ -208,35 +229,40 @@ class WriteAheadLog:
         or the process made ``CHECKPOINT_COMMITS`` commits since its pin moved, does it make
         one itself, and only one process at a time does (a lock on ``wal.shm``): with many
         writer processes one data flush serves every pin."""
-        if not self._commits_since_pin or not self._lock.acquire(blocking=False):
-            return
-        try:
+        with self._lock:
+            if self._candidate is None and self._pin_txnid >= self._last_txnid:
+                return None  # the pin covers every write of this process
             header = wal_log.read_header(self._fd)
             if header is None:
-                return
-            if self._candidate is not None and header.checkpoint_txnid >= self._candidate_txnid:
-                self._swap_pin(self._candidate)
-                self._candidate = None
-                return
-            if self._candidate is None:
-                self._candidate = self._env.begin(buffers=True)
-                self._candidate_txnid = int(self._candidate.id())
-            young = time.time_ns() - header.written_ns < CHECKPOINT_AGE_S * 1e9
-            if young and self._commits_since_pin < CHECKPOINT_COMMITS:
-                return
+                return None
+            candidate = self._candidate
+            if candidate is not None and header.checkpoint_txnid >= self._candidate_txnid:
+                self._swap_pin(candidate)
+                return None
+            if candidate is None:
+                candidate = self._env.begin(buffers=True)
+                with self._pin_lock:
+                    self._candidate, self._candidate_txnid = candidate, int(candidate.id())
+            age = (time.time_ns() - header.written_ns) / 1e9
+            since = self._commits - self._commits_at_pin
+            if age < CHECKPOINT_AGE_S and since < CHECKPOINT_COMMITS:
+                return CHECKPOINT_AGE_S - age
             lock = self.flusher.shared_fd  # -1: no shared file; every process checkpoints
             try:
                 if lock >= 0:
                     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
-                return  # another process is making one: its checkpoint will do
+                return CHECKPOINT_AGE_S  # another process is making one: it may cover ours
             try:
                 self._checkpoint()
             finally:
                 if lock >= 0:
                     fcntl.flock(lock, fcntl.LOCK_UN)
-        finally:
-            self._lock.release()
+            return None
+
+    def poke(self) -> None:
+        """After a commit: let the checkpointer thread look (cheap; never blocks)."""
+        self.checkpointer.poke()
 
     def checkpoint(self) -> None:
         """Make a checkpoint of the last commit now (and pin it)."""
@@ -283,26 +309,29 @@ class WriteAheadLog:
             fcntl.flock(self._data_fd, fcntl.LOCK_UN)
 
     def _swap_pin(self, pin: Any) -> None:
-        if self._candidate is not None and self._candidate is not pin:
-            candidate, self._candidate = self._candidate, None  # the new pin is not older
-            with suppress(Exception):
-                candidate.abort()
-        old, self._pin = self._pin, pin
-        self._pin_time = time.monotonic()
-        self._commits_since_pin = 0
-        if old is not None:
-            with suppress(Exception):
-                old.abort()
+        with self._pin_lock:  # the writer (log restart) and the checkpointer thread both swap
+            candidate, self._candidate = self._candidate, None
+            old, self._pin = self._pin, pin
+            self._pin_time = time.monotonic()
+            self._pin_txnid = int(pin.id())
+            self._commits_at_pin = self._commits
+        for txn in (candidate, old):
+            if txn is not None and txn is not pin:  # the new pin is not older than either
+                with suppress(Exception):
+                    txn.abort()
 
     def drop_pin(self) -> None:
         """Before the map is resized, the environment closed or the process forked."""
-        for txn in (self._pin, self._candidate):
+        with self._pin_lock:
+            dropped = (self._pin, self._candidate)
+            self._pin = self._candidate = None
+        for txn in dropped:
             if txn is not None:
                 with suppress(Exception):
                     txn.abort()
-        self._pin = self._candidate = None
 
     def close(self) -> None:
+        self.checkpointer.close()
         self.drop_pin()
         self.flusher.close()
         for fd in (self._fd, self._data_fd):
