@@ -44,10 +44,12 @@ class Store(RedisCommands, Databases):
 
     :param path: the store directory; created (with parents) if missing and ``create`` is true.
     :param sync: ``True`` (default): a write that returned is on disk (like Redis's
-        ``appendfsync always``).  ``False``: commits are not flushed; a process crash loses
-        nothing, an operating-system crash or power loss may lose writes since the last
-        :meth:`sync` (see ``docs/durability.md``).  Every Store on one path in one process must
-        use the same setting.
+        ``appendfsync always``: one flush of the store's write-ahead log per commit).
+        ``False``: commits are not flushed; a process crash loses nothing, an
+        operating-system crash or power loss may lose the writes since the last checkpoint
+        (taken about every 50 ms while writing), :meth:`sync` or close, but leaves the store
+        intact (see ``docs/durability.md``).
+        Every Store on one path in one process must use the same setting.
     :param node_max_bytes: Redis's ``stream-node-max-bytes`` for this store (default 4096);
         when given it is saved in the store, like ``CONFIG SET``.
     :param node_max_entries: Redis's ``stream-node-max-entries`` (default 100); likewise.

@@ -12,18 +12,23 @@ fails the commit itself fails every write of the batch: none of it was stored.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import lmdb
 
 from rstore.storage import durable
-from rstore.storage.failures import translate
+from rstore.storage.failures import translate, translate_os
+from rstore.storage.faults import crash_point
 from rstore.storage.txn import Carry
 
 if TYPE_CHECKING:
     from rstore.storage.combine import Request
     from rstore.storage.env import Env
+    from rstore.storage.wal import WriteAheadLog
+
+log = logging.getLogger("rstore.storage")
 
 __all__ = ["commit_batch"]
 
@@ -31,7 +36,8 @@ __all__ = ["commit_batch"]
 def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | None:
     """Run ``batch`` in one write transaction and commit it; set each request's outcome.
     Raises (for the whole batch) when nothing could be committed.  Returns what is left to do
-    before the writes may return -- flushing the commit's meta page (``sync=True``) -- for the
+    before the writes may return -- flushing the log, or for a format-2 store the commit's meta
+    page (``sync=True``), and moving this process's checkpoint pin -- for the
     caller to run after it has let the next batch start, telling it whether readers were woken
     meanwhile (whose own commit may then make the flush unnecessary)."""
     while True:
@@ -44,27 +50,50 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
                 env._reopen_after_fork()
             raw = env._begin(True)
             txnid = int(raw.id())
+            wal = env._wal
+            position = None
             try:
+                work = raw
+                if wal is not None:
+                    wal.ensure_pin(raw)  # before anything is written (docs/durability.md)
+                    work = wal.wrap(raw)
                 carry = env._take_carry(txnid)
                 if len(batch) == 1:
-                    txn = env._txn(raw, True)
+                    txn = env._txn(work, True)
                     if carry is not None:
                         txn.adopt(carry)
                     outcomes: list[tuple[Any, BaseException | None]] = [(batch[0].fn(txn), None)]
                     txn.flush()
                     carry, wrote = txn.carry(txnid), txn.wrote
                 else:
-                    outcomes, carry, wrote = _run_nested(env, raw, txnid, batch, carry)
+                    outcomes, carry, wrote = _run_nested(env, work, txnid, batch, carry)
+                if wal is not None:
+                    position = wal.append(work, txnid)
+                    crash_point("log-written")
+            except OSError as exc:
+                raw.abort()
+                raise translate_os(exc, env.path, "write the log of") from exc
             except BaseException:
                 raw.abort()
                 raise
             for req in batch:
                 req.committing = True  # from here an interrupt cannot tell whether it stored
             raw.commit()
+            if position is not None:
+                assert wal is not None
+                crash_point("lmdb-committed")
+                wal.mark(position)  # raises only if the record could not be marked
+                crash_point("record-marked")
             env._committed(txnid, carry)
             for req, (result, error) in zip(batch, outcomes):
                 req.result, req.error, req.done = result, error, True
             flusher = env._flusher
+            if wal is not None:
+                if position is None:
+                    return None
+                if flusher is None:
+                    return functools.partial(_checkpoint_after, env, wal)
+                return functools.partial(_log_durable, env, wal, position.lsn)
             if flusher is None or not wrote:  # LMDB commits nothing for a transaction that
                 return None  # changed no page: there is nothing to make durable
             flusher.committed(txnid)  # its flush inside LMDB's commit covered earlier ones
@@ -81,6 +110,17 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
             env._grow_map()
         else:
             env._adopt_map_size()
+
+
+def _log_durable(env: Env, wal: WriteAheadLog, lsn: int, readers_woken: bool) -> None:
+    _make_durable(wal.flusher, lsn, readers_woken)
+    wal.poke()
+
+
+def _checkpoint_after(env: Env, wal: WriteAheadLog, readers_woken: bool) -> None:
+    """``sync=False``: nothing to flush; the checkpointer thread moves the pin."""
+    del env, readers_woken
+    wal.poke()
 
 
 def _make_durable(flusher: durable.MetaFlusher, txnid: int, readers_woken: bool) -> None:
@@ -100,8 +140,11 @@ def _run_nested(
     whether a committed write changed a page."""
     outcomes: list[tuple[Any, BaseException | None]] = []
     wrote = False
+    wal = env._wal
     for req in batch:
-        child = env._env.begin(write=True, parent=raw, buffers=True)
+        child = env._env.begin(write=True, parent=getattr(raw, "raw", raw), buffers=True)
+        if wal is not None:
+            child = wal.wrap(child, parent=raw)
         txn = env._txn(child, True)
         if carry is not None:
             txn.adopt(carry)

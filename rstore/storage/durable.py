@@ -70,9 +70,14 @@ counters = _Counters()
 class MetaFlusher:
     """Makes commits of one store durable after LMDB committed them with ``MDB_NOMETASYNC``."""
 
-    def __init__(self, store_path: str, data_path: str) -> None:
+    def __init__(
+        self, store_path: str, data_path: str, shared_name: str = FILE_NAME, fd: int = -1
+    ) -> None:
+        """``fd``: a descriptor of ``data_path`` to flush through, owned by the caller (the
+        write-ahead log's); by default the flusher opens its own."""
         self._data_path = data_path
-        self._fd = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
+        self._own_fd = fd < 0
+        self._fd = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC) if fd < 0 else fd
         st = os.fstat(self._fd)
         self._identity = (st.st_dev, st.st_ino)
         self._lock = threading.Lock()
@@ -84,7 +89,7 @@ class MetaFlusher:
         self._known = 0  # the highest txnid this process knows is durable
         self._shared: int | None = None
         with suppress(OSError):
-            path = os.path.join(store_path, FILE_NAME)
+            path = os.path.join(store_path, shared_name)
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
             try:
                 if os.fstat(fd).st_size < _RECORD.size:
@@ -93,6 +98,12 @@ class MetaFlusher:
                 os.close(fd)
                 raise
             self._shared = fd
+
+    @property
+    def shared_fd(self) -> int:
+        """The descriptor of the shared word's file (the write-ahead log locks it for its
+        checkpoints); ``-1`` when there is none."""
+        return -1 if self._shared is None else self._shared
 
     def _read_shared(self) -> int:
         if self._shared is None:
@@ -196,8 +207,9 @@ class MetaFlusher:
                 self._flush()
             except StorageError as exc:
                 self._close_failure = exc
-            with suppress(OSError):
-                os.close(self._fd)
+            if self._own_fd:
+                with suppress(OSError):
+                    os.close(self._fd)
             if self._shared is not None:
                 with suppress(OSError):
                     os.close(self._shared)

@@ -24,6 +24,7 @@ process, so every :class:`rstore.Store` on the same path shares it, reference-co
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
@@ -35,22 +36,15 @@ from typing import Any, TypeVar
 import lmdb
 
 from rstore.errors import CorruptStoreError, ReadOnlyStoreError, StorageError
-from rstore.storage import layout, opening, upgrade
+from rstore.storage import layout, opening, upgrade, wal
 from rstore.storage.combine import Combiner, Request
 from rstore.storage.commit import commit_batch
 from rstore.storage.durable import MetaFlusher
-from rstore.storage.failures import translate, translate_os
+from rstore.storage.failures import refused_for_writing, translate, translate_os
 from rstore.storage.gate import Gate
-from rstore.storage.notify import (
-    ALL,
-    FLAG_EARLY,
-    KIND_GROUP,
-    Notifier,
-    PollingWaiter,
-    Waiter,
-    slot_hash,
-)
+from rstore.storage.notify import Notifier, PollingWaiter, Waiter
 from rstore.storage.txn import Carry, Txn
+from rstore.storage.wakeups import Wakeups
 
 __all__ = ["DEFAULT_MAP_SIZE", "Env"]
 
@@ -84,7 +78,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-class Env:
+class Env(Wakeups):
     """A shared, process-local LMDB environment for one store directory."""
 
     def __init__(
@@ -109,6 +103,7 @@ class Env:
         self._commits = 0
         self._combiner = Combiner(self._commit_batch)
         self._flusher: MetaFlusher | None = None
+        self._wal: wal.WriteAheadLog | None = None
         self._open()
         _all_envs.add(self)
 
@@ -116,9 +111,43 @@ class Env:
 
     def _open(self, *, verify: bool = True) -> None:
         opening.check_directory(self.path, create=self._create, readonly=self.readonly)
+        self._data_path = os.path.join(self.path, opening.DATA_FILE)
+        logged = opening.uses_log(self.path, readonly=self.readonly)
+        lock_fd = None
+        if logged and not self.readonly:
+            try:
+                lock_fd = wal.open_lock(self.path)
+            except OSError as exc:
+                if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                    raise refused_for_writing(self.path, exc.errno) from exc
+                raise translate_os(exc, self.path, "open the store for writing") from exc
+        try:
+            recovering = lock_fd is not None and wal.needs_recovery(lock_fd)
+            if recovering:
+                assert lock_fd is not None
+                wal.restore_checkpoint(lock_fd, self._data_path)
+            elif logged and self.readonly and opening.log_needs_recovery(self.path):
+                raise StorageError(
+                    f"{self.path}: the machine restarted since the store was last written; "
+                    "it must be recovered before it can be read",
+                    hint="open it once for writing (as a user who may write it)",
+                )
+            self._open_lmdb(verify=verify, logged=logged)
+            if lock_fd is not None:
+                try:
+                    self._attach_log(lock_fd, recovering)
+                except BaseException:
+                    self._env.close()
+                    raise
+        finally:
+            if lock_fd is not None:
+                os.close(lock_fd)  # releases the lock
+        self._start_flushing(logged)
+
+    def _open_lmdb(self, *, verify: bool, logged: bool) -> None:
         self._env, self.locked = opening.open_lmdb(
-            self.path, sync=self.sync_mode, map_size=self._map_size, create=self._create,
-            readonly=self.readonly, max_dbs=len(layout.ALL_DBS) + 2,
+            self.path, sync=self.sync_mode and not logged, map_size=self._map_size,
+            create=self._create, readonly=self.readonly, max_dbs=len(layout.ALL_DBS) + 2,
         )  # fmt: skip
         try:
             if not self.readonly:
@@ -128,8 +157,9 @@ class Env:
                     if verify:
                         opening.verify_structure(self._env, self.path, pinned=self.locked)
                     self._dbs, self.format = opening.open_dbs(
-                        self._env, self.path, create=self._create and not self.readonly
-                    )
+                        self._env, self.path, create=self._create and not self.readonly,
+                        logged=logged,
+                    )  # fmt: skip
                     break
                 except lmdb.MapResizedError:  # another process grew the map meanwhile
                     self._env.set_mapsize(0)
@@ -140,26 +170,68 @@ class Env:
             self._env.close()
             raise
         self.sealed = self.format >= layout.FIRST_SEALED_FORMAT
-        self._data_path = os.path.join(self.path, opening.DATA_FILE)
-        if self._flusher is not None:
+
+    def _attach_log(self, lock_fd: int, recovering: bool) -> None:
+        """Create the log of a new store, or redo it after a restart (under the open lock)."""
+        try:
+            wal.create(lock_fd, self._data_path, self._env, self._dbs)
+            if recovering:
+                count = wal.recover(lock_fd, self._data_path, self._env, self._dbs)
+                log.warning("%s: recovered after a restart; %d logged commits redone",
+                            self.path, count)  # fmt: skip
+        except lmdb.Error as exc:
+            raise translate(exc, self.path, writing=True) from exc
+        except OSError as exc:
+            raise translate_os(exc, wal.LOG_FILE, "recover") from exc
+
+    def _checkpoint_step(self) -> float | None:
+        """One look of the checkpointer thread (inside the gate: a close or a map resize
+        waits for it, and it stops once the store is closed)."""
+        try:
+            self._gate.enter()
+        except StorageError:
+            return None
+        try:
+            current = self._wal
+            return None if current is None or self._forked else current.maybe_checkpoint()
+        except lmdb.Error as exc:
+            raise translate(exc, self.path, writing=True) from exc
+        finally:
+            self._gate.leave()
+
+    def _start_flushing(self, logged: bool) -> None:
+        if self._wal is not None:
+            self._wal.close()
+        elif self._flusher is not None:
             self._flusher.close()
-        self._flusher = None
-        if self.sync_mode and not self.readonly:
-            try:
+        self._wal = self._flusher = None
+        if self.readonly:
+            return
+        try:
+            if logged:
+                self._wal = wal.WriteAheadLog(
+                    self.path, self._data_path, self._env, self._dbs, self._checkpoint_step
+                )
+                if self.sync_mode:
+                    self._flusher = self._wal.flusher
+                return
+            if self.sync_mode:
                 self._flusher = MetaFlusher(self.path, self._data_path)
                 # A writer killed between its commit and its flush (or the store's creation
                 # just now) may have left a commit that is visible but not yet on disk.
                 last = int(self._env.info()["last_txnid"])
                 self._flusher.forget_if_ahead(last)
                 self._flusher.make_durable(last)
-            except BaseException as exc:
-                if self._flusher is not None:
-                    self._flusher.close()
-                    self._flusher = None
-                self._env.close()
-                if isinstance(exc, OSError):
-                    raise translate_os(exc, self._data_path, "open") from exc
-                raise
+        except BaseException as exc:
+            if self._wal is not None:
+                self._wal.close()
+            elif self._flusher is not None:
+                self._flusher.close()
+            self._wal = self._flusher = None
+            self._env.close()
+            if isinstance(exc, OSError):
+                raise translate_os(exc, self._data_path, "open") from exc
+            raise
 
     @property
     def closed(self) -> bool:
@@ -167,7 +239,7 @@ class Env:
 
     @property
     def writable(self) -> bool:
-        return not self.readonly and self.format == layout.FORMAT_VERSION
+        return not self.readonly and self.format >= layout.FIRST_SEALED_FORMAT
 
     def _refuse_write(self) -> ReadOnlyStoreError:
         if self.readonly:
@@ -179,7 +251,7 @@ class Env:
             f"{self.path} is in store format {self.format}, which has no checksums: this "
             "rstore reads it but does not write it",
             hint="run `rstore upgrade` (rstore.upgrade_store) to rewrite it in format "
-            f"{layout.FORMAT_VERSION}",
+            f"{layout.FIRST_SEALED_FORMAT}",
         )
 
     def _reopen_after_fork(self) -> None:
@@ -286,6 +358,7 @@ class Env:
     def _grow_map(self) -> None:
         with self._gate.changing:
             self._gate.drain()
+            self._drop_pin()
             current = int(self._env.info()["map_size"])
             try:
                 self._env.set_mapsize(current * 2)
@@ -311,9 +384,16 @@ class Env:
         self._carry = None
         self._open(verify=False)
 
+    def _drop_pin(self) -> None:
+        """Resizing the map needs every transaction of the process closed, the log's pin too
+        (the next write makes a checkpoint again)."""
+        if self._wal is not None:
+            self._wal.drop_pin()
+
     def _adopt_map_size(self) -> None:
         with self._gate.changing:
             self._gate.drain()
+            self._drop_pin()
             try:
                 self._env.set_mapsize(0)
             except lmdb.Error as exc:
@@ -321,121 +401,9 @@ class Env:
                 raise translate(exc, self.path) from exc
 
     def upgrade(self, progress: Callable[[int, int], None] | None = None) -> tuple[int, int]:
-        """Rewrite a store of an older format in the current one, in one write transaction;
-        ``(format before, records rewritten)``.  Nothing happens to a current store."""
-        if self.readonly:
-            raise self._refuse_write()
-        before = self.format
-        if before == layout.FORMAT_VERSION:
-            return before, 0
-        while True:
-            with self._gate.changing:
-                self._gate.drain()
-                try:
-                    raw = self._env.begin(write=True)
-                    try:
-                        count = upgrade.seal_all(raw, self._dbs, self._data_path, progress)
-                    except BaseException:
-                        raw.abort()
-                        raise
-                    txnid = int(raw.id())
-                    raw.commit()
-                    self.format, self.sealed, self._carry = layout.FORMAT_VERSION, True, None
-                    if self._flusher is not None:  # MDB_NOMETASYNC: flush the meta page
-                        self._flusher.make_durable(txnid)
-                    return before, count
-                except lmdb.MapFullError:
-                    current = int(self._env.info()["map_size"])
-                    try:
-                        self._env.set_mapsize(current * 2)
-                    except lmdb.Error as exc:
-                        self._reopen_in_place(current)
-                        raise translate(exc, self.path, writing=True) from exc
-                except lmdb.Error as exc:
-                    raise translate(exc, self.path, writing=True) from exc
-
-    # ------------------------------------------------------------------ wake-ups
-
-    def _get_notifier(self) -> Notifier | None:
-        """The waiter table (opened on first use), or ``None`` when it cannot be used."""
-        if self._forked:
-            self._reopen_after_fork()
-        notifier = self._notifier
-        if notifier is None and self._notifier_broken is None:
-            with self._notifier_lock:
-                if self._notifier is None and self._notifier_broken is None:
-                    try:
-                        self._notifier = Notifier(self.path)
-                    except (OSError, StorageError) as exc:
-                        self._notifier_failed(exc)
-                notifier = self._notifier
-        return notifier
-
-    def _notifier_failed(self, exc: BaseException) -> None:
-        if self._notifier_broken is None:
-            self._notifier_broken = str(exc)
-            log.warning(
-                "%s: the waiter table cannot be used (%s); blocked reads in this process poll "
-                "every %.0f ms instead of being woken", self.path, exc,
-                PollingWaiter.INTERVAL_S * 1000,
-            )  # fmt: skip
-
-    def notify(self, keys: set[bytes] | None, phase: int = ALL) -> int:
-        """Wake readers blocked on ``keys`` (``None``: on every key) after a commit; ``phase``
-        (:mod:`rstore.storage.notify`) chooses the readers woken before the commit's
-        meta-page flush (``EARLY``) or after it (``LATE``), or all (``ALL``).
-
-        Returns how many blocked calls of other processes were woken.  Never raises: the
-        write has committed, so its caller must get its result whatever happens here; a
-        failure is logged once and readers fall back to polling."""
-        if keys is not None and not keys:
-            return 0
-        try:
-            self._gate.enter()
-        except StorageError:
-            return 0  # closed meanwhile: nobody of this process waits any more
-        try:
-            notifier = self._get_notifier()
-            if notifier is not None and notifier.anyone_waiting():
-                hashes = None if keys is None else {slot_hash(k) for k in keys}
-                return notifier.notify(hashes, phase)
-        except Exception as exc:
-            self._notifier_failed(exc)
-        finally:
-            self._gate.leave()
-        return 0
-
-    def waiter(self, kind: int, keys: list[bytes], group: int = 0) -> Waiter | PollingWaiter:
-        """Something to block on until ``keys`` may have changed: a registered waiter, or a
-        polling one when the waiter table cannot be used."""
-        self._gate.enter()
-        try:
-            notifier = self._get_notifier()
-            waiter: Waiter | PollingWaiter | None = None
-            if notifier is not None and notifier.can_register:
-                # An XREADGROUP of a durable handle replies only after its own durable commit,
-                # whose flush covers the writer's commit it read: it may be woken early.
-                early = kind == KIND_GROUP and self._flusher is not None
-                try:
-                    waiter = Waiter(
-                        notifier, kind, keys, group, guard=self._gate,
-                        flags=FLAG_EARLY if early else 0,
-                    )  # fmt: skip
-                except (OSError, StorageError) as exc:  # e.g. the table is full: this call polls
-                    if not self._polling_logged:
-                        self._polling_logged = True
-                        log.warning("%s: a blocked read polls instead of waiting to be woken "
-                                    "(%s)", self.path, exc)  # fmt: skip
-            elif notifier is not None and not self._polling_logged:
-                self._polling_logged = True
-                log.warning("%s: the waiter table is not writable by this user; blocked reads "
-                            "in this process poll", self.path)  # fmt: skip
-            if waiter is None:
-                waiter = PollingWaiter()
-            self._waiters.add(waiter)
-            return waiter
-        finally:
-            self._gate.leave()
+        """Rewrite a store of an older format (1) in format 2, in one write transaction;
+        ``(format before, records rewritten)`` (:func:`rstore.storage.upgrade.upgrade_env`)."""
+        return upgrade.upgrade_env(self, progress)
 
     # ------------------------------------------------------------------ misc
 
@@ -449,17 +417,25 @@ class Env:
         try:
             if self._forked:
                 self._reopen_after_fork()
-            if not self.readonly:
+            if self._wal is not None:
+                self._wal.sync()  # the log holds every commit: flushing it is enough
+            elif not self.readonly:
                 self._env.sync(True)
         except lmdb.Error as exc:
             raise translate(exc, self.path, writing=True) from exc
+        except OSError as exc:
+            raise translate_os(exc, self.path, "flush the log of") from exc
         finally:
             self._gate.leave()
 
     def durability(self) -> tuple[int, int]:
-        """``(last committed transaction id, highest one known to be on disk)`` -- the second
-        is 0 without ``sync=True`` (for tests and diagnostics)."""
-        last = int(self._env.info()["last_txnid"])
+        """``(last commit, highest one known to be on disk)`` -- the second is 0 without
+        ``sync=True`` (for tests and diagnostics).  With the write-ahead log both are log
+        sequence numbers; in a format-2 store, LMDB transaction ids."""
+        if self._wal is not None:
+            last = wal.read_position_of(self).lsn - 1
+        else:
+            last = int(self._env.info()["last_txnid"])
         return last, 0 if self._flusher is None else self._flusher.known_durable()
 
     def lmdb_flags(self) -> dict[str, bool]:
@@ -488,8 +464,11 @@ class Env:
         for waiter in list(self._waiters):
             waiter.interrupt()
         if not self._forked:
+            self._drop_pin()
             self._env.close()
             if self._notifier is not None:
                 self._notifier.close()
-        if self._flusher is not None:
+        if self._wal is not None:
+            self._wal.close()
+        elif self._flusher is not None:
             self._flusher.close()

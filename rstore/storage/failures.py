@@ -71,11 +71,7 @@ def translate(
             )
         return StorageError(f"{path}: input/output error ({text})")
     if code in _ACCESS_ERRNOS:
-        why = "it is on a read-only file system" if code == errno.EROFS else "permission denied"
-        return ReadOnlyStoreError(
-            f"{path}: cannot open it for writing: {why}",
-            hint="open it read-only (Store(readonly=True), rstore --read-only) to read it",
-        )
+        return refused_for_writing(path, code)
     if isinstance(exc, lmdb.CorruptedError | lmdb.PageNotFoundError):
         return CorruptStoreError(
             f"LMDB found a damaged page ({text})", path=path,
@@ -84,6 +80,15 @@ def translate(
     if isinstance(exc, lmdb.InvalidError | lmdb.VersionMismatchError | lmdb.IncompatibleError):
         return NotAStoreError(f"{path}: not a readable rstore store ({text})")
     return StorageError(f"{path}: {text}")
+
+
+def refused_for_writing(path: str, code: int) -> ReadOnlyStoreError:
+    """The error for a store this user cannot open for writing (``code``: the errno)."""
+    why = "it is on a read-only file system" if code == errno.EROFS else "permission denied"
+    return ReadOnlyStoreError(
+        f"{path}: cannot open it for writing: {why}",
+        hint="open it read-only (Store(readonly=True), rstore --read-only) to read it",
+    )
 
 
 def translate_os(exc: OSError, path: str, doing: str) -> StorageError:

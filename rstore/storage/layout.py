@@ -42,9 +42,12 @@ from rstore.codec.crc64 import crc64
 from rstore.model import ID, INVALID_ENTRIES_READ, ConsumerState, GroupState, StreamState
 
 FORMAT_MAGIC = b"rstore"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: The first format with checksums; older stores are read-only until upgraded.
 FIRST_SEALED_FORMAT = 2
+#: The first format written through the write-ahead log (``wal.log``); a format-2 store is
+#: still written the way it was (two flushes per durable commit, no log).
+FIRST_LOGGED_FORMAT = 3
 
 DB_META = b"meta"
 DB_KEYS = b"keys"

@@ -102,8 +102,9 @@ def open_lmdb(
         # meminit: LMDB clears the unused part of each page it writes; without it whatever the
         # process's memory held there (secrets included) would reach the file.
         "sync": sync, "meminit": True,
-        # sync=True: the meta page is flushed after the writer lock is released
-        # (rstore.storage.durable), not inside the commit.
+        # A store with the write-ahead log is opened with sync=False (the log is flushed);
+        # a format-2 store with sync=True: the meta page is flushed after the writer lock is
+        # released (rstore.storage.durable), not inside the commit.
         "metasync": False,
     }  # fmt: skip
     target = os.fsencode(path)  # a name that is not UTF-8 must reach LMDB byte for byte
@@ -179,7 +180,31 @@ def verify_structure(env: Any, path: str, *, pinned: bool) -> pagecheck.Report:
     return report
 
 
-def open_dbs(env: Any, path: str, *, create: bool) -> tuple[dict[bytes, Any], int]:
+def uses_log(path: str, *, readonly: bool) -> bool:
+    """Whether the store at ``path`` is written through the write-ahead log: it has one, or it
+    is about to be created (decided before LMDB opens, which needs to know)."""
+    if os.path.exists(os.path.join(path, "wal.log")):
+        return True
+    return not readonly and not os.path.exists(os.path.join(path, DATA_FILE))
+
+
+def log_needs_recovery(path: str) -> bool:
+    """For a reader that cannot recover: whether the log's header predates this boot."""
+    from rstore.storage import wal  # noqa: PLC0415 -- wal imports this module's neighbours
+
+    try:
+        fd = os.open(os.path.join(path, wal.LOG_FILE), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        return wal.needs_recovery(fd)
+    finally:
+        os.close(fd)
+
+
+def open_dbs(
+    env: Any, path: str, *, create: bool, logged: bool = False
+) -> tuple[dict[bytes, Any], int]:
     """The sub-database handles and the store's format version; creates them in a new store."""
     try:
         with env.begin() as txn:
@@ -189,6 +214,8 @@ def open_dbs(env: Any, path: str, *, create: bool) -> tuple[dict[bytes, Any], in
         if not names:
             if not create:
                 raise StoreNotFoundError(f"no store at {path}")
+            if not logged:
+                raise StorageError(f"{path}: a new store is always created with its log")
             return _create(env), layout.FORMAT_VERSION
         # Handles opened outside a write transaction stay valid for the environment's life.
         missing = [n.decode() for n in layout.ALL_DBS if n not in names]
@@ -202,6 +229,12 @@ def open_dbs(env: Any, path: str, *, create: bool) -> tuple[dict[bytes, Any], in
     version = layout.unpack_format(raw) if raw is not None else None
     if version is None:
         raise NotAStoreError(f"{path} has no rstore format record")
+    if (version >= layout.FIRST_LOGGED_FORMAT) != logged and version <= layout.FORMAT_VERSION:
+        what = "has no write-ahead log (wal.log)" if not logged else "has a stray wal.log"
+        raise CorruptStoreError(
+            f"{path} is in store format {version} but {what}",
+            path=path, hint="restore it from a snapshot; `rstore check` lists what it finds",
+        )  # fmt: skip
     if version > layout.FORMAT_VERSION:
         raise UnsupportedFormatError(
             f"{path} was written in store format {version}; this rstore reads format "

@@ -10,13 +10,19 @@ node is checked in depth: sealing damaged bytes would make them look sound.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import lmdb
 
 from rstore.codec.node_validate import validate_node
 from rstore.errors import CorruptDataError, CorruptStoreError
 from rstore.storage import layout
+from rstore.storage.failures import translate
 
-__all__ = ["BATCH", "seal_all"]
+if TYPE_CHECKING:
+    from rstore.storage.env import Env
+
+__all__ = ["BATCH", "seal_all", "upgrade_env"]
 
 #: Records rewritten per cursor pass (the cursor is repositioned between passes).
 BATCH = 1024
@@ -47,7 +53,9 @@ def seal_all(
             after = batch[-1][0]
             if progress is not None:
                 progress(done, total)
-    raw.put(layout.META_FORMAT, layout.pack_format(), db=dbs[layout.DB_META])
+    raw.put(
+        layout.META_FORMAT, layout.pack_format(layout.FIRST_SEALED_FORMAT), db=dbs[layout.DB_META]
+    )
     return done
 
 
@@ -74,3 +82,40 @@ def _check_node(key: bytes, node: bytes, path: str) -> None:
             f"node record {key.hex()} is damaged ({exc}); the store was not upgraded",
             path=path, db="nodes", hint="restore it from a snapshot, or save what is readable",
         ) from exc  # fmt: skip
+
+
+def upgrade_env(env: Env, progress: Callable[[int, int], None] | None = None) -> tuple[int, int]:
+    """Rewrite the store of ``env`` from format 1 in format 2, in one write transaction, with
+    every other use of the environment kept out; ``(format before, records rewritten)``.
+    Nothing happens to a store of format 2 or later."""
+    if env.readonly:
+        raise env._refuse_write()
+    before = env.format
+    if before >= layout.FIRST_SEALED_FORMAT:
+        return before, 0
+    while True:
+        with env._gate.changing:
+            env._gate.drain()
+            try:
+                raw = env._env.begin(write=True)
+                try:
+                    count = seal_all(raw, env._dbs, env._data_path, progress)
+                except BaseException:
+                    raw.abort()
+                    raise
+                txnid = int(raw.id())
+                raw.commit()
+                env.format, env.sealed = layout.FIRST_SEALED_FORMAT, True
+                env._carry = None
+                if env._flusher is not None:  # MDB_NOMETASYNC: flush the meta page
+                    env._flusher.make_durable(txnid)
+                return before, count
+            except lmdb.MapFullError:
+                current = int(env._env.info()["map_size"])
+                try:
+                    env._env.set_mapsize(current * 2)
+                except lmdb.Error as exc:
+                    env._reopen_in_place(current)
+                    raise translate(exc, env.path, writing=True) from exc
+            except lmdb.Error as exc:
+                raise translate(exc, env.path, writing=True) from exc

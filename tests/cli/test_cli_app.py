@@ -285,7 +285,7 @@ def test_check_names_the_damage_of_a_store_too_damaged_to_open(tmp_path: Path) -
 
 
 def test_upgrade_and_read_only(tmp_path: Path) -> None:
-    from tests.storage.helpers import downgrade_to_format_1
+    from store_formats import downgrade_to_format_1
 
     store = tmp_path / "store"
     with rstore.Store(store) as s:

@@ -91,28 +91,6 @@ def stored_value(store: rstore.Store, db: bytes, key: bytes) -> bytes:
     return store._live_env().read(read)
 
 
-def downgrade_to_format_1(path: str) -> None:
-    """Rewrite a format-2 store as format 1 (no checksums), as older rstore wrote it."""
-    import lmdb
-
-    env = lmdb.open(path, max_dbs=16)
-    try:
-        with env.begin(write=True) as txn:
-            for name in layout.ALL_DBS:
-                db = env.open_db(name, txn=txn, create=False)
-                rows = list(txn.cursor(db=db))
-                for key, value in rows:
-                    if name == layout.DB_META and key == layout.META_FORMAT:
-                        continue
-                    payload = layout.unseal(key, value)
-                    assert payload is not None
-                    txn.put(key, payload, db=db)
-            meta = env.open_db(layout.DB_META, txn=txn, create=False)
-            txn.put(layout.META_FORMAT, layout.pack_format(1), db=meta)
-    finally:
-        env.close()
-
-
 def in_child(fn: Callable[[], object]) -> tuple[int | None, int | None, object]:
     """Run ``fn`` in a forked child; ``(exit status, signal, what fn returned or raised)``
     -- a crash of the child (SIGBUS, SIGABRT, SIGSEGV) shows as the signal, not as a dead

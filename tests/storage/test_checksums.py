@@ -7,11 +7,12 @@ import os
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from store_formats import downgrade_to_format_1
 
 import rstore
 from rstore.storage import layout
 
-from .helpers import downgrade_to_format_1, find, flip_bit, populate, stored_value
+from .helpers import find, flip_bit, populate, stored_value
 
 
 @given(st.binary(max_size=600), st.binary(max_size=5000))

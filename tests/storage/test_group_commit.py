@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from store_formats import legacy_store
 
 import rstore
 from rstore.commands.registry import Context, lookup
@@ -222,8 +223,8 @@ def test_concurrent_writer_threads_share_commits(tmp_path: Path, sync: bool) -> 
 def test_sync_true_flushes_the_meta_page_after_the_commit(tmp_path: Path) -> None:
     """With sync=True LMDB does not flush the meta page inside the commit (MDB_NOMETASYNC);
     rstore flushes it before the write returns: one counted flush per lone commit, and none
-    for a commit that another flush already covered."""
-    with rstore.Store(str(tmp_path / "s"), sync=True) as store:
+    for a commit that another flush already covered (a format-2 store: no log)."""
+    with rstore.Store(legacy_store(str(tmp_path / "s")), sync=True) as store:
         env = _env(store)
         assert env.lmdb_flags()["metasync"] is False and env.lmdb_flags()["sync"] is True
         f0, s0 = durable.counters.flushes, durable.counters.skipped
@@ -241,7 +242,7 @@ def test_sync_true_flushes_the_meta_page_after_the_commit(tmp_path: Path) -> Non
 def test_another_process_flush_is_seen_through_the_shared_word(tmp_path: Path) -> None:
     """A flush published by one handle (as another process would) lets a second handle on the
     same data file skip its own; a word naming another data file is ignored."""
-    path = str(tmp_path / "s")
+    path = legacy_store(str(tmp_path / "s"))  # format 2: the meta page is flushed after
     with rstore.Store(path, sync=True) as store:
         store.xadd("s", {"a": 1})
         env = _env(store)
@@ -270,7 +271,7 @@ def test_another_process_flush_is_seen_through_the_shared_word(tmp_path: Path) -
 
 
 def test_a_damaged_shared_word_only_costs_a_flush(tmp_path: Path) -> None:
-    path = str(tmp_path / "s")
+    path = legacy_store(str(tmp_path / "s"))  # format 2: the meta page is flushed after
     with rstore.Store(path, sync=True) as store:
         store.xadd("s", {"a": 1})
         shm = os.path.join(path, durable.FILE_NAME)
@@ -395,7 +396,7 @@ def test_a_shared_word_ahead_of_the_store_is_erased_at_open(tmp_path: Path) -> N
     """A word that names this data file but claims more than the store ever committed (a store
     replaced at the same path, its new data file on the same inode) is erased when the store
     is opened, so it can never make a writer skip its flush."""
-    path = str(tmp_path / "s")
+    path = legacy_store(str(tmp_path / "s"))  # format 2: the meta page is flushed after
     with rstore.Store(path, sync=True) as store:
         store.xadd("s", {"a": 1})
         last = int(_env(store)._env.info()["last_txnid"])

@@ -1,0 +1,39 @@
+"""Crash points for tests: a process that names one in ``RSTORE_CRASH_AT`` kills itself there.
+
+The write-ahead log's crash tests (tests/processes/test_wal_crashes.py) start a child with
+``RSTORE_CRASH_AT=<point>``; when the child reaches that point it sends itself SIGKILL, which
+is what a power cut or an OOM kill does to a process: no cleanup, no flush.  Without the
+variable :func:`crash_point` is one comparison.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+__all__ = ["POINTS", "arm", "crash_point"]
+
+#: Every point, in the order a write, a checkpoint and a recovery reach them.
+POINTS = (
+    "log-written",  # the record is in the log file; LMDB has not committed
+    "lmdb-committed",  # LMDB committed; the record is not marked committed
+    "record-marked",  # marked; the log is not flushed
+    "checkpoint-data-flushed",  # data.mdb flushed for a checkpoint; the header is not written
+    "recovery-meta-restored",  # recovery wrote the checkpoint's meta page back; nothing redone
+    "recovery-redone",  # the redo committed in LMDB; the new header is not written
+)
+
+_armed = [os.environ.get("RSTORE_CRASH_AT")]
+
+
+def arm(name: str | None) -> None:
+    """Set the crash point from inside the process (tests), after the writes that must land."""
+    if name is not None and name not in POINTS:
+        raise ValueError(f"no crash point {name!r}")
+    _armed[0] = name
+
+
+def crash_point(name: str) -> None:
+    """SIGKILL this process if ``RSTORE_CRASH_AT`` names ``name`` (tests only)."""
+    if _armed[0] is not None and name == _armed[0]:
+        os.kill(os.getpid(), signal.SIGKILL)

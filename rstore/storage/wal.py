@@ -1,0 +1,437 @@
+"""The write-ahead log of a store: one flush per durable commit (docs/durability.md).
+
+One :class:`WriteAheadLog` per environment per process.  LMDB runs with ``MDB_NOSYNC``; every
+write transaction's changes (:mod:`rstore.storage.wal_capture`) are written as one record
+(:mod:`rstore.storage.wal_log`) under LMDB's writer lock, at the position LMDB holds in the
+``wal`` record of the meta sub-database; after LMDB's commit the record is marked committed and
+the log flushed once (shared between writers, :class:`~rstore.storage.durable.MetaFlusher` on
+the log).  Checkpoints flush ``data.mdb`` and name the checkpoint in the log's header; this
+process pins a checkpoint no newer than the header's with a read transaction while it writes,
+so the header's tree is never overwritten.  :func:`recover` brings a store back after an OS
+crash or power loss.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import struct
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from contextlib import suppress
+from typing import Any
+
+from rstore.errors import StorageError
+from rstore.storage import layout, wal_capture, wal_log, wal_meta
+from rstore.storage.checkpointer import Checkpointer
+from rstore.storage.durable import MetaFlusher
+from rstore.storage.faults import crash_point
+from rstore.storage.wal_log import Position
+
+__all__ = [
+    "LOG_FILE", "WriteAheadLog", "boot_id", "create", "needs_recovery", "open_lock", "recover",
+    "restore_checkpoint",
+]  # fmt: skip
+
+LOG_FILE = "wal.log"
+SHARED_FILE = "wal.shm"
+META_WAL = b"wal"
+_POSITION = struct.Struct("<QQQI")
+#: Start the log again at the front once it has grown past this (after a checkpoint).
+LOG_LIMIT = 64 << 20
+#: A process that wrote makes a checkpoint (if none of another process covers its candidate pin)
+#: once the last one is this old, or once it made this many commits since its pin moved: while
+#: a pin stays, every commit writes fresh pages (~6 for a single XADD), so this bounds the
+#: file's growth between checkpoints (~1.5 MiB for a lone writer).
+CHECKPOINT_AGE_S = 0.05
+CHECKPOINT_COMMITS = 64
+_ZEROS = bytes(16)  # written after each record: a scan stops there until the next one
+_GROWTH_MAX = 4 << 20  # the log grows by doubling, at most this much at a time
+_ZERO_CHUNK = bytes(64 << 10)
+
+
+def boot_id() -> bytes:
+    """The running kernel's boot id (16 bytes); ``RSTORE_TEST_BOOT_ID`` overrides it (tests)."""
+    text = os.environ.get("RSTORE_TEST_BOOT_ID")
+    if text is None:
+        try:
+            with open("/proc/sys/kernel/random/boot_id") as f:
+                text = f.read().strip()
+        except OSError:
+            text = "00000000-0000-0000-0000-000000000000"
+    return uuid.UUID(text).bytes
+
+
+def read_position(raw: Any, meta_db: Any) -> Position:
+    """The log position recorded in LMDB (sealed like every record of format 2 and later)."""
+    value = raw.get(META_WAL, db=meta_db)
+    payload = None if value is None else layout.unseal(META_WAL, value)
+    if payload is None or len(payload) != _POSITION.size:
+        raise StorageError("the store has a write-ahead log but no valid log position")
+    return Position(*_POSITION.unpack(payload))
+
+
+def read_position_of(env: Any) -> Position:
+    """The log position of the last commit of ``env`` (an :class:`Env`; tests, diagnostics)."""
+    return env.read(lambda txn: read_position(txn._raw, txn._dbs[layout.DB_META]))  # type: ignore[no-any-return]
+
+
+def write_position(raw: Any, meta_db: Any, position: Position) -> None:
+    raw.put(META_WAL, layout.seal(META_WAL, _POSITION.pack(*position)), db=meta_db)
+
+
+class WriteAheadLog:
+    """This process's use of a store's log: records, flushes, checkpoints and its pin."""
+
+    def __init__(
+        self,
+        store_path: str,
+        data_path: str,
+        env: Any,
+        dbs: dict[bytes, Any],
+        step: Callable[[], float | None],
+    ) -> None:
+        """``step``: what the checkpointer thread runs (:meth:`maybe_checkpoint`, inside the
+        environment's gate)."""
+        self._env = env
+        self._dbs = dbs
+        self._names = {handle: name for name, handle in dbs.items()}
+        self.path = os.path.join(store_path, LOG_FILE)
+        self._data_path = data_path
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+        self._data_fd = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
+        self.flusher = MetaFlusher(store_path, self.path, shared_name=SHARED_FILE, fd=self._fd)
+        self._pin: Any = None  # a read transaction on this process's checkpoint
+        self._candidate: Any = None  # the next pin, once a checkpoint covers it
+        self._candidate_txnid = 0
+        self._pin_time = 0.0
+        self._commits = 0  # records this process wrote (committed or not)
+        self._commits_at_pin = 0  # ... when its pin's snapshot was taken (about)
+        self._last_txnid = 0  # the transaction of the last of them
+        self._pin_txnid = 0
+        self._allocated = 0
+        self._writer: wal_log.RecordWriter | None = None  # the record being written, if any
+        self._writer_txnid = 0
+        self._record_at = Position(0, 0, 0, 0)
+        self._lock = threading.Lock()  # checkpoints of this process, one at a time
+        self._pin_lock = threading.Lock()  # the pin fields, held for no wait
+        self.checkpointer = Checkpointer(step, f"rstore checkpoints {store_path}")
+
+    # ------------------------------------------------------------------ the write path
+
+    def wrap(self, raw: Any, parent: wal_capture.LoggedTxn | None = None) -> Any:
+        """``raw`` recording its changes; an outermost one (no ``parent``) hands them to the
+        log in pieces as they pass :data:`wal_capture.SPILL_BYTES`."""
+        if parent is not None:
+            return wal_capture.LoggedTxn(raw, self._names, parent)
+        logged = wal_capture.LoggedTxn(raw, self._names)
+        logged.spill = lambda ops: self._spill(logged, ops)
+        self._writer = None
+        return logged
+
+    def ensure_pin(self, raw: Any) -> None:
+        """Inside a write transaction, before it changes anything: this process must hold a
+        pin; without one, make a checkpoint of the last commit first (holding the lock)."""
+        if self._pin is None:
+            self._checkpoint_locked(raw)
+
+    def _start_record(self, logged: wal_capture.LoggedTxn) -> wal_log.RecordWriter:
+        """The record of this transaction, begun at the position LMDB holds.  A log grown past
+        :data:`LOG_LIMIT` starts again at the front, after a checkpoint of the last commit
+        that names the new start."""
+        position = read_position(logged.raw, self._dbs[layout.DB_META])
+        if position.offset > LOG_LIMIT:
+            position = Position(position.generation + 1, wal_log.RECORDS_START, position.lsn, 0)
+            self._checkpoint_locked(logged.raw, position)
+        txnid = int(logged.raw.id())
+        self._writer = wal_log.RecordWriter(self._fd, position, txnid, self._allocate)
+        self._writer_txnid = txnid
+        self._record_at = position
+        return self._writer
+
+    def _spill(self, logged: wal_capture.LoggedTxn, ops: list[wal_log.Op]) -> None:
+        writer = self._writer or self._start_record(logged)
+        writer.add(ops)
+
+    def append(self, logged: wal_capture.LoggedTxn, txnid: int) -> Position | None:
+        """Finish the transaction's record (before LMDB's commit): its position, or ``None``
+        when it changed nothing."""
+        del txnid  # the record carries the id of the transaction it was begun in
+        if self._writer is None and not logged.ops:
+            return None
+        writer = self._writer or self._start_record(logged)
+        self._writer = None
+        after = writer.finish(logged.ops, _ZEROS)
+        logged.ops = []
+        write_position(logged.raw, self._dbs[layout.DB_META], after)
+        self._commits += 1
+        self._last_txnid = self._writer_txnid
+        return self._record_at
+
+    def _allocate(self, end: int) -> None:
+        """Make the log file reach ``end`` with written zeros, ahead of need: a flush of a
+        write inside the file is one device flush, while a write that extends the file (or
+        fills space reserved by ``fallocate``) also commits file-system metadata."""
+        if end <= self._allocated:
+            return
+        self._allocated = os.fstat(self._fd).st_size  # another process may have grown it
+        if end <= self._allocated:
+            return
+        size = max(end, min(2 * self._allocated, self._allocated + _GROWTH_MAX))
+        at = self._allocated
+        while at < size:
+            at += os.pwrite(self._fd, _ZERO_CHUNK[: size - at], at)
+        os.fdatasync(self._fd)
+        self._allocated = size
+
+    def sync(self) -> None:
+        """Flush the log: every commit that returned before this call is then durable."""
+        os.fdatasync(self._fd)
+
+    def mark(self, position: Position) -> None:
+        """After LMDB's commit: the record is committed."""
+        try:
+            wal_log.mark_committed(self._fd, position)
+        except OSError as exc:
+            raise StorageError(
+                f"{self.path}: the write was committed but marking it in the log failed "
+                f"({exc}); it may be lost if the machine crashes",
+                hint="check the disk; the store stays consistent",
+            ) from exc
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def _checkpoint_locked(self, raw: Any, restart: Position | None = None) -> None:
+        """A checkpoint of the last commit, made inside a write transaction (LMDB's lock);
+        ``restart``: the log starts again there (the header names it)."""
+        txnid = int(raw.id()) - 1
+        meta = wal_meta.capture(self._data_fd, txnid)
+        position = restart or read_position(raw, self._dbs[layout.DB_META])
+        pin = self._env.begin(buffers=True)
+        try:
+            self._publish(txnid, meta, position, replace_equal=restart is not None)
+        except BaseException:
+            pin.abort()
+            raise
+        self._swap_pin(pin)
+
+    def maybe_checkpoint(self) -> float | None:
+        """Move this process's pin forward when it has written since (run by the
+        checkpointer thread, :meth:`poke`); ``None`` when there is nothing left to move, else
+        how many seconds to wait before looking again.
+
+        A pin may only move to a transaction that a published checkpoint covers.  So a
+        process first opens a *candidate* (a read transaction on the latest commit) and
+        swaps it in once the header names a checkpoint at or after it -- whoever made that
+        checkpoint.  Only when the header's checkpoint is older than ``CHECKPOINT_AGE_S``,
+        or the process made ``CHECKPOINT_COMMITS`` commits since its pin moved, does it make
+        one itself, and only one process at a time does (a lock on ``wal.shm``): with many
+        writer processes one data flush serves every pin."""
+        with self._lock:
+            if self._candidate is None and self._pin_txnid >= self._last_txnid:
+                return None  # the pin covers every write of this process
+            header = wal_log.read_header(self._fd)
+            if header is None:
+                return None
+            candidate = self._candidate
+            if candidate is not None and header.checkpoint_txnid >= self._candidate_txnid:
+                self._swap_pin(candidate)
+                return None
+            if candidate is None:
+                candidate = self._env.begin(buffers=True)
+                with self._pin_lock:
+                    self._candidate, self._candidate_txnid = candidate, int(candidate.id())
+            age = (time.time_ns() - header.written_ns) / 1e9
+            since = self._commits - self._commits_at_pin
+            if age < CHECKPOINT_AGE_S and since < CHECKPOINT_COMMITS:
+                return CHECKPOINT_AGE_S - age
+            lock = self.flusher.shared_fd  # -1: no shared file; every process checkpoints
+            try:
+                if lock >= 0:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return CHECKPOINT_AGE_S  # another process is making one: it may cover ours
+            try:
+                self._checkpoint()
+            finally:
+                if lock >= 0:
+                    fcntl.flock(lock, fcntl.LOCK_UN)
+            return None
+
+    def poke(self) -> None:
+        """After a commit: let the checkpointer thread look (cheap; never blocks)."""
+        self.checkpointer.poke()
+
+    def checkpoint(self) -> None:
+        """Make a checkpoint of the last commit now (and pin it)."""
+        with self._lock:
+            self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        # Reader slots of dead processes pin old snapshots as well: clear them as the pin
+        # moves (safe at any time: the pins that protect checkpoints belong to live writers).
+        self._env.reader_check()
+        writer = self._env.begin(write=True, buffers=True)  # LMDB's lock, briefly
+        try:
+            txnid = int(writer.id()) - 1
+            meta = wal_meta.capture(self._data_fd, txnid)
+            position = read_position(writer, self._dbs[layout.DB_META])
+            pin = self._env.begin(buffers=True)
+        finally:
+            writer.abort()
+        try:
+            self._publish(txnid, meta, position)
+        except BaseException:
+            pin.abort()
+            raise
+        self._swap_pin(pin)
+
+    def _publish(
+        self, txnid: int, meta: bytes, position: Position, *, replace_equal: bool = False
+    ) -> None:
+        os.fdatasync(self._data_fd)  # every tree up to txnid, and its meta page
+        crash_point("checkpoint-data-flushed")
+        # The header's lock is a flock of data.mdb (LMDB never flocks it): taken while
+        # LMDB's writer lock may be held, so never the lock of opening (wal.log), which is
+        # held while waiting for LMDB's lock.
+        fcntl.flock(self._data_fd, fcntl.LOCK_EX)
+        try:
+            current = wal_log.read_header(self._fd)
+            newer = current is None or current.checkpoint_txnid < txnid
+            if newer or (
+                replace_equal and current is not None and current.checkpoint_txnid == txnid
+            ):
+                wal_log.write_header(self._fd, txnid, position, boot_id(), meta)
+                os.fdatasync(self._fd)
+        finally:
+            fcntl.flock(self._data_fd, fcntl.LOCK_UN)
+
+    def _swap_pin(self, pin: Any) -> None:
+        with self._pin_lock:  # the writer (log restart) and the checkpointer thread both swap
+            candidate, self._candidate = self._candidate, None
+            old, self._pin = self._pin, pin
+            self._pin_time = time.monotonic()
+            self._pin_txnid = int(pin.id())
+            self._commits_at_pin = self._commits
+        for txn in (candidate, old):
+            if txn is not None and txn is not pin:  # the new pin is not older than either
+                with suppress(Exception):
+                    txn.abort()
+
+    def drop_pin(self) -> None:
+        """Before the map is resized, the environment closed or the process forked."""
+        with self._pin_lock:
+            dropped = (self._pin, self._candidate)
+            self._pin = self._candidate = None
+        for txn in dropped:
+            if txn is not None:
+                with suppress(Exception):
+                    txn.abort()
+
+    def close(self) -> None:
+        self.checkpointer.close()
+        self.drop_pin()
+        self.flusher.close()
+        for fd in (self._fd, self._data_fd):
+            with suppress(OSError):
+                os.close(fd)
+
+
+# ---------------------------------------------------------------------- creating, recovering
+
+
+def open_lock(store_path: str) -> int:
+    """The log, opened (created if need be) and locked exclusively: held while a process opens
+    the store, so that creating the log and recovering happen once."""
+    fd = os.open(os.path.join(store_path, LOG_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def create(fd: int, data_path: str, env: Any, dbs: dict[bytes, Any]) -> None:
+    """Give a new store its log (``fd`` from :func:`open_lock`): the ``wal`` position, a
+    flushed data file and a header.  Nothing to do when the header exists."""
+    if wal_log.read_header(fd) is not None:
+        return
+    data = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.posix_fallocate(fd, 0, wal_log.RECORDS_START)
+        raw = env.begin(write=True)
+        try:
+            meta = dbs[layout.DB_META]
+            if raw.get(META_WAL, db=meta) is None:
+                write_position(raw, meta, Position(1, wal_log.RECORDS_START, 1, 0))
+            position = read_position(raw, meta)
+            raw.commit()
+        except BaseException:
+            raw.abort()
+            raise
+        txnid = int(env.info()["last_txnid"])  # LMDB commits nothing if the position was there
+        os.fdatasync(data)
+        wal_log.write_header(fd, txnid, position, boot_id(), wal_meta.capture(data, txnid))
+        os.fdatasync(fd)
+    finally:
+        os.close(data)
+
+
+def needs_recovery(fd: int) -> bool:
+    """Whether the log's header was written before the running kernel booted."""
+    header = wal_log.read_header(fd)
+    return header is not None and header.boot_id != boot_id()
+
+
+def restore_checkpoint(fd: int, data_path: str) -> None:
+    """First step of recovery, before LMDB opens: write the checkpoint's meta page back."""
+    header = wal_log.read_header(fd)
+    if header is None:
+        raise StorageError(f"{data_path}: the write-ahead log has no valid header")
+    data = os.open(data_path, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        wal_meta.restore(data, header.meta)
+        os.fdatasync(data)
+        crash_point("recovery-meta-restored")
+    finally:
+        os.close(data)
+
+
+def recover(fd: int, data_path: str, env: Any, dbs: dict[bytes, Any]) -> int:
+    """Second step, LMDB open at the checkpoint: redo the log; how many records were redone.
+    Ends with a checkpoint whose header carries the running kernel's boot id."""
+    data = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        header = wal_log.read_header(fd)
+        if header is None:
+            raise StorageError(f"{data_path}: the write-ahead log has no valid header")
+        raw = env.begin(write=True)
+        try:
+            meta_db = dbs[layout.DB_META]
+            start = header.position
+            count, last = 0, start
+            for record in wal_log.redoable(fd, start):
+                wal_capture.redo(raw, dbs, record.ops)
+                count += 1
+                last = Position(
+                    record.position.generation, record.position.offset + record.size,
+                    record.position.lsn + 1, record.crc,
+                )  # fmt: skip
+            fresh = Position(last.generation + 1, wal_log.RECORDS_START, last.lsn, 0)
+            write_position(raw, meta_db, fresh)
+            txnid = int(raw.id())
+            raw.commit()
+        except BaseException:
+            raw.abort()
+            raise
+        os.fdatasync(data)
+        crash_point("recovery-redone")
+        meta = wal_meta.capture(data, txnid)
+        wal_log.write_header(fd, txnid, fresh, boot_id(), meta)
+        os.fdatasync(fd)
+        return count
+    finally:
+        os.close(data)
