@@ -9,7 +9,8 @@ Everything rstore stores goes through this class; the LMDB transaction itself st
   store (no checksums, read-only) is decoded defensively instead: malformed bytes raise the same
   error, never a bare ``struct.error``.
 * **One copy per read.**  LMDB hands out views into its map (``buffers=True``); a value is
-  verified in place and copied once.  No view leaves this class (valid only in the txn).
+  verified in place and copied once.  Views leave only through :meth:`Txn.cursor`, to
+  ``storage/bulk_read.py`` (they are valid only in the txn).
 * **Write caching.**  Write transactions cache what they change and write it back once, at
   :meth:`Txn.flush` (just before commit): stream metadata is read once per transaction and
   written back if marked dirty; nodes obtained with :meth:`Txn.node_for_update` are
@@ -423,8 +424,8 @@ class Txn:
                 return
 
     def cursor(self, db: bytes) -> Any:
-        """An LMDB cursor on ``db`` for storage's bulk readers (``bulk_read``): its views are
-        valid inside this transaction only, its values sealed.  Cached nodes are written first."""
+        """An LMDB cursor on ``db`` for storage's bulk readers (``bulk_read``): views valid in
+        this transaction only, values as stored (sealed in format 2).  Nodes cached first."""
         self._flush_nodes()
         return self._raw.cursor(db=self._dbs[db])
 

@@ -18,7 +18,7 @@ from rstore.codec import speedups
 from rstore.rdb import writer
 from rstore.storage import group_records, layout
 
-from .helpers import copy_store, find, flip_bit, populate, stored_value
+from .helpers import copy_store, downgrade_to_format_1, find, flip_bit, populate, stored_value
 
 PATHS = ("bulk", "records", "python")  # pack_sealed; pack of model records; no C at all
 
@@ -74,6 +74,19 @@ def test_the_file_is_the_reference_paths(
         with rstore.Store(populated, readonly=True) as s:
             assert back.xrange("big") == s.xrange("big")
             assert _pending(back) == _pending(s)
+
+
+def test_a_format_1_store_saves_the_same_file(populated: str, tmp_path: os.PathLike[str]) -> None:
+    """A store without seals is read record by record (the checked reads of format 1), into
+    the same bytes."""
+    old = copy_store(populated, os.path.join(tmp_path, "old"))
+    with rstore.Store(populated, readonly=True) as s:
+        expected = _saved(s, os.path.join(tmp_path, "new.rdb"), "bulk", True, 11)
+        dumps = _dumps(s, "bulk")
+    downgrade_to_format_1(old)
+    with rstore.Store(old, readonly=True) as s:
+        assert _saved(s, os.path.join(tmp_path, "old.rdb"), "bulk", True, 11) == expected
+        assert _dumps(s, "bulk") == dumps
 
 
 def test_nodes_over_many_chunks(tmp_path: os.PathLike[str]) -> None:
