@@ -5,11 +5,22 @@
  *       stream nodes (LZF-compressed through the given function), group PEL entries or consumer
  *       PEL IDs -- into the bytes of their RDB records, about 1 MiB per call, the same bytes as
  *       the Python loops write one record at a time.
+ *   pack_sealed(kind, iterator, prefix, limit, compress)   the same records straight from a
+ *       store's sub-database: the iterator yields (key, value) buffers as LMDB hands them over
+ *       (rstore.codec.sealed_records), each value verified against its CRC-32 seal
+ *       (rstore.storage.layout.seal) here; the first key outside `prefix` ends the range, and
+ *       a record that fails its checksum, or is anything but what the store writes, stops the
+ *       call and is named, for the Python reader to report.  Nodes are LZF-compressed here,
+ *       where they lie in the map (lzf_pack, the port of rstore.codec.lzf.py_compress).
+ *   lzf_compress(data, max_len)   that port on its own (for tests).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <zlib.h>
+
+#include "lzf_pack.h"
 
 typedef struct {
     unsigned char *b;
@@ -119,7 +130,15 @@ static int put_string(Buf *o, PyObject *s, const unsigned char *b, Py_ssize_t n,
         return 0;
     }
     if (compress != Py_None && n > 20) {
-        PyObject *packed = PyObject_CallFunction(compress, "On", s, n - 4);
+        PyObject *packed;
+        if (s == NULL) { /* from a store's map: the compressor takes bytes */
+            PyObject *copy = PyBytes_FromStringAndSize((const char *)b, n);
+            if (copy == NULL) return -1;
+            packed = PyObject_CallFunction(compress, "On", copy, n - 4);
+            Py_DECREF(copy);
+        } else {
+            packed = PyObject_CallFunction(compress, "On", s, n - 4);
+        }
         if (packed == NULL) return -1;
         if (packed != Py_None) {
             char *pb;
@@ -270,12 +289,188 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------ LZF (lzf_pack.h) */
+
+static PyObject *lzf_compress_c(PyObject *self, PyObject *args)
+{
+    Py_buffer data;
+    Py_ssize_t max_len, got;
+    PyObject *out;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*n:lzf_compress", &data, &max_len)) return NULL;
+    if (max_len < 0) max_len = 0;
+    out = PyBytes_FromStringAndSize(NULL, max_len + 8);
+    if (out == NULL) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    got = lzf_pack(data.buf, data.len, (unsigned char *)PyBytes_AS_STRING(out), max_len);
+    PyBuffer_Release(&data);
+    if (got == 0) {
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    _PyBytes_Resize(&out, got);
+    return out;
+}
+
+/* A string as put_string encodes it with compression on, the LZF done here. */
+static int put_string_lzf(Buf *o, const unsigned char *b, Py_ssize_t n)
+{
+    Py_ssize_t got, header;
+    if (n <= 20) return put_string(o, NULL, b, n, Py_None); /* never compressed */
+    if (buf_room(o, 19 + n + 8) < 0) return -1;
+    header = 1 + 9 + 9; /* C3, compressed length, length: written once the first is known */
+    got = lzf_pack(b, n, o->b + o->len + header, n - 4);
+    if (got == 0) return put_string(o, NULL, b, n, Py_None);
+    {
+        unsigned char tmp[19];
+        Buf h = {tmp, 0, sizeof tmp};
+        tmp[h.len++] = 0xC3;
+        put_length(&h, (uint64_t)got);
+        put_length(&h, (uint64_t)n);
+        memmove(o->b + o->len + h.len, o->b + o->len + header, (size_t)got);
+        memcpy(o->b + o->len, tmp, (size_t)h.len);
+        o->len += h.len + got;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ records of a store */
+
+enum { SEALED_NODES = 0, SEALED_PENDING = 1, SEALED_IDS = 2 };
+enum { RECORD_OK = 0, RECORD_PROBLEM = 1 };
+
+static uint64_t get_be64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    int i;
+    for (i = 0; i < 8; i++) v = (v << 8) | p[i];
+    return v;
+}
+
+/* The payload length of a sealed value (rstore.storage.layout.unseal), or -1 when its CRC-32
+ * (of the key, then the payload) does not match the big-endian u32 after it. */
+static Py_ssize_t unsealed_length(const unsigned char *k, Py_ssize_t klen, const unsigned char *v,
+                                  Py_ssize_t vlen)
+{
+    uLong crc;
+    Py_ssize_t n = vlen - 4;
+    if (n < 0) return -1;
+    crc = crc32_z(0L, k, (z_size_t)klen);
+    crc = crc32_z(crc, v, (z_size_t)n);
+    if ((uint32_t)crc != (((uint32_t)v[n] << 24) | ((uint32_t)v[n + 1] << 16) |
+                          ((uint32_t)v[n + 2] << 8) | v[n + 3]))
+        return -1;
+    return n;
+}
+
+/* One record of the store as its RDB record: a node (0x10, master ID, listpack string), a
+ * group PEL entry (ID, delivery time little-endian, count) or a consumer PEL ID.  Keys are
+ * `plen` bytes of prefix then the 16-byte ID; anything else, or a failed checksum, is a
+ * problem, left to the Python reader. */
+static int pack_record(Buf *o, int kind, const unsigned char *k, Py_ssize_t klen,
+                       const unsigned char *v, Py_ssize_t vlen, Py_ssize_t plen, int compress)
+{
+    Py_ssize_t n = unsealed_length(k, klen, v, vlen);
+    const unsigned char *id = k + plen;
+    int i;
+    if (n < 0 || klen != plen + 16) return RECORD_PROBLEM;
+    if (kind == SEALED_NODES) {
+        if (buf_room(o, 17) < 0) return -1;
+        o->b[o->len++] = 0x10;
+        memcpy(o->b + o->len, id, 16);
+        o->len += 16;
+        return compress ? put_string_lzf(o, v, n) : put_string(o, NULL, v, n, Py_None);
+    }
+    if (kind == SEALED_PENDING && n < 16) return RECORD_PROBLEM;
+    if (buf_room(o, 16 + 8 + 9) < 0) return -1;
+    memcpy(o->b + o->len, id, 16);
+    o->len += 16;
+    if (kind == SEALED_PENDING) {
+        for (i = 0; i < 8; i++) o->b[o->len + i] = v[7 - i]; /* the time, big- to little-endian */
+        o->len += 8;
+        put_length(o, get_be64(v + 8));
+    }
+    return RECORD_OK;
+}
+
+static PyObject *pack_sealed(PyObject *self, PyObject *args)
+{
+    PyObject *it, *item, *problem = NULL, *result = NULL;
+    Py_buffer prefix, key, value;
+    Py_ssize_t limit, count = 0;
+    int kind, rc, compress, exhausted = 0;
+    Buf o = {NULL, 0, 0};
+
+    (void)self;
+    if (!PyArg_ParseTuple(args, "iOy*np:pack_sealed", &kind, &it, &prefix, &limit, &compress))
+        return NULL;
+    if (!PyIter_Check(it) || kind < SEALED_NODES || kind > SEALED_IDS) {
+        PyErr_SetString(PyExc_TypeError, "pack_sealed needs a kind (0, 1, 2) and an iterator");
+        goto done;
+    }
+    while (count < limit && o.len < PACK_CHUNK) {
+        item = PyIter_Next(it);
+        if (item == NULL) {
+            if (PyErr_Occurred()) goto done;
+            exhausted = 1;
+            break;
+        }
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+            Py_DECREF(item);
+            PyErr_SetString(PyExc_TypeError, "pack_sealed needs (key, value) pairs");
+            goto done;
+        }
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 0), &key, PyBUF_SIMPLE) < 0) {
+            Py_DECREF(item);
+            goto done;
+        }
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(item, 1), &value, PyBUF_SIMPLE) < 0) {
+            PyBuffer_Release(&key);
+            Py_DECREF(item);
+            goto done;
+        }
+        if (key.len < prefix.len || memcmp(key.buf, prefix.buf, (size_t)prefix.len) != 0) {
+            exhausted = 1; /* past the range */
+            rc = RECORD_OK;
+        } else {
+            rc = pack_record(&o, kind, key.buf, key.len, value.buf, value.len, prefix.len,
+                             compress);
+            if (rc == RECORD_PROBLEM)
+                problem = PyBytes_FromStringAndSize(key.buf, key.len);
+        }
+        PyBuffer_Release(&value);
+        PyBuffer_Release(&key);
+        Py_DECREF(item);
+        if (rc < 0 || (rc == RECORD_PROBLEM && problem == NULL)) goto done;
+        if (exhausted || problem != NULL) break;
+        count++;
+    }
+    result = Py_BuildValue("(y#nOO)", o.b ? (const char *)o.b : "", o.len, count,
+                           exhausted ? Py_True : Py_False, problem ? problem : Py_None);
+done:
+    Py_XDECREF(problem);
+    PyBuffer_Release(&prefix);
+    PyMem_Free(o.b);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"pack", pack, METH_VARARGS,
      "pack(kind, iterator, limit, compress) -> (bytes, count, exhausted)\n\nThe RDB records "
      "of up to `limit` items taken from the iterator, stopping after about 1 MiB: kind 0 "
      "stream nodes (StreamNode or (master_id, listpack); `compress` is None or "
      "rstore.codec.lzf.compress), 1 group PEL entries (PendingEntry), 2 raw IDs ((ms, seq))."},
+    {"lzf_compress", lzf_compress_c, METH_VARARGS,
+     "lzf_compress(data, max_len) -> bytes | None\n\nrstore.codec.lzf.py_compress in C."},
+    {"pack_sealed", pack_sealed, METH_VARARGS,
+     "pack_sealed(kind, iterator, prefix, limit, compress) -> (bytes, count, exhausted, "
+     "problem)\n\nThe RDB records of up to `limit` sealed (key, value) pairs of a store taken "
+     "from the iterator while their keys start with `prefix` (then `exhausted`), stopping "
+     "after about 1 MiB: kind 0 nodes, 1 group PEL entries, 2 consumer PEL IDs.  `problem` is "
+     "the key of a record that failed its checksum or is malformed (packing stops before "
+     "it), else None.  `compress`: LZF (lzf_compress) for node strings, as rdbcompression."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -28,6 +28,7 @@ __all__ = [
     "c_encode_args",
     "c_entry_size",
     "c_pack",
+    "c_pack_sealed",
     "c_read_nodes",
     "c_read_pel",
     "c_scan_forward",
@@ -41,6 +42,7 @@ c_append_auto: Callable[..., tuple[int, int, int] | None] | None = None
 c_entry_size: Callable[[object], int | None] | None = None
 c_crc64: Callable[..., int] | None = None
 c_pack: Callable[..., tuple[bytes, int, bool]] | None = None
+c_pack_sealed: Callable[..., tuple[bytes, int, bool, bytes | None]] | None = None
 c_read_nodes: Callable[..., tuple[list[tuple[Any, ...]], int]] | None = None
 c_read_pel: Callable[..., tuple[list[tuple[Any, ...]], int]] | None = None
 c_encode_args: Callable[[object], list[bytes] | None] | None = None
@@ -80,6 +82,7 @@ if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
         _cp: Any = None  # type: ignore[no-redef]
     if _cp is not None:
         c_pack = _cp.pack
+        c_pack_sealed = _cp.pack_sealed
     try:
         from rstore.codec import _rdbread as _cr  # type: ignore[attr-defined]
     except ImportError:  # not built: RDB records are read in Python

@@ -15,7 +15,8 @@ from typing import BinaryIO, TypeVar
 
 from rstore.codec import lzf
 from rstore.codec.crc64 import crc64
-from rstore.codec.speedups import c_pack
+from rstore.codec.sealed_records import SealedRecords
+from rstore.codec.speedups import c_pack, c_pack_sealed
 from rstore.errors import InconsistentSnapshotError
 from rstore.model import StreamSnapshot
 from rstore.rdb.encoding import (
@@ -59,12 +60,41 @@ def _packed(
     time (the same bytes; ``kind`` as ``pack`` takes it), checking the count as :func:`_exactly`
     does."""
     assert c_pack is not None
+    if isinstance(items, SealedRecords) and c_pack_sealed is not None:
+        yield from _packed_sealed(items, declared, what, compress)
+        return
     it, n = iter(items), 0
     compressor = lzf.compress if compress else None
     while True:
         chunk, got, exhausted = c_pack(kind, it, declared + 1 - n, compressor)
         n += got
         if n > declared:  # one item more than declared: stop there
+            break
+        if chunk:
+            yield chunk
+        if exhausted:
+            break
+    if n != declared:
+        raise _inconsistent(what, declared, n)
+
+
+def _packed_sealed(
+    records: SealedRecords[object], declared: int, what: str, compress: bool
+) -> Iterator[bytes]:
+    """:func:`_packed` of records straight from a store (:mod:`rstore.codec.sealed_records`):
+    the C packer verifies each record's seal and compresses nodes with its own port of
+    :func:`rstore.codec.lzf.py_compress` (the same bytes as ``lzf.compress``); a record it
+    stops at raises the store's error."""
+    assert c_pack_sealed is not None
+    it, prefix, n = records.raw(), records.prefix, 0
+    while True:
+        chunk, got, exhausted, problem = c_pack_sealed(
+            records.kind, it, prefix, declared + 1 - n, compress
+        )
+        if problem is not None:
+            raise records.problem(problem)
+        n += got
+        if n > declared:
             break
         if chunk:
             yield chunk

@@ -9,7 +9,8 @@ Everything rstore stores goes through this class; the LMDB transaction itself st
   store (no checksums, read-only) is decoded defensively instead: malformed bytes raise the same
   error, never a bare ``struct.error``.
 * **One copy per read.**  LMDB hands out views into its map (``buffers=True``); a value is
-  verified in place and copied once.  No view leaves this class (valid only in the txn).
+  verified in place and copied once.  Views leave only through :meth:`Txn.cursor`, to
+  ``storage/bulk_read.py`` (they are valid only in the txn).
 * **Write caching.**  Write transactions cache what they change and write it back once, at
   :meth:`Txn.flush` (just before commit): stream metadata is read once per transaction and
   written back if marked dirty; nodes obtained with :meth:`Txn.node_for_update` are
@@ -31,6 +32,7 @@ from rstore.errors import CorruptDataError, CorruptStoreError
 from rstore.model import ID
 from rstore.storage import layout, pagecheck
 from rstore.storage.carry import Carry
+from rstore.storage.cursors import seek_node
 from rstore.storage.layout import KeyRecord, StoreConfig, StreamMeta
 
 __all__ = ["Carry", "Txn"]
@@ -408,21 +410,10 @@ class Txn:
         <= ``from_id``, or else the first node), in ascending order.  Reverse: starts at the last
         node whose master ID is <= ``from_id``, descending.
         """
-        self._flush_nodes()
         prefix = layout.pack_u64(handle)
-        cur = self._raw.cursor(db=self._dbs[layout.DB_NODES])
-        start = layout.node_key(handle, from_id)
-        positioned = cur.set_range(start)
-        if not positioned or cur.key()[:8] != prefix or cur.key() != start:
-            # Not on an exact match: step back to the node that could hold from_id.
-            if positioned:
-                if not cur.prev() or cur.key()[:8] != prefix:
-                    if reverse:
-                        return
-                    if not cur.set_range(prefix) or cur.key()[:8] != prefix:
-                        return
-            elif not cur.last() or cur.key()[:8] != prefix:
-                return
+        cur = self.cursor(layout.DB_NODES)
+        if not seek_node(cur, prefix, layout.node_key(handle, from_id), reverse=reverse):
+            return
         step = cur.prev if reverse else cur.next
         while True:
             key = bytes(cur.key())
@@ -431,6 +422,12 @@ class Txn:
             yield layout.node_key_id(key), self._node_payload(key, cur.value())
             if not step():
                 return
+
+    def cursor(self, db: bytes) -> Any:
+        """An LMDB cursor on ``db`` for storage's bulk readers (``bulk_read``): views valid in
+        this transaction only, values as stored (sealed in format 2).  Nodes cached first."""
+        self._flush_nodes()
+        return self._raw.cursor(db=self._dbs[db])
 
     def node_ids(self, handle: int) -> list[ID]:
         """Every master ID of the stream, ascending (keys only)."""

@@ -41,7 +41,7 @@ from rstore.model import (
     StreamSnapshot,
     StreamState,
 )
-from rstore.storage import group_records, layout, sealed
+from rstore.storage import bulk_read, group_records, layout, sealed
 from rstore.storage.layout import TYPE_STREAM, ConsumerMeta, GroupMeta, StreamMeta
 from rstore.storage.txn import Txn
 from rstore.streams import keyspace
@@ -62,10 +62,12 @@ def stream_keys(txn: Txn) -> Iterator[tuple[bytes, StreamRef]]:
 
 
 def snapshot_stream(txn: Txn, stream: StreamRef) -> StreamSnapshot:
-    """The whole stream, read lazily from ``txn`` (which must stay open while it is used)."""
+    """The whole stream, read lazily from ``txn`` (which must stay open while it is used).
+    Nodes and PEL records come as :mod:`rstore.storage.bulk_read` hands them over: model
+    records when iterated, or sealed records for the RDB writer's C packer."""
     return StreamSnapshot(
         node_count=stream.meta.node_count,
-        nodes=(StreamNode(mid, node) for mid, node in txn.iter_nodes(stream.handle)),
+        nodes=bulk_read.nodes(txn, stream.handle),
         state=stream.meta.state(),
         groups=(_group(txn, g) for g in group_records.groups_of(txn, stream.handle)),
     )
@@ -74,14 +76,13 @@ def snapshot_stream(txn: Txn, stream: StreamRef) -> StreamSnapshot:
 def _group(txn: Txn, g: GroupMeta) -> GroupSnapshot:
     return GroupSnapshot(
         state=g.state(),
-        pending=(PendingEntry(eid, t, n) for eid, (t, n, _) in group_records.pel_entries(txn, g)),
+        pending=bulk_read.pending(txn, g),
         consumers=(_consumer(txn, g, c) for c in group_records.consumers_of(txn, g)),
     )
 
 
 def _consumer(txn: Txn, g: GroupMeta, c: ConsumerMeta) -> ConsumerSnapshot:
-    ids: Iterator[ID] = group_records.consumer_pel_ids(txn, g, c.name)
-    return ConsumerSnapshot(c.state(), ids)
+    return ConsumerSnapshot(c.state(), bulk_read.owned_ids(txn, g, c.name))
 
 
 # --------------------------------------------------------------------------- in
