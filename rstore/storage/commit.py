@@ -80,10 +80,8 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
                 req.committing = True  # from here an interrupt cannot tell whether it stored
             raw.commit()
             if position is not None:
-                assert wal is not None
-                crash_point("lmdb-committed")
-                wal.mark(position)  # raises only if the record could not be marked
-                crash_point("record-marked")
+                assert wal is not None  # raises only if the record could not be marked:
+                wal.committed(position, durable=env._flusher is not None)
             env._committed(txnid, carry)
             for req, (result, error) in zip(batch, outcomes):
                 req.result, req.error, req.done = result, error, True

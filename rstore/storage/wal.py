@@ -26,8 +26,8 @@ from typing import Any
 from rstore.errors import StorageError
 from rstore.storage import layout, wal_capture, wal_log, wal_meta
 from rstore.storage.checkpointer import Checkpointer
-from rstore.storage.durable import MetaFlusher
 from rstore.storage.faults import crash_point
+from rstore.storage.log_flush import LogFlusher
 from rstore.storage.wal_log import Position
 
 __all__ = [
@@ -46,7 +46,9 @@ LOG_LIMIT = 64 << 20
 #: a pin stays, every commit writes fresh pages (~6 for a single XADD), so this bounds the
 #: file's growth between checkpoints (~1.5 MiB for a lone writer).
 CHECKPOINT_AGE_S = 0.05
-CHECKPOINT_COMMITS = 64
+CHECKPOINT_COMMITS = 256
+#: ... but not more often than this (each checkpoint flushes data.mdb).
+CHECKPOINT_MIN_S = 0.005
 _ZEROS = bytes(16)  # written after each record: a scan stops there until the next one
 _GROWTH_MAX = 4 << 20  # the log grows by doubling, at most this much at a time
 _ZERO_CHUNK = bytes(64 << 10)
@@ -102,7 +104,7 @@ class WriteAheadLog:
         self._data_path = data_path
         self._fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
         self._data_fd = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
-        self.flusher = MetaFlusher(store_path, self.path, shared_name=SHARED_FILE, fd=self._fd)
+        self.flusher = LogFlusher(store_path, self.path, shared_name=SHARED_FILE, fd=self._fd)
         self._pin: Any = None  # a read transaction on this process's checkpoint
         self._candidate: Any = None  # the next pin, once a checkpoint covers it
         self._candidate_txnid = 0
@@ -111,6 +113,8 @@ class WriteAheadLog:
         self._commits_at_pin = 0  # ... when its pin's snapshot was taken (about)
         self._last_txnid = 0  # the transaction of the last of them
         self._pin_txnid = 0
+        self._poked = 0.0  # when the checkpointer thread was last poked
+        self._unmarked: Position | None = None  # a sync=False record not marked yet
         self._allocated = 0
         self._writer: wal_log.RecordWriter | None = None  # the record being written, if any
         self._writer_txnid = 0
@@ -188,10 +192,30 @@ class WriteAheadLog:
 
     def sync(self) -> None:
         """Flush the log: every commit that returned before this call is then durable."""
+        self._mark_pending()
         os.fdatasync(self._fd)
 
-    def mark(self, position: Position) -> None:
-        """After LMDB's commit: the record is committed."""
+    def committed(self, position: Position, *, durable: bool) -> None:
+        """After LMDB's commit of the record at ``position``.  A durable write marks it at
+        once (its flush must prove it committed).  Otherwise marking waits for :meth:`sync`
+        or the close: a record only needs its mark while it is the log's last (the next
+        record proves it), and a write that is not flushed may be lost after a crash anyway
+        -- one system call less per write."""
+        if durable:
+            crash_point("lmdb-committed")
+            self._mark(position)
+            self.flusher.note_marked(position.lsn)
+            crash_point("record-marked")
+        else:
+            self._unmarked = position
+
+    def _mark_pending(self) -> None:
+        pending, self._unmarked = self._unmarked, None
+        if pending is not None:
+            self._mark(pending)
+
+    def _mark(self, position: Position) -> None:
+        """The record at ``position`` is committed."""
         try:
             wal_log.mark_committed(self._fd, position)
         except OSError as exc:
@@ -245,8 +269,8 @@ class WriteAheadLog:
                     self._candidate, self._candidate_txnid = candidate, int(candidate.id())
             age = (time.time_ns() - header.written_ns) / 1e9
             since = self._commits - self._commits_at_pin
-            if age < CHECKPOINT_AGE_S and since < CHECKPOINT_COMMITS:
-                return CHECKPOINT_AGE_S - age
+            if age < CHECKPOINT_AGE_S and (since < CHECKPOINT_COMMITS or age < CHECKPOINT_MIN_S):
+                return (CHECKPOINT_MIN_S if since >= CHECKPOINT_COMMITS else CHECKPOINT_AGE_S) - age
             lock = self.flusher.shared_fd  # -1: no shared file; every process checkpoints
             try:
                 if lock >= 0:
@@ -261,7 +285,14 @@ class WriteAheadLog:
             return None
 
     def poke(self) -> None:
-        """After a commit: let the checkpointer thread look (cheap; never blocks)."""
+        """After a commit: let the checkpointer thread look when a checkpoint may be due --
+        about every ``CHECKPOINT_AGE_S``, or after ``CHECKPOINT_COMMITS`` commits (waking a
+        thread after every write would cost each write its share of the GIL)."""
+        now = time.monotonic()
+        since = self._commits - self._commits_at_pin
+        if since < CHECKPOINT_COMMITS and now - self._poked < CHECKPOINT_AGE_S:
+            return
+        self._poked = now
         self.checkpointer.poke()
 
     def checkpoint(self) -> None:
@@ -333,7 +364,9 @@ class WriteAheadLog:
     def close(self) -> None:
         self.checkpointer.close()
         self.drop_pin()
-        self.flusher.close()
+        with suppress(StorageError):  # a close does not fail; the mark only helps a recovery
+            self._mark_pending()
+        self.flusher.close()  # flushes the log
         for fd in (self._fd, self._data_fd):
             with suppress(OSError):
                 os.close(fd)

@@ -1,0 +1,93 @@
+"""Flushing the write-ahead log: one flush at a time across processes, each covering every
+record marked before it started.
+
+A :class:`~rstore.storage.durable.MetaFlusher` on ``wal.log`` (its word in ``wal.shm`` says
+which log sequence number is known to be on disk) with two additions for many writer processes:
+
+* **One flush at a time, across processes.**  A writer whose record is not covered yet takes a
+  lock (``lockf`` of the first byte of ``wal.shm``; a lock of the process, released by the
+  kernel if it dies) before it flushes.  Writers of other processes that arrive meanwhile wait
+  for that flush instead of issuing theirs beside it (on one disk, flushes issued together run
+  one after the other anyway), and most find their record covered once they get the lock.
+* **A flush covers more than its own record.**  Each durable writer, once it has marked its
+  record committed, raises a second word of ``wal.shm`` to its sequence number (*marked*).  A
+  flush that starts after the mark of record m puts record m on disk, with its committed byte,
+  and every record before it (each proven by its successor: they are all committed, so none of
+  them can be overwritten any more, and all were written before m's commit).  So the flusher
+  publishes the highest marked number it read before flushing, not only its own.
+
+Racing writers may lower the marked word (read, compare and write are not atomic): that only
+makes a flush claim less than it could, never more.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import struct
+from contextlib import suppress
+
+from rstore.storage.durable import MetaFlusher, counters
+
+__all__ = ["LogFlusher"]
+
+_MARKED_AT = 64  # the marked word's offset in wal.shm (the durable word is at 0)
+_MARKED = struct.Struct("<8sQQ")  # magic, sequence number, check
+_MAGIC = b"rsmarkd1"
+_CHECK = 0x6D61_726B_6564_2121
+
+
+class LogFlusher(MetaFlusher):
+    """The flushes of ``wal.log`` for one process (see the module's docstring)."""
+
+    def note_marked(self, lsn: int) -> None:
+        """After this process marked record ``lsn`` committed (durable writes only)."""
+        if self._shared is None or self._read_marked() >= lsn:
+            return
+        with suppress(OSError):
+            os.pwrite(self._shared, _MARKED.pack(_MAGIC, lsn, lsn ^ _CHECK), _MARKED_AT)
+
+    def _read_marked(self) -> int:
+        if self._shared is None:
+            return 0
+        try:
+            data = os.pread(self._shared, _MARKED.size, _MARKED_AT)
+        except OSError:
+            return 0
+        if len(data) != _MARKED.size:
+            return 0
+        magic, lsn, check = _MARKED.unpack(data)
+        return int(lsn) if magic == _MAGIC and check == lsn ^ _CHECK else 0
+
+    def make_durable(self, txnid: int, grace_s: float = 0.0) -> None:
+        """Return once record ``txnid`` (a log sequence number) is on disk."""
+        if txnid <= self._known or txnid <= self._read_shared():
+            counters.skipped += 1
+            return
+        if grace_s > 0 and self._covered_within(txnid, grace_s):
+            counters.skipped += 1
+            counters.handed += 1
+            return
+        with self._flush_lock:
+            if self._closed and self._close_failure is not None:
+                raise self._close_failure
+            if self._closed or txnid <= self._known:
+                counters.skipped += 1
+                return
+            shared = self._shared
+            if shared is not None:
+                with suppress(OSError):
+                    fcntl.lockf(shared, fcntl.LOCK_EX, 1, 0)  # another process's flush first
+            try:
+                if txnid <= self._read_shared():  # the flush waited for covered it
+                    counters.skipped += 1
+                    with self._lock:
+                        self._known = max(self._known, txnid)
+                    return
+                covers = max(txnid, self._read_marked())
+                self._flush()
+                self._publish(covers)
+            finally:
+                if shared is not None:
+                    with suppress(OSError):
+                        fcntl.lockf(shared, fcntl.LOCK_UN, 1, 0)
