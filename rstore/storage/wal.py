@@ -131,7 +131,7 @@ class WriteAheadLog:
         if parent is not None:
             return wal_capture.LoggedTxn(raw, self._names, parent)
         logged = wal_capture.LoggedTxn(raw, self._names)
-        logged.spill = lambda ops: self._spill(logged, ops)
+        logged.spill = lambda body: self._spill(logged, body)
         self._writer = None
         return logged
 
@@ -155,20 +155,19 @@ class WriteAheadLog:
         self._record_at = position
         return self._writer
 
-    def _spill(self, logged: wal_capture.LoggedTxn, ops: list[wal_log.Op]) -> None:
+    def _spill(self, logged: wal_capture.LoggedTxn, body: bytes) -> None:
         writer = self._writer or self._start_record(logged)
-        writer.add(ops)
+        writer.add_encoded(body)
 
     def append(self, logged: wal_capture.LoggedTxn, txnid: int) -> Position | None:
         """Finish the transaction's record (before LMDB's commit): its position, or ``None``
         when it changed nothing."""
         del txnid  # the record carries the id of the transaction it was begun in
-        if self._writer is None and not logged.ops:
+        if self._writer is None and not logged.parts:
             return None
         writer = self._writer or self._start_record(logged)
         self._writer = None
-        after = writer.finish(logged.ops, _ZEROS)
-        logged.ops = []
+        after = writer.finish(logged.take(), _ZEROS)
         write_position(logged.raw, self._dbs[layout.DB_META], after)
         self._commits += 1
         self._last_txnid = self._writer_txnid

@@ -15,9 +15,11 @@ and a write call that is not wrapped raises instead of going unrecorded.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from rstore.storage import layout, wal_log
 from rstore.storage.wal_log import Op
 
 __all__ = ["CLEAR", "SPILL_BYTES", "LoggedCursor", "LoggedTxn", "redo"]
@@ -27,24 +29,30 @@ CLEAR = b""
 #: An outermost transaction hands its recorded changes to the log in pieces of about this size.
 SPILL_BYTES = 256 << 10
 
+_U32 = struct.Struct("<I").pack
+# The first bytes of an operation on each sub-database rstore has (wal_log.op_prefix).
+_PUTS = {name: wal_log.op_prefix(wal_log.PUT, name) for name in layout.ALL_DBS}
+_DELETES = {name: wal_log.op_prefix(wal_log.DELETE, name) for name in layout.ALL_DBS}
+
 _UNWRAPPED = frozenset({"replace", "pop"})
 
 
 class LoggedTxn:
-    """A write transaction whose changes are recorded in :attr:`ops`.
+    """A write transaction whose changes are recorded, encoded as the log stores them, in
+    :attr:`parts` (:attr:`ops` decodes them).
 
-    ``spill``: for an outermost transaction, called with the operations recorded so far
-    whenever they pass :data:`SPILL_BYTES` (the log writes them at once), so that a large
+    ``spill``: for an outermost transaction, called with the encoded operations recorded so
+    far whenever they pass :data:`SPILL_BYTES` (the log writes them at once), so that a large
     transaction never holds its whole write set in memory."""
 
-    __slots__ = ("_names", "_parent", "_size", "get", "id", "ops", "raw", "spill")
+    __slots__ = ("_names", "_parent", "_size", "get", "id", "parts", "raw", "spill")
 
     def __init__(
         self,
         raw: Any,
         names: Mapping[Any, bytes],
         parent: LoggedTxn | None = None,
-        spill: Callable[[list[Op]], None] | None = None,
+        spill: Callable[[bytes], None] | None = None,
     ) -> None:
         self.raw = raw
         self.get = raw.get  # the hot reads, bound once (the rest goes through __getattr__)
@@ -52,7 +60,7 @@ class LoggedTxn:
         self._names = names  # sub-database handle -> name
         self._parent = parent
         self.spill = spill
-        self.ops: list[Op] = []
+        self.parts: list[bytes] = []
         self._size = 0
 
     def __getattr__(self, name: str) -> Any:
@@ -60,44 +68,61 @@ class LoggedTxn:
             raise AttributeError(f"{name}() is not recorded for the write-ahead log")
         return getattr(self.raw, name)
 
-    def record(self, op: Op) -> None:
-        self.ops.append(op)
-        self._size += len(op.key) + (0 if op.value is None else len(op.value)) + 16
+    @property
+    def ops(self) -> list[Op]:
+        return wal_log.decode_ops(b"".join(self.parts))
+
+    def take(self) -> bytes:
+        """The encoded operations recorded so far, removed."""
+        body = b"".join(self.parts)
+        self.parts.clear()
+        self._size = 0
+        return body
+
+    def record_put(self, db: Any, key: bytes, value: bytes) -> None:
+        self.parts += (_PUTS[self._names[db]], _U32(len(key)), key, _U32(len(value)), value)
+        self._size += len(key) + len(value) + 32
         if self._size > SPILL_BYTES and self.spill is not None:
-            self.spill(self.ops)
-            self.ops.clear()
-            self._size = 0
+            self.spill(self.take())
+
+    def record_delete(self, db: Any, key: bytes) -> None:
+        self.parts += (_DELETES[self._names[db]], _U32(len(key)), key)
+        self._size += len(key) + 32
 
     def put(self, key: bytes, value: bytes, *, db: Any, **kw: Any) -> bool:
         done = bool(self.raw.put(key, value, db=db, **kw))
         if done:
-            self.record(Op(self._names[db], bytes(key), bytes(value)))
+            self.record_put(db, bytes(key), bytes(value))
         return done
 
     def delete(self, key: bytes, *, db: Any) -> bool:
         found = bool(self.raw.delete(key, db=db))
         if found:
-            self.record(Op(self._names[db], bytes(key), None))
+            self.record_delete(db, bytes(key))
         return found
 
     def drop(self, db: Any, delete: bool = True) -> None:
         if delete:
             raise ValueError("deleting a sub-database is not recorded for the write-ahead log")
         self.raw.drop(db, delete=False)
-        self.record(Op(self._names[db], CLEAR, None))
+        self.record_delete(db, CLEAR)
 
     def cursor(self, db: Any) -> LoggedCursor:
-        return LoggedCursor(self.raw.cursor(db=db), self._names[db], self)
+        return LoggedCursor(self.raw.cursor(db=db), db, self)
 
     def commit(self) -> None:
         self.raw.commit()
-        if self._parent is not None:
-            for op in self.ops:
-                self._parent.record(op)
+        parent = self._parent
+        if parent is not None and self.parts:
+            parent.parts += self.parts
+            parent._size += self._size
+            if parent._size > SPILL_BYTES and parent.spill is not None:
+                parent.spill(parent.take())
 
     def abort(self) -> None:
         self.raw.abort()
-        self.ops = []
+        self.parts = []
+        self._size = 0
 
 
 class LoggedCursor:
@@ -105,9 +130,9 @@ class LoggedCursor:
 
     __slots__ = ("_db", "_txn", "raw")
 
-    def __init__(self, raw: Any, db: bytes, txn: LoggedTxn) -> None:
+    def __init__(self, raw: Any, db: Any, txn: LoggedTxn) -> None:
         self.raw = raw
-        self._db = db
+        self._db = db  # the sub-database's handle
         self._txn = txn
 
     def __getattr__(self, name: str) -> Any:
@@ -121,20 +146,21 @@ class LoggedCursor:
     def put(self, key: bytes, value: bytes, **kw: Any) -> bool:
         done = bool(self.raw.put(key, value, **kw))
         if done:
-            self._txn.record(Op(self._db, bytes(key), bytes(value)))
+            self._txn.record_put(self._db, bytes(key), bytes(value))
         return done
 
     def delete(self) -> bool:
         key = bytes(self.raw.key())
         found = bool(self.raw.delete())
         if found:
-            self._txn.record(Op(self._db, key, None))
+            self._txn.record_delete(self._db, key)
         return found
 
     def putmulti(self, items: Iterable[tuple[bytes, bytes]], **kw: Any) -> tuple[int, int]:
         if kw.get("overwrite", True) is False or kw.get("dupdata"):
             raise ValueError("putmulti without overwrite is not recorded for the write-ahead log")
         given = 0
+        txn, db = self._txn, self._db
 
         def passing() -> Iterator[tuple[bytes, bytes]]:  # each pair recorded once LMDB took it
             nonlocal given
@@ -142,7 +168,7 @@ class LoggedCursor:
                 key, value = bytes(k), bytes(v)
                 given += 1
                 yield key, value
-                self._txn.record(Op(self._db, key, value))
+                txn.record_put(db, key, value)
 
         consumed, added = self.raw.putmulti(passing(), **kw)
         if consumed != given:

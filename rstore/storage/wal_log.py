@@ -43,8 +43,10 @@ __all__ = [
     "Position",
     "Record",
     "RecordWriter",
+    "decode_ops",
     "encode_record",
     "mark_committed",
+    "op_prefix",
     "read_header",
     "redoable",
     "write_header",
@@ -181,7 +183,12 @@ class RecordWriter:
         self._crc = zlib.crc32(_MAGIC)
 
     def add(self, ops: Sequence[Op]) -> None:
-        body = _encode_ops(ops)
+        self.add_encoded(_encode_ops(ops))
+
+    def add_encoded(self, body: bytes) -> None:
+        """Operations already encoded (:func:`encode_put`, :func:`encode_delete`)."""
+        if not body:
+            return
         if self._length + len(body) > _MAX_BODY:
             raise ValueError("a write transaction of more than 4 GiB is too large for one record")
         at = self._position.offset + _HEAD.size + self._length
@@ -190,11 +197,10 @@ class RecordWriter:
         self._crc = zlib.crc32(body, self._crc)
         self._length += len(body)
 
-    def finish(self, ops: Sequence[Op], trailer: bytes = b"") -> Position:
-        """Write the last operations, the head and the CRC (then ``trailer``); the position
-        after the record."""
-        if ops:
-            self.add(ops)
+    def finish(self, body: bytes, trailer: bytes = b"") -> Position:
+        """Write the last operations (encoded), the head and the CRC (then ``trailer``); the
+        position after the record."""
+        self.add_encoded(body)
         gen, offset, lsn, prev = self._position
         head = _HEAD.pack(_MAGIC, 0, gen, lsn, self._txnid, prev, self._length)
         crc = zlib.crc32(head[8:], self._crc)
@@ -203,6 +209,21 @@ class RecordWriter:
         _write_all(self._fd, _CRC.pack(crc) + trailer, end)
         _write_all(self._fd, head, offset)
         return Position(gen, end + _CRC.size, lsn + 1, crc)
+
+
+def op_prefix(kind: int, db: bytes) -> bytes:
+    """The bytes an operation of ``kind`` on the sub-database ``db`` starts with."""
+    if not 0 < len(db) < 256:
+        raise ValueError(f"sub-database name of {len(db)} bytes")
+    return bytes((kind, len(db))) + db
+
+
+def decode_ops(body: bytes) -> list[Op]:
+    """The operations encoded in ``body`` (tests, and the capture's :attr:`ops`)."""
+    ops = _decode_ops(body)
+    if ops is None:
+        raise ValueError("malformed operations")
+    return ops
 
 
 def _write_all(fd: int, data: bytes, at: int) -> None:
