@@ -43,6 +43,19 @@ import redis.utils
 
 import rstore
 
+#: ``RSTORE_BENCH_WAL=1``: every store the benchmarks create is created with ``wal=True`` (store
+#: format 3, written through the write-ahead log, docs/durability.md), in this process and in
+#: the helper processes (they import this module); otherwise rstore's default (format 2).
+BENCH_WAL = os.environ.get("RSTORE_BENCH_WAL", "") == "1"
+if BENCH_WAL:
+    _store_init = rstore.Store.__init__
+
+    def _logged_init(self: rstore.Store, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("wal", True)
+        _store_init(self, *args, **kwargs)
+
+    rstore.Store.__init__ = _logged_init  # type: ignore[method-assign]
+
 # fixtures/ holds the server launcher shared with the tests and the fixture generators
 sys.path.append(str(Path(__file__).resolve().parent.parent / "fixtures"))
 from valkey_server import HOST, ValkeyServer, find_server_binary
@@ -632,6 +645,8 @@ def durability_main(description: str, run: Callable[..., Result], argv: list[str
     )
     args = parser.parse_args(argv)
     print(f"# CPU placement: {set_placement(args.placement)}")
+    if BENCH_WAL:
+        print("# rstore stores created with wal=True (format 3, the write-ahead log)")
     modes = {"durable": [True], "relaxed": [False], "both": [True, False]}[args.mode]
 
     def once() -> list[Result]:

@@ -75,6 +75,7 @@ class Store(RedisCommands, Databases):
         map_size: int | None = None,
         create: bool = True,
         readonly: bool = False,
+        wal: bool = False,
         decode_responses: bool = False,
         encoding: str = "utf-8",
         encoding_errors: str = "strict",
@@ -87,7 +88,7 @@ class Store(RedisCommands, Databases):
                 raise ValueError(f"{name} must be a non-negative integer, not {value!r}")
         self._path = os.fspath(path)
         self._env: Env | None = registry.acquire(
-            self._path, sync=sync, map_size=map_size, create=create, readonly=readonly
+            self._path, sync=sync, map_size=map_size, create=create, readonly=readonly, wal=wal
         )
         self._sync = sync
         self._readonly = readonly

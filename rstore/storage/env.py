@@ -82,13 +82,21 @@ class Env(Wakeups):
     """A shared, process-local LMDB environment for one store directory."""
 
     def __init__(
-        self, path: str, *, sync: bool, map_size: int, create: bool, readonly: bool = False
+        self,
+        path: str,
+        *,
+        sync: bool,
+        map_size: int,
+        create: bool,
+        readonly: bool = False,
+        write_ahead_log: bool = False,
     ) -> None:
         self.path = path
         self.sync_mode = sync
         self.readonly = readonly
         self._map_size = map_size
         self._create = create
+        self._want_log = write_ahead_log  # a store created here is written through the log
         self._gate = Gate(path)
         self._forked = False
         self._notifier: Notifier | None = None
@@ -112,7 +120,14 @@ class Env(Wakeups):
     def _open(self, *, verify: bool = True) -> None:
         opening.check_directory(self.path, create=self._create, readonly=self.readonly)
         self._data_path = os.path.join(self.path, opening.DATA_FILE)
-        logged = opening.uses_log(self.path, readonly=self.readonly)
+        logged = opening.uses_log(self.path, readonly=self.readonly, create_logged=self._want_log)
+        if self._want_log and not logged and not self.readonly:
+            raise StorageError(
+                f"{self.path} is a store in format 2, without a write-ahead log; wal=True "
+                "applies when a store is created",
+                hint="open it without wal=True, or save it and restore the snapshot into a new "
+                "store created with wal=True",
+            )
         lock_fd = None
         if logged and not self.readonly:
             try:

@@ -180,12 +180,13 @@ def verify_structure(env: Any, path: str, *, pinned: bool) -> pagecheck.Report:
     return report
 
 
-def uses_log(path: str, *, readonly: bool) -> bool:
+def uses_log(path: str, *, readonly: bool, create_logged: bool) -> bool:
     """Whether the store at ``path`` is written through the write-ahead log: it has one, or it
-    is about to be created (decided before LMDB opens, which needs to know)."""
+    is about to be created with one (``create_logged``); decided before LMDB opens, which
+    needs to know."""
     if os.path.exists(os.path.join(path, "wal.log")):
         return True
-    return not readonly and not os.path.exists(os.path.join(path, DATA_FILE))
+    return create_logged and not readonly and not os.path.exists(os.path.join(path, DATA_FILE))
 
 
 def log_needs_recovery(path: str) -> bool:
@@ -214,9 +215,8 @@ def open_dbs(
         if not names:
             if not create:
                 raise StoreNotFoundError(f"no store at {path}")
-            if not logged:
-                raise StorageError(f"{path}: a new store is always created with its log")
-            return _create(env), layout.FORMAT_VERSION
+            created = layout.FORMAT_VERSION if logged else layout.FIRST_SEALED_FORMAT
+            return _create(env, created), created
         # Handles opened outside a write transaction stay valid for the environment's life.
         missing = [n.decode() for n in layout.ALL_DBS if n not in names]
         if missing:
@@ -244,13 +244,13 @@ def open_dbs(
     return dbs, version
 
 
-def _create(env: Any) -> dict[bytes, Any]:
+def _create(env: Any, version: int) -> dict[bytes, Any]:
     with env.begin(write=True) as txn:
         dbs = {name: env.open_db(name, txn=txn, create=True) for name in layout.ALL_DBS}
         meta = dbs[layout.DB_META]
         # Another process may have created the store while we waited for the write lock.
         if txn.get(layout.META_FORMAT, db=meta) is None:
-            txn.put(layout.META_FORMAT, layout.pack_format(), db=meta)
+            txn.put(layout.META_FORMAT, layout.pack_format(version), db=meta)
             for key, payload in (
                 (layout.META_CONFIG, StoreConfig().pack()),
                 (layout.META_NEXT_HANDLE, layout.pack_u64(1)),

@@ -49,7 +49,13 @@ def open_mode(path: str) -> bool | None:
 
 
 def acquire(
-    path: str, *, sync: bool, map_size: int | None, create: bool, readonly: bool = False
+    path: str,
+    *,
+    sync: bool,
+    map_size: int | None,
+    create: bool,
+    readonly: bool = False,
+    wal: bool = False,
 ) -> Env:
     """The process's Env for ``path``, opened on first use and reference-counted."""
     real = os.path.realpath(path)
@@ -61,7 +67,7 @@ def acquire(
             env = None
         if env is None:
             env = Env(real, sync=sync, map_size=map_size or DEFAULT_MAP_SIZE, create=create,
-                      readonly=readonly)  # fmt: skip
+                      readonly=readonly, write_ahead_log=wal)  # fmt: skip
             _REGISTRY.envs[real] = env
         elif env.sync_mode != sync:
             raise StorageError(

@@ -14,8 +14,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import lmdb
-
 import rstore
 
 from . import battery, mutations, population
@@ -51,8 +49,7 @@ class Prepared:
 def prepare(seed: int, workdir: Path) -> Prepared:
     """Build the population of ``seed`` in ``workdir/pristine`` and record its truth."""
     started = time.monotonic()
-    pop = population.build(workdir / "built", seed)
-    _compact(workdir / "built", workdir / "pristine")
+    pop = population.build(workdir / "pristine", seed)
     with rstore.Store(workdir / "pristine", create=False) as store:
         truth = record(store, pop)
     return Prepared(seed, workdir, pop, truth, time.monotonic() - started)
@@ -72,27 +69,11 @@ class CaseResult:
         return f"{REPLAY} --seed {self.seed} --case {self.case} --kind {self.kind}"
 
 
-def _compact(built: Path, pristine: Path) -> None:
-    """``built`` copied without its free pages (LMDB's compacting copy): a store written through
-    the log keeps the pages of its last checkpoints free, and damage at random places should
-    mostly hit pages in use.  The copy gets an empty log, which its first opening starts with
-    a checkpoint of the copy (LMDB's copy renumbers its transactions)."""
-    shutil.rmtree(pristine, ignore_errors=True)
-    pristine.mkdir(parents=True)
-    env = lmdb.open(str(built), max_dbs=16, readonly=True)
-    try:
-        env.copy(str(pristine), compact=True)
-    finally:
-        env.close()
-    (pristine / "wal.log").touch()
-
-
 def damaged_copy(prep: Prepared, target: Path, mutation: mutations.Mutation | None) -> Path:
-    """A copy of the intact store in the directory ``target``, its ``data.mdb`` damaged."""
+    """A copy of the intact ``data.mdb`` in the directory ``target``, damaged."""
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     shutil.copyfile(prep.pristine / "data.mdb", target / "data.mdb")
-    shutil.copyfile(prep.pristine / "wal.log", target / "wal.log")
     if mutation is not None:
         mutation.apply(target / "data.mdb")
     return target

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import lmdb
 import pytest
-from store_formats import legacy_store
 
 import rstore
 from rstore.storage import layout
@@ -46,26 +45,27 @@ def _write_sample(store: rstore.Store) -> list[bytes]:
 
 @pytest.mark.parametrize("sync", [True, False])
 def test_sync_setting_reaches_lmdb(path: str, sync: bool) -> None:
-    """A new store (format 3) is written through the log: LMDB itself never flushes
-    (MDB_NOSYNC) and ``sync=True`` flushes the log after each commit.  A format-2 store keeps
-    the two-step commit: ``sync=True`` commits with a flush of the data pages
+    """A store in format 2 (the default): ``sync=True`` commits with a flush of the data pages
     (MDB_NOMETASYNC, the meta page flushed by rstore after the commit); ``sync=False`` is
-    MDB_NOSYNC."""
+    MDB_NOSYNC.  A store created with ``wal=True`` (format 3) is written through the log:
+    LMDB itself never flushes (MDB_NOSYNC) and ``sync=True`` flushes the log after each
+    commit."""
     with rstore.Store(path, sync=sync) as store:
-        flags = _lmdb_flags(store)
-        env = store._live_env()
-        assert flags["sync"] is False and env._wal is not None
-        assert (env._flusher is not None) is sync  # the log's flush after each commit
-        assert flags["map_async"] is False and flags["writemap"] is False
-        assert repr(store).endswith(" sync>" if sync else " nosync>")
-    legacy = legacy_store(path + "-format2")
-    with rstore.Store(legacy, sync=sync) as store:
         flags = _lmdb_flags(store)
         assert flags["sync"] is sync and store._live_env()._wal is None
         # sync=True: LMDB flushes the data pages in the commit; rstore flushes the meta page
         # after the writer lock is released (rstore.storage.durable), before returning.
         assert flags["metasync"] is False
         assert flags["map_async"] is False and flags["writemap"] is False
+        assert repr(store).endswith(" sync>" if sync else " nosync>")
+    with rstore.Store(path + "-logged", sync=sync, wal=True) as store:
+        flags = _lmdb_flags(store)
+        env = store._live_env()
+        assert flags["sync"] is False and env._wal is not None
+        assert (env._flusher is not None) is sync  # the log's flush after each commit
+        assert flags["map_async"] is False and flags["writemap"] is False
+    with pytest.raises(rstore.StorageError, match="wal=True applies when a store is created"):
+        rstore.Store(path, sync=sync, wal=True)  # a format-2 store stays one
 
 
 @pytest.mark.parametrize("sync", [True, False])

@@ -39,7 +39,7 @@ def _new_boot(monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def _entries(path: str) -> list[tuple[bytes, dict[bytes, bytes]]]:
-    with rstore.Store(path) as s:
+    with rstore.Store(path, wal=True) as s:
         assert s.check() == []
         return s.xrange("k")
 
@@ -52,7 +52,7 @@ _CHILD = textwrap.dedent(
     import rstore
     from rstore.storage import faults
     path, point, before = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    s = rstore.Store(path)
+    s = rstore.Store(path, wal=True)
     for i in range(before):
         print(s.xadd("k", {"i": i}).decode(), flush=True)
     faults.arm(point)
@@ -91,7 +91,7 @@ def test_a_writer_killed_at_each_step_of_its_commit(
         assert len(got) == 21  # committed in LMDB: a write that did not return, but stored
     else:
         assert len(got) in (20, 21)  # not marked, no successor: may be gone; never half there
-    with rstore.Store(path) as s:  # and the store goes on
+    with rstore.Store(path, wal=True) as s:  # and the store goes on
         s.xadd("k", {"i": "after"})
         assert s.xlen("k") == len(got) + 1
 
@@ -103,7 +103,7 @@ def test_a_record_left_by_a_killed_writer_is_never_redone_after_a_later_write(
     the dead one."""
     path = str(tmp_path / "s")
     acknowledged = _run_child(path, "log-written", 5)
-    with rstore.Store(path) as s:
+    with rstore.Store(path, wal=True) as s:
         after = s.xadd("k", {"i": "next"}).decode()
     _new_boot(monkeypatch)
     got = [entry_id.decode() for entry_id, _ in _entries(path)]
@@ -123,7 +123,7 @@ def test_killed_during_recovery_then_recovered_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str
 ) -> None:
     path = str(tmp_path / "s")
-    with rstore.Store(path) as s:
+    with rstore.Store(path, wal=True) as s:
         acknowledged = [s.xadd("k", {"i": i}).decode() for i in range(40)]
     boot = _new_boot(monkeypatch)
     script = "import sys, rstore\nfrom rstore.storage import faults\n"
@@ -151,7 +151,7 @@ def test_power_loss_after_a_checkpoint_with_any_pages_on_disk(
     monkeypatch.setattr(wal, "CHECKPOINT_AGE_S", 1e9)
     monkeypatch.setattr(wal, "CHECKPOINT_COMMITS", 10**9)
     path = str(tmp_path / "s")
-    with rstore.Store(path) as s:
+    with rstore.Store(path, wal=True) as s:
         before = [s.xadd("k", {"i": i}) for i in range(50)]
         s.xgroup_create("k", "g", "0")
         s.xreadgroup("g", "c", {"k": ">"}, count=20)
@@ -206,7 +206,7 @@ _WRITER = textwrap.dedent(
     import sys
     import rstore
     path, who, batch, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-    s = rstore.Store(path)
+    s = rstore.Store(path, wal=True)
     seq = 0
     acks = open(out, "w")
     while True:
@@ -231,7 +231,7 @@ def test_writer_processes_killed_then_a_restart_keeps_every_acknowledged_write(
     checkpoints), all are SIGKILLed, the machine "restarts": every write any of them saw
     acknowledged is there, in each writer's order, and the store checks clean."""
     path = str(tmp_path / "s")
-    rstore.Store(path).close()
+    rstore.Store(path, wal=True).close()
     outs = [tmp_path / f"acks{who}" for who in range(4)]
     procs = [
         subprocess.Popen([sys.executable, "-c", _WRITER, path, str(who), str(batch), str(out)])
@@ -274,7 +274,7 @@ def test_the_log_starts_again_at_the_front_and_a_restart_follows_it(
 ) -> None:
     monkeypatch.setattr(wal, "LOG_LIMIT", 64 * 1024)
     path = str(tmp_path / "s")
-    with rstore.Store(path) as s:
+    with rstore.Store(path, wal=True) as s:
         ids = [s.xadd("k", {"i": i, "pad": "p" * 500}) for i in range(600)]  # ~6 times over
         generation = wal.read_position_of(s._live_env())[0]
     assert generation > 3
@@ -291,7 +291,7 @@ def test_a_large_transaction_written_in_pieces_comes_back_whole_or_not_at_all(
     monkeypatch.setattr(wal, "CHECKPOINT_AGE_S", 1e9)
     monkeypatch.setattr(wal, "CHECKPOINT_COMMITS", 10**9)  # the log, not a checkpoint, has it
     path = str(tmp_path / "s")
-    with rstore.Store(path) as s:
+    with rstore.Store(path, wal=True) as s:
         s.xadd("k", {"i": "first"})
         pipe = s.pipeline()
         for i in range(400):

@@ -31,7 +31,7 @@ def test_the_checkpoint_follows_the_writes_and_the_thread_stops_with_the_store(
 ) -> None:
     path = tmp_path / "s"
     before = len(_checkpointers())
-    with rstore.Store(path, sync=False) as s:
+    with rstore.Store(path, sync=False, wal=True) as s:
         first = _header(path).checkpoint_txnid
         for i in range(200):
             s.xadd("k", {"i": i})
@@ -50,7 +50,7 @@ def test_single_writes_keep_the_file_from_growing(tmp_path: Path) -> None:
     5,000 single XADDs would add ~120 MiB)."""
     path = tmp_path / "s"
     sizes = []
-    with rstore.Store(path, sync=False) as s:
+    with rstore.Store(path, sync=False, wal=True) as s:
         for _ in range(3):
             for i in range(5000):
                 s.xadd("k", {"i": i})
