@@ -43,6 +43,11 @@ import redis.utils
 
 import rstore
 
+
+# fixtures/ holds the server launcher shared with the tests and the fixture generators
+sys.path.append(str(Path(__file__).resolve().parent.parent / "fixtures"))
+from valkey_server import HOST, ValkeyServer, find_server_binary
+
 #: ``RSTORE_BENCH_WAL=1``: every store the benchmarks create is created with ``wal=True`` (store
 #: format 3, written through the write-ahead log, docs/durability.md), in this process and in
 #: the helper processes (they import this module); otherwise rstore's default (format 2).
@@ -55,10 +60,6 @@ if BENCH_WAL:
         _store_init(self, *args, **kwargs)
 
     rstore.Store.__init__ = _logged_init  # type: ignore[method-assign]
-
-# fixtures/ holds the server launcher shared with the tests and the fixture generators
-sys.path.append(str(Path(__file__).resolve().parent.parent / "fixtures"))
-from valkey_server import HOST, ValkeyServer, find_server_binary
 
 # The entry every workload writes, on both sides.
 FIELDS: dict[Any, Any] = {"user": "12345", "action": "click", "page": "/products/42"}
