@@ -43,7 +43,6 @@ import redis.utils
 
 import rstore
 
-
 # fixtures/ holds the server launcher shared with the tests and the fixture generators
 sys.path.append(str(Path(__file__).resolve().parent.parent / "fixtures"))
 from valkey_server import HOST, ValkeyServer, find_server_binary
