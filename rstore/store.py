@@ -44,18 +44,22 @@ class Store(RedisCommands, Databases):
 
     :param path: the store directory; created (with parents) if missing and ``create`` is true.
     :param sync: ``True`` (default): a write that returned is on disk (like Redis's
-        ``appendfsync always``: one flush of the store's write-ahead log per commit).
-        ``False``: commits are not flushed; a process crash loses nothing, an
-        operating-system crash or power loss may lose the writes since the last checkpoint
-        (taken about every 50 ms while writing), :meth:`sync` or close, but leaves the store
-        intact (see ``docs/durability.md``).
-        Every Store on one path in one process must use the same setting.
+        ``appendfsync always``).  ``False``: commits are not flushed; a process crash loses
+        nothing, an operating-system crash or power loss may lose writes since the last
+        :meth:`sync` -- and may corrupt a store that was not created with ``wal=True`` (see
+        ``docs/durability.md``).  Every Store on one path in one process must use the same
+        setting.
     :param node_max_bytes: Redis's ``stream-node-max-bytes`` for this store (default 4096);
         when given it is saved in the store, like ``CONFIG SET``.
     :param node_max_entries: Redis's ``stream-node-max-entries`` (default 100); likewise.
     :param map_size: initial LMDB map size in bytes (the map grows by itself when full).
     :param create: create the store when it does not exist (else :class:`NotAStoreError`).
     :param readonly: open for reading only: every write raises :class:`ReadOnlyStoreError`.
+    :param wal: create the store (if it does not exist yet) with a write-ahead log (store
+        format 3): one flush per durable commit instead of two, and a ``sync=False`` store that
+        stays intact after an OS crash, at a cost in CPU for transactions that change many
+        records (``docs/durability.md``).  An existing store keeps its format; ``wal=True`` on
+        a store without a log raises :class:`StorageError`.
         Works on stores this user may not write (another user's service store, a read-only
         mount, a snapshot on read-only media); see ``docs/durability.md`` for what reading a
         store without access to its lock file means.
