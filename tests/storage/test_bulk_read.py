@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from store_formats import downgrade_to_format_1
 
 import rstore
 from rstore.codec import speedups
 from rstore.rdb import writer
 from rstore.storage import group_records, layout
 
-from .helpers import copy_store, downgrade_to_format_1, find, flip_bit, populate, stored_value
+from .helpers import copy_store, find, flip_bit, populate, stored_value
 
 PATHS = ("bulk", "records", "python")  # pack_sealed; pack of model records; no C at all
 
