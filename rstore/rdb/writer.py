@@ -10,7 +10,7 @@ values into a file with the header, AUX fields, database selectors and the CRC64
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import BinaryIO, TypeVar
 
 from rstore.codec import lzf
@@ -63,10 +63,19 @@ def _packed(
     if isinstance(items, SealedRecords) and c_pack_sealed is not None:
         yield from _packed_sealed(items, declared, what, compress)
         return
-    it, n = iter(items), 0
+    it = iter(items)
     compressor = lzf.compress if compress else None
+    yield from _counted(lambda room: c_pack(kind, it, room, compressor), declared, what)
+
+
+def _counted(
+    pack: Callable[[int], tuple[bytes, int, bool]], declared: int, what: str
+) -> Iterator[bytes]:
+    """The chunks ``pack(room)`` returns (``(chunk, items packed, exhausted)``, at most
+    ``room`` items each), checking that exactly ``declared`` items come."""
+    n = 0
     while True:
-        chunk, got, exhausted = c_pack(kind, it, declared + 1 - n, compressor)
+        chunk, got, exhausted = pack(declared + 1 - n)
         n += got
         if n > declared:  # one item more than declared: stop there
             break
@@ -86,22 +95,15 @@ def _packed_sealed(
     :func:`rstore.codec.lzf.py_compress` (the same bytes as ``lzf.compress``); a record it
     stops at raises the store's error."""
     assert c_pack_sealed is not None
-    it, prefix, n = records.raw(), records.prefix, 0
-    while True:
-        chunk, got, exhausted, problem = c_pack_sealed(
-            records.kind, it, prefix, declared + 1 - n, compress
-        )
+    it, prefix = records.raw(), records.prefix
+
+    def pack(room: int) -> tuple[bytes, int, bool]:
+        chunk, got, exhausted, problem = c_pack_sealed(records.kind, it, prefix, room, compress)
         if problem is not None:
             raise records.problem(problem)
-        n += got
-        if n > declared:
-            break
-        if chunk:
-            yield chunk
-        if exhausted:
-            break
-    if n != declared:
-        raise _inconsistent(what, declared, n)
+        return chunk, got, exhausted
+
+    yield from _counted(pack, declared, what)
 
 
 def encode_stream(snap: StreamSnapshot, rdb_type: int, *, compress: bool = True) -> Iterator[bytes]:

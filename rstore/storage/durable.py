@@ -174,7 +174,11 @@ class MetaFlusher:
             if self._closed or txnid <= self._known:  # closing flushed it, or a flush did
                 counters.skipped += 1
                 return
-            self._flush()
+            self._flush_covering(txnid)
+
+    def _flush_covering(self, txnid: int) -> None:
+        """Flush (holding this process's flush lock) and publish that ``txnid`` is on disk."""
+        self._flush()
         self._publish(txnid)
 
     def _covered_within(self, txnid: int, grace_s: float) -> bool:

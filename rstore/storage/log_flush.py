@@ -59,35 +59,23 @@ class LogFlusher(MetaFlusher):
         magic, lsn, check = _MARKED.unpack(data)
         return int(lsn) if magic == _MAGIC and check == lsn ^ _CHECK else 0
 
-    def make_durable(self, txnid: int, grace_s: float = 0.0) -> None:
-        """Return once record ``txnid`` (a log sequence number) is on disk."""
-        if txnid <= self._known or txnid <= self._read_shared():
-            counters.skipped += 1
-            return
-        if grace_s > 0 and self._covered_within(txnid, grace_s):
-            counters.skipped += 1
-            counters.handed += 1
-            return
-        with self._flush_lock:
-            if self._closed and self._close_failure is not None:
-                raise self._close_failure
-            if self._closed or txnid <= self._known:
+    def _flush_covering(self, txnid: int) -> None:
+        """Flush the log, one process at a time, unless the flush waited for covered record
+        ``txnid`` (a log sequence number); publish the highest record marked before it."""
+        shared = self._shared
+        if shared is not None:
+            with suppress(OSError):
+                fcntl.lockf(shared, fcntl.LOCK_EX, 1, 0)  # another process's flush first
+        try:
+            if txnid <= self._read_shared():  # the flush waited for covered it
                 counters.skipped += 1
+                with self._lock:
+                    self._known = max(self._known, txnid)
                 return
-            shared = self._shared
+            covers = max(txnid, self._read_marked())
+            self._flush()
+            self._publish(covers)
+        finally:
             if shared is not None:
                 with suppress(OSError):
-                    fcntl.lockf(shared, fcntl.LOCK_EX, 1, 0)  # another process's flush first
-            try:
-                if txnid <= self._read_shared():  # the flush waited for covered it
-                    counters.skipped += 1
-                    with self._lock:
-                        self._known = max(self._known, txnid)
-                    return
-                covers = max(txnid, self._read_marked())
-                self._flush()
-                self._publish(covers)
-            finally:
-                if shared is not None:
-                    with suppress(OSError):
-                        fcntl.lockf(shared, fcntl.LOCK_UN, 1, 0)
+                    fcntl.lockf(shared, fcntl.LOCK_UN, 1, 0)

@@ -38,6 +38,17 @@ def _new_boot(monkeypatch: pytest.MonkeyPatch) -> str:
     return boot
 
 
+def _records_after_checkpoint(path: str) -> list[wal_log.Record]:
+    """The records a recovery of ``path`` would redo (from its log header's checkpoint)."""
+    fd = os.open(os.path.join(path, "wal.log"), os.O_RDONLY)
+    try:
+        header = wal_log.read_header(fd)
+        assert header is not None
+        return list(wal_log.redoable(fd, header.position))
+    finally:
+        os.close(fd)
+
+
 def _entries(path: str) -> list[tuple[bytes, dict[bytes, bytes]]]:
     with rstore.Store(path, wal=True) as s:
         assert s.check() == []
@@ -168,13 +179,7 @@ def test_power_loss_after_a_checkpoint_with_any_pages_on_disk(
     old, new = _pages(base), _pages(final)
     changed = [i for i in range(len(new)) if i >= len(old) or old[i] != new[i]]
     assert 0 in changed or 1 in changed  # the meta pages moved on
-    fd = os.open(os.path.join(path, "wal.log"), os.O_RDONLY)
-    try:
-        header = wal_log.read_header(fd)
-        assert header is not None
-        records = list(wal_log.redoable(fd, header.position))
-    finally:
-        os.close(fd)
+    records = _records_after_checkpoint(path)
     last = records[-1]
     rng = random.Random(1)
     _new_boot(monkeypatch)
@@ -299,13 +304,7 @@ def test_a_large_transaction_written_in_pieces_comes_back_whole_or_not_at_all(
         pipe.execute()
         expected = s.xrange("k")
     log = Path(path, "wal.log").read_bytes()
-    fd = os.open(os.path.join(path, "wal.log"), os.O_RDONLY)
-    try:
-        header = wal_log.read_header(fd)
-        assert header is not None
-        records = list(wal_log.redoable(fd, header.position))
-    finally:
-        os.close(fd)
+    records = _records_after_checkpoint(path)
     big = records[-1]
     assert big.size > 4 * wal_capture.SPILL_BYTES
     _new_boot(monkeypatch)
