@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from rstore.storage.combine import Request
     from rstore.storage.env import Env
     from rstore.storage.wal import WriteAheadLog
+    from rstore.storage.wal_log import Position
 
 log = logging.getLogger("rstore.storage")
 
@@ -79,9 +80,6 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
             for req in batch:
                 req.committing = True  # from here an interrupt cannot tell whether it stored
             raw.commit()
-            if position is not None:
-                assert wal is not None  # raises only if the record could not be marked:
-                wal.committed(position, durable=env._flusher is not None)
             env._committed(txnid, carry)
             for req, (result, error) in zip(batch, outcomes):
                 req.result, req.error, req.done = result, error, True
@@ -90,8 +88,9 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
                 if position is None:
                     return None
                 if flusher is None:
-                    return functools.partial(_checkpoint_after, env, wal)
-                return functools.partial(_log_durable, env, wal, position.lsn)
+                    wal.committed(position, durable=False)  # marked at sync() or close
+                    return functools.partial(_checkpoint_after, wal)
+                return functools.partial(_log_durable, wal, position)
             if flusher is None or not wrote:  # LMDB commits nothing for a transaction that
                 return None  # changed no page: there is nothing to make durable
             flusher.committed(txnid)  # its flush inside LMDB's commit covered earlier ones
@@ -110,14 +109,18 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
             env._adopt_map_size()
 
 
-def _log_durable(env: Env, wal: WriteAheadLog, lsn: int, readers_woken: bool) -> None:
-    _make_durable(wal.flusher, lsn, readers_woken)
+def _log_durable(wal: WriteAheadLog, position: Position, readers_woken: bool) -> None:
+    """After the commit of the record at ``position`` (``sync=True``): mark it committed,
+    flush the log (or find it flushed), let the checkpointer look.  A failure here is a
+    failure after the commit: the writes are told they are stored but may not be on disk."""
+    wal.committed(position, durable=True)
+    _make_durable(wal.flusher, position.lsn, readers_woken)
     wal.poke()
 
 
-def _checkpoint_after(env: Env, wal: WriteAheadLog, readers_woken: bool) -> None:
+def _checkpoint_after(wal: WriteAheadLog, readers_woken: bool) -> None:
     """``sync=False``: nothing to flush; the checkpointer thread moves the pin."""
-    del env, readers_woken
+    del readers_woken
     wal.poke()
 
 

@@ -6,6 +6,7 @@ reader returns only once what it read and its own delivery are on disk."""
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterator
 
 import pytest
 
@@ -17,6 +18,14 @@ from . import helpers_queue as hq
 from .children import WAIT_S, Children, next_report
 
 PROMPT_S = 5.0  # a wake-up, not the reader's safety re-check (60 s in these children)
+
+
+@pytest.fixture(params=[False, True], ids=["format2", "wal"])
+def store(path: str, request: pytest.FixtureRequest) -> Iterator[rstore.Store]:
+    """The store of each test, in both formats: the reader's own commit covers the writer's
+    meta page (format 2) or its log record (``wal=True``)."""
+    with rstore.Store(path, wal=request.param) as s:
+        yield s
 
 
 def _group(store: rstore.Store) -> None:
