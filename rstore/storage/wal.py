@@ -242,8 +242,8 @@ class WriteAheadLog:
 
     def maybe_checkpoint(self) -> float | None:
         """Move this process's pin forward when it has written since (run by the
-        checkpointer thread, :meth:`poke`); ``None`` when there is nothing left to move, else
-        how many seconds to wait before looking again.
+        checkpointer thread, :meth:`poke`); ``None`` when the pin covers every write of this
+        process, else how many seconds to wait before looking again.
 
         A pin may only move to a transaction that a published checkpoint covers.  So a
         process first opens a *candidate* (a read transaction on the latest commit) and
@@ -261,7 +261,7 @@ class WriteAheadLog:
             candidate = self._candidate
             if candidate is not None and header.checkpoint_txnid >= self._candidate_txnid:
                 self._swap_pin(candidate)
-                return None
+                return CHECKPOINT_AGE_S  # look again: writes since were not all poked
             if candidate is None:
                 candidate = self._env.begin(buffers=True)
                 with self._pin_lock:
@@ -281,7 +281,7 @@ class WriteAheadLog:
             finally:
                 if lock >= 0:
                     fcntl.flock(lock, fcntl.LOCK_UN)
-            return None
+            return CHECKPOINT_AGE_S  # look again (pokes are throttled); None once all is covered
 
     def poke(self) -> None:
         """After a commit: let the checkpointer thread look when a checkpoint may be due --
