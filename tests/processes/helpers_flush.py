@@ -85,9 +85,10 @@ def durable_group_reader(path: str, results: Reports, die_once_woken: bool, ack:
     with the safety re-check out of reach, so only a wake-up serves it.  Reports ``(reply,
     durability when it returned, durability when its XACK returned)`` (``_durability``).
 
-    With ``die_once_woken``, the first flush after a wake-up -- the after-commit flush of the
+    With ``die_once_woken``, the first after-commit flush step after a wake-up -- that of the
     reader's own delivery commit -- SIGKILLs the process: killed between its commit and its
-    reply."""
+    reply.  (The step, not any ``fdatasync``: a store written through the log also flushes
+    from its checkpointer thread, and before a process's first commit.)"""
     from rstore.commands import executor
     from rstore.storage import notify
 
@@ -104,14 +105,15 @@ def durable_group_reader(path: str, results: Reports, die_once_woken: bool, ack:
                 woken.append(got)
                 return got
 
-            def die(fd: int) -> None:
+            real_make_durable = durable.MetaFlusher.make_durable
+
+            def die(self: durable.MetaFlusher, txnid: int, grace_s: float = 0.0) -> None:
                 if any(woken):
                     os.kill(os.getpid(), signal.SIGKILL)
-                real_fdatasync(fd)
+                real_make_durable(self, txnid, grace_s)
 
-            real_fdatasync = os.fdatasync
             notify.Waiter.wait = wait  # type: ignore[method-assign]
-            os.fdatasync = die  # this child only
+            durable.MetaFlusher.make_durable = die  # type: ignore[method-assign]  # this child
         reply = store.xreadgroup(GROUP, "c1", {KEY: ">"}, count=1, block=60_000)
         when_read = _durability(store)
         when_acked = None
