@@ -61,6 +61,7 @@ class StoreOpener(NamedTuple):
 
     path: str | None = None
     readonly: bool | None = None
+    wal: bool | None = None
 
     @property
     def store_path(self) -> str:
@@ -76,11 +77,13 @@ class StoreOpener(NamedTuple):
         with :class:`rstore.ReadOnlyStoreError` saying why.
 
         Always ``sync=True``: a CLI call is one process and one write, so ``sync=False`` would
-        save one fsync (about 0.5 ms) out of the process start-up (docs/cli.md)."""
+        save one fsync (about 0.5 ms) out of the process start-up (docs/cli.md).
+
+        ``--wal`` applies where the command may create the store (``create=True``)."""
         if self.readonly:
             return rstore.Store(self.store_path, readonly=True, create=False)
         try:
-            return rstore.Store(self.store_path, create=create)
+            return rstore.Store(self.store_path, create=create, wal=bool(self.wal and create))
         except rstore.ReadOnlyStoreError:
             if create:
                 raise
@@ -119,6 +122,17 @@ GLOBAL_OPTIONS: tuple[GlobalOption, ...] = (
             "help": "Open the store read-only: every write is refused.  A store this user "
             "cannot write (another user's, on read-only media) is opened read-only anyway for "
             "commands that only read.  May also follow the command.",
+        },
+    ),
+    GlobalOption(
+        ("--wal",),
+        "wal",
+        {
+            "is_flag": True,
+            "help": "Create the store with a write-ahead log (format 3: one flush per "
+            "durable write, intact after an OS crash; docs/durability.md).  For the commands "
+            "that create stores; given to one of them, a store that exists without a log is "
+            "an error.  May also follow the command.",
         },
     ),
 )

@@ -191,16 +191,18 @@ def inspect_command(
             progress_reporter("reading", progress) as callback,
         ):
             streams = store.inspect(raw_key, progress=callback)
+            form, logged = store.format, store.wal
         records = [_stream_record(s, raw_key is not None) for s in streams]
         for record in records:  # a store has one keyspace, and no file bytes to count
             record["db"] = record["bytes"] = None
-        report: dict[str, Any] = {"path": path, "streams": records}
+        report: dict[str, Any] = {"path": path, "format": form, "wal": logged, "streams": records}
         if raw_key is not None and not records:
             raise click.ClickException(f"no stream {token(raw_key)} in {show_path(path)}")
         if as_json:
             echo_json(report)
             return
-        click.echo(f"{show_path(path)}: store, {_count(len(records), 'stream')}")
+        described = f"format {form}" + (" (write-ahead log)" if logged else "")
+        click.echo(f"{show_path(path)}: store in {described}, {_count(len(records), 'stream')}")
     else:
         report = _file_report(path, raw_key, progress)
         if raw_key is not None and not report["streams"]:

@@ -20,7 +20,7 @@ from rstore.model import AppendReport
 from rstore.pipeline import Pipeline
 from rstore.storage import registry
 from rstore.storage.env import Env
-from rstore.storage.layout import StoreConfig
+from rstore.storage.layout import FIRST_LOGGED_FORMAT, StoreConfig
 
 # Snapshots, inspection and checks load when first used (start-up of one-command processes).
 if TYPE_CHECKING:
@@ -55,14 +55,14 @@ class Store(RedisCommands, Databases):
     :param map_size: initial LMDB map size in bytes (the map grows by itself when full).
     :param create: create the store when it does not exist (else :class:`NotAStoreError`).
     :param readonly: open for reading only: every write raises :class:`ReadOnlyStoreError`.
+        Works on stores this user may not write (another user's service store, a read-only
+        mount, a snapshot on read-only media); see ``docs/durability.md`` for what reading a
+        store without access to its lock file means.
     :param wal: create the store (if it does not exist yet) with a write-ahead log (store
         format 3): one flush per durable commit instead of two, and a ``sync=False`` store that
         stays intact after an OS crash, at a cost in CPU for transactions that change many
         records (``docs/durability.md``).  An existing store keeps its format; ``wal=True`` on
         a store without a log raises :class:`StorageError`.
-        Works on stores this user may not write (another user's service store, a read-only
-        mount, a snapshot on read-only media); see ``docs/durability.md`` for what reading a
-        store without access to its lock file means.
     :param decode_responses: as in redis-py: the redis-py-style methods, ``execute_command``
         and pipelines give every bulk string as ``str`` decoded with ``encoding`` /
         ``encoding_errors`` (``dump`` still gives ``bytes``; :meth:`execute` and
@@ -119,6 +119,17 @@ class Store(RedisCommands, Databases):
         if env is None:
             raise StoreClosedError(f"the store at {self._path} is closed")
         return env
+
+    @property
+    def format(self) -> int:
+        """The store's on-disk format (``docs/format.md``): 1 (no checksums, read-only until
+        ``upgrade_store``), 2 (checksums), 3 (checksums and a write-ahead log)."""
+        return self._live_env().format
+
+    @property
+    def wal(self) -> bool:
+        """Whether the store is written through a write-ahead log (created with ``wal=True``)."""
+        return self._live_env().format >= FIRST_LOGGED_FORMAT
 
     @property
     def readonly(self) -> bool:

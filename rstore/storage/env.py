@@ -123,10 +123,10 @@ class Env(Wakeups):
         logged = opening.uses_log(self.path, readonly=self.readonly, create_logged=self._want_log)
         if self._want_log and not logged and not self.readonly:
             raise StorageError(
-                f"{self.path} is a store in format 2, without a write-ahead log; wal=True "
-                "applies when a store is created",
-                hint="open it without wal=True, or save it and restore the snapshot into a new "
-                "store created with wal=True",
+                f"{self.path} is a store without a write-ahead log (the log is chosen when a "
+                "store is created)",
+                hint="open it without wal=True (the CLI's --wal), or save it and restore the "
+                "snapshot into a new store created with the log",
             )
         lock_fd = None
         if logged and not self.readonly:

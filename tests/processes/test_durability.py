@@ -64,7 +64,7 @@ def test_sync_setting_reaches_lmdb(path: str, sync: bool) -> None:
         assert flags["sync"] is False and env._wal is not None
         assert (env._flusher is not None) is sync  # the log's flush after each commit
         assert flags["map_async"] is False and flags["writemap"] is False
-    with pytest.raises(rstore.StorageError, match="wal=True applies when a store is created"):
+    with pytest.raises(rstore.StorageError, match="is a store without a write-ahead log"):
         rstore.Store(path, sync=sync, wal=True)  # a format-2 store stays one
 
 

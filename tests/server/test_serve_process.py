@@ -61,6 +61,20 @@ def store_dir(tmp_path: Path) -> Path:
     return tmp_path / "store"
 
 
+def test_wal_creates_a_logged_store_and_refuses_one_without(store_dir: Path) -> None:
+    served = Served(store_dir, "--wal")
+    assert served.client().xadd("s", {"f": "v"}, id="1-1") == b"1-1"
+    code, err = served.stop()
+    assert code == 0, err
+    with rstore.Store(store_dir, create=False) as store:
+        assert (store.wal, store.xlen("s")) == (True, 1)
+    plain = store_dir.parent / "plain"
+    rstore.Store(plain).close()
+    refused = subprocess.run(_serve(plain, "--wal"), check=False, capture_output=True, timeout=60)
+    assert refused.returncode == 1
+    assert refused.stderr.decode().startswith(f"Error: {plain} is a store without a write-ahead")
+
+
 def test_sigterm_stops_cleanly(store_dir: Path, tmp_path: Path) -> None:
     pidfile = tmp_path / "serve.pid"
     sock = tmp_path / "serve.sock"
