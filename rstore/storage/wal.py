@@ -121,6 +121,10 @@ class WriteAheadLog:
         self._record_at = Position(0, 0, 0, 0)
         self._lock = threading.Lock()  # checkpoints of this process, one at a time
         self._pin_lock = threading.Lock()  # the pin fields, held for no wait
+        # The header's flock (below) is taken on this process's one descriptor of data.mdb,
+        # which all its threads share, so it excludes other processes only: a writer
+        # restarting the log and the checkpointer thread take this lock too.
+        self._header_lock = threading.Lock()
         self.checkpointer = Checkpointer(step, f"rstore checkpoints {store_path}")
 
     # ------------------------------------------------------------------ the write path
@@ -326,17 +330,18 @@ class WriteAheadLog:
         # The header's lock is a flock of data.mdb (LMDB never flocks it): taken while
         # LMDB's writer lock may be held, so never the lock of opening (wal.log), which is
         # held while waiting for LMDB's lock.
-        fcntl.flock(self._data_fd, fcntl.LOCK_EX)
-        try:
-            current = wal_log.read_header(self._fd)
-            newer = current is None or current.checkpoint_txnid < txnid
-            if newer or (
-                replace_equal and current is not None and current.checkpoint_txnid == txnid
-            ):
-                wal_log.write_header(self._fd, txnid, position, boot_id(), meta)
-                os.fdatasync(self._fd)
-        finally:
-            fcntl.flock(self._data_fd, fcntl.LOCK_UN)
+        with self._header_lock:
+            fcntl.flock(self._data_fd, fcntl.LOCK_EX)
+            try:
+                current = wal_log.read_header(self._fd)
+                newer = current is None or current.checkpoint_txnid < txnid
+                if newer or (
+                    replace_equal and current is not None and current.checkpoint_txnid == txnid
+                ):
+                    wal_log.write_header(self._fd, txnid, position, boot_id(), meta)
+                    os.fdatasync(self._fd)
+            finally:
+                fcntl.flock(self._data_fd, fcntl.LOCK_UN)
 
     def _swap_pin(self, pin: Any) -> None:
         with self._pin_lock:  # the writer (log restart) and the checkpointer thread both swap
