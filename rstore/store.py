@@ -15,7 +15,7 @@ from rstore.commands.executor import execute, run_batch
 from rstore.commands.registry import lookup
 from rstore.commands.reply import NIL_ARRAY, to_public
 from rstore.databases import Databases
-from rstore.errors import CorruptStoreError, ResponseError, StoreClosedError
+from rstore.errors import CorruptStoreError, ResponseError, StorageError, StoreClosedError
 from rstore.model import AppendReport
 from rstore.pipeline import Pipeline
 from rstore.storage import registry
@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_PATH", "Store", "check_store", "upgrade_store"]
 
 DEFAULT_PATH = "rstore-data"
+#: How often :meth:`Store.check` starts again when commits overwrote its snapshot's meta page
+#: before the walk of LMDB's trees could read it (each try loses that race rarely).
+_CHECK_ATTEMPTS = 200
 
 T = TypeVar("T")
 
@@ -205,12 +208,29 @@ class Store(RedisCommands, Databases):
     def check(self) -> list[str]:
         """Verify the whole store: LMDB's structure in the file, every record's checksum, every
         node's structure and every stored counter (stream length, node count, first ID, group
-        pending and consumer counts, both PEL indexes).  Returns the problems found, each naming
-        the place (sub-database, page, stream); an empty list means consistent.  See also
-        :func:`rstore.check_store` for a store too damaged to open."""
+        pending and consumer counts, both PEL indexes), and in a store with a write-ahead log the
+        log's records since the last checkpoint.  Returns the problems found, each naming the
+        place (sub-database, page, stream, log offset); an empty list means consistent.  See
+        also :func:`rstore.check_store` for a store too damaged to open."""
+        from rstore.storage.pagecheck import StaleSnapshot  # noqa: PLC0415
+        from rstore.storage.wal_check import check_log  # noqa: PLC0415
         from rstore.streams.check import check_store as check_streams  # noqa: PLC0415
 
-        return self._live_env().read(check_streams)
+        env = self._live_env()
+        for _ in range(_CHECK_ATTEMPTS):
+            try:
+                problems: list[str] = env.read(check_streams)
+                break
+            except StaleSnapshot:  # two commits came between the snapshot and its meta page
+                continue
+        else:
+            raise StorageError(
+                f"{self._path}: the store changed under the check {_CHECK_ATTEMPTS} times in "
+                "a row; check it again when fewer writes run"
+            )
+        if self.wal:
+            problems += check_log(self._path, env)
+        return problems
 
     def upgrade(self, progress: Progress | None = None) -> int:
         """Rewrite a store of an older on-disk format in the current one (adding checksums), in

@@ -43,6 +43,8 @@ __all__ = [
     "Position",
     "Record",
     "RecordWriter",
+    "after",
+    "chain",
     "decode_ops",
     "encode_record",
     "mark_committed",
@@ -284,6 +286,22 @@ def redoable(fd: int, start: Position) -> Iterator[Record]:
             return
         yield record
         record = following
+
+
+def chain(fd: int, start: Position) -> Iterator[Record]:
+    """Every valid record from ``start`` on, marked committed or not, in order: the records
+    as written, up to the first that is not valid where it is expected (a check's view;
+    recovery redoes :func:`redoable` ones only)."""
+    end = os.fstat(fd).st_size
+    record = _read_at(fd, start, end)
+    while record is not None:
+        yield record
+        record = _read_at(fd, _after(record), end)
+
+
+def after(record: Record) -> Position:
+    """The position right after ``record``: where the next record must be."""
+    return _after(record)
 
 
 # ---------------------------------------------------------------------------- header
