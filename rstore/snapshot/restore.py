@@ -62,7 +62,7 @@ def restore_file(
             _load(txn, f, report, replace=replace, now_ms=now_ms, progress=progress)
         return report
 
-    report = env.write(load)
+    report = env.write(load, bulk=True)  # in a store with the log: a checkpoint, not a record
     report.seconds = time.monotonic() - started
     if report.streams:
         env.notify(set(report.streams))  # a restored stream wakes readers blocked on it

@@ -34,13 +34,19 @@ __all__ = ["Combiner", "Request"]
 class Request:
     """One write waiting to be run: its function and, once done, its outcome."""
 
-    __slots__ = ("after_commit", "committing", "done", "error", "fn", "lead", "queued",
+    __slots__ = ("after_commit", "bulk", "committing", "done", "error", "fn", "lead", "queued",
                  "result", "settled", "wake")  # fmt: skip
 
     def __init__(
-        self, fn: Callable[[Any], Any], after_commit: Callable[[], bool] | None = None
+        self,
+        fn: Callable[[Any], Any],
+        after_commit: Callable[[], bool] | None = None,
+        bulk: bool = False,
     ) -> None:
         self.fn = fn
+        # A large write that a store with the log commits without recording its changes, made
+        # durable by a checkpoint before it returns -- when it runs alone (commit.py).
+        self.bulk = bulk
         # Run by the leader once the write is committed, before the commit is flushed (waking
         # the readers that may run before the flush; true if it woke any); must not raise.
         self.after_commit = after_commit
@@ -82,14 +88,19 @@ class Combiner:
         self.batches = 0
         self.writes = 0
 
-    def run(self, fn: Callable[[Any], Any], after_commit: Callable[[], bool] | None = None) -> Any:
+    def run(
+        self,
+        fn: Callable[[Any], Any],
+        after_commit: Callable[[], bool] | None = None,
+        bulk: bool = False,
+    ) -> Any:
         """Run ``fn`` in a write transaction, alone or with the writes of other threads;
         return its result or raise its exception once its batch has been committed (and made
         durable).  ``after_commit`` runs once ``fn``'s write is committed and before it is
         made durable, only if it succeeded; it returns whether it woke readers (the flush then
         first waits briefly for one of their commits to cover it).  An interrupt raised in
         this thread meanwhile is raised once the write is settled (it may be stored)."""
-        req = Request(fn, after_commit)
+        req = Request(fn, after_commit, bulk)
         interrupted: BaseException | None = None
         try:
             with self._lock:

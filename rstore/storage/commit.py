@@ -53,11 +53,13 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
             txnid = int(raw.id())
             wal = env._wal
             position = None
+            bulk = wal is not None and len(batch) == 1 and batch[0].bulk
             try:
                 work = raw
                 if wal is not None:
                     wal.ensure_pin(raw)  # before anything is written (docs/durability.md)
-                    work = wal.wrap(raw)
+                    if not bulk:  # a bulk write alone: its changes are not recorded
+                        work = wal.wrap(raw)
                 carry = env._take_carry(txnid)
                 if len(batch) == 1:
                     txn = env._txn(work, True)
@@ -69,7 +71,7 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
                 else:
                     outcomes, carry, wrote = _run_nested(env, work, txnid, batch, carry)
                 if wal is not None:
-                    position = wal.append(work, txnid)
+                    position = wal.append_barrier(raw) if bulk else wal.append(work, txnid)
                     crash_point("log-written")
             except OSError as exc:
                 raw.abort()
@@ -87,6 +89,8 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
             if wal is not None:
                 if position is None:
                     return None
+                if bulk:
+                    return functools.partial(_bulk_checkpoint, wal, position)
                 if flusher is None:
                     wal.committed(position, durable=False)  # marked at sync() or close
                     return functools.partial(_checkpoint_after, wal)
@@ -116,6 +120,16 @@ def _log_durable(wal: WriteAheadLog, position: Position, readers_woken: bool) ->
     wal.committed(position, durable=True)
     _make_durable(wal.flusher, position.lsn, readers_woken)
     wal.poke()
+
+
+def _bulk_checkpoint(wal: WriteAheadLog, position: Position, readers_woken: bool) -> None:
+    """After the commit of a bulk write (either ``sync``): its changes are in ``data.mdb``
+    only, so it returns once a checkpoint covers it -- ``data.mdb`` flushed, the header naming
+    it, the log flushed.  Until then no other record can follow its barrier (the next writer
+    would make that checkpoint first)."""
+    del position, readers_woken
+    crash_point("bulk-committed")
+    wal.checkpoint()
 
 
 def _checkpoint_after(wal: WriteAheadLog, readers_woken: bool) -> None:

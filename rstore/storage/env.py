@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 import lmdb
 
 from rstore.errors import CorruptStoreError, ReadOnlyStoreError, StorageError
-from rstore.storage import layout, opening, upgrade, wal
+from rstore.storage import layout, opening, upgrade, wal, wal_recovery
 from rstore.storage.combine import Combiner, Request
 from rstore.storage.commit import commit_batch
 from rstore.storage.durable import MetaFlusher
@@ -131,16 +131,16 @@ class Env(Wakeups):
         lock_fd = None
         if logged and not self.readonly:
             try:
-                lock_fd = wal.open_lock(self.path)
+                lock_fd = wal_recovery.open_lock(self.path)
             except OSError as exc:
                 if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
                     raise refused_for_writing(self.path, exc.errno) from exc
                 raise translate_os(exc, self.path, "open the store for writing") from exc
         try:
-            recovering = lock_fd is not None and wal.needs_recovery(lock_fd)
+            recovering = lock_fd is not None and wal_recovery.needs_recovery(lock_fd)
             if recovering:
                 assert lock_fd is not None
-                wal.restore_checkpoint(lock_fd, self._data_path)
+                wal_recovery.restore_checkpoint(lock_fd, self._data_path)
             elif logged and self.readonly and opening.log_needs_recovery(self.path):
                 raise StorageError(
                     f"{self.path}: the machine restarted since the store was last written; "
@@ -189,9 +189,9 @@ class Env(Wakeups):
     def _attach_log(self, lock_fd: int, recovering: bool) -> None:
         """Create the log of a new store, or redo it after a restart (under the open lock)."""
         try:
-            wal.create(lock_fd, self._data_path, self._env, self._dbs)
+            wal_recovery.create(lock_fd, self._data_path, self._env, self._dbs)
             if recovering:
-                count = wal.recover(lock_fd, self._data_path, self._env, self._dbs)
+                count = wal_recovery.recover(lock_fd, self._data_path, self._env, self._dbs)
                 log.warning("%s: recovered after a restart; %d logged commits redone",
                             self.path, count)  # fmt: skip
         except lmdb.Error as exc:
@@ -315,7 +315,12 @@ class Env(Wakeups):
             if resized:
                 self._adopt_map_size()
 
-    def write(self, fn: Callable[[Txn], T], after_commit: Callable[[], bool] | None = None) -> T:
+    def write(
+        self,
+        fn: Callable[[Txn], T],
+        after_commit: Callable[[], bool] | None = None,
+        bulk: bool = False,
+    ) -> T:
         """Run ``fn`` in a write transaction and commit; all or nothing.
 
         ``fn`` may run more than once (after the map grows), so it must not have effects outside
@@ -326,10 +331,12 @@ class Env(Wakeups):
         not raise) runs as soon as it is committed, before it is made durable, and only if
         ``fn`` succeeded -- on whichever thread led the commit; it returns whether it woke
         readers (then the flush first waits briefly for one of their commits to cover it).
+        ``bulk``: a large write, which a store with the log may commit unrecorded (and make
+        durable with a checkpoint before returning, whatever ``sync``; docs/durability.md).
         """
         if not self.writable:
             raise self._refuse_write()
-        return self._combiner.run(fn, after_commit)  # type: ignore[no-any-return]
+        return self._combiner.run(fn, after_commit, bulk)  # type: ignore[no-any-return]
 
     @property
     def flushes_after_commit(self) -> bool:

@@ -18,6 +18,7 @@ POINTS = (
     "log-written",  # the record is in the log file; LMDB has not committed
     "lmdb-committed",  # LMDB committed; the record is not marked committed
     "record-marked",  # marked; the log is not flushed
+    "bulk-committed",  # a bulk write committed with its barrier; no checkpoint covers it yet
     "checkpoint-data-flushed",  # data.mdb flushed for a checkpoint; the header is not written
     "recovery-meta-restored",  # recovery wrote the checkpoint's meta page back; nothing redone
     "recovery-redone",  # the redo committed in LMDB; the new header is not written

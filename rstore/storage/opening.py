@@ -191,14 +191,14 @@ def uses_log(path: str, *, readonly: bool, create_logged: bool) -> bool:
 
 def log_needs_recovery(path: str) -> bool:
     """For a reader that cannot recover: whether the log's header predates this boot."""
-    from rstore.storage import wal  # noqa: PLC0415 -- wal imports this module's neighbours
+    from rstore.storage import wal, wal_recovery  # noqa: PLC0415 -- they import its neighbours
 
     try:
         fd = os.open(os.path.join(path, wal.LOG_FILE), os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return False
     try:
-        return wal.needs_recovery(fd)
+        return wal_recovery.needs_recovery(fd)
     finally:
         os.close(fd)
 

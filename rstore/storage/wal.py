@@ -7,8 +7,8 @@ write transaction's changes (:mod:`rstore.storage.wal_capture`) are written as o
 the log flushed once (shared between writers, :class:`~rstore.storage.durable.MetaFlusher` on
 the log).  Checkpoints flush ``data.mdb`` and name the checkpoint in the log's header; this
 process pins a checkpoint no newer than the header's with a read transaction while it writes,
-so the header's tree is never overwritten.  :func:`recover` brings a store back after an OS
-crash or power loss.
+so the header's tree is never overwritten.  :mod:`rstore.storage.wal_recovery` creates the log
+and brings a store back from it after an OS crash or power loss.
 """
 
 from __future__ import annotations
@@ -31,14 +31,17 @@ from rstore.storage.log_flush import LogFlusher
 from rstore.storage.wal_log import Position
 
 __all__ = [
-    "LOG_FILE", "WriteAheadLog", "boot_id", "create", "needs_recovery", "open_lock", "recover",
-    "restore_checkpoint",
+    "LOG_FILE", "META_BARRIER", "META_WAL", "WriteAheadLog", "boot_id", "read_position",
+    "write_position",
 ]  # fmt: skip
 
 LOG_FILE = "wal.log"
 SHARED_FILE = "wal.shm"
 META_WAL = b"wal"
+#: In ``meta`` while the last record is a barrier: that bulk transaction's id.
+META_BARRIER = b"walbar"
 _POSITION = struct.Struct("<QQQI")
+_TXNID = struct.Struct("<Q")
 #: Start the log again at the front once it has grown past this (after a checkpoint).
 LOG_LIMIT = 64 << 20
 #: A process that wrote makes a checkpoint (if none of another process covers its candidate pin)
@@ -145,14 +148,45 @@ class WriteAheadLog:
         if self._pin is None:
             self._checkpoint_locked(raw)
 
-    def _start_record(self, logged: wal_capture.LoggedTxn) -> wal_log.RecordWriter:
-        """The record of this transaction, begun at the position LMDB holds.  A log grown past
-        :data:`LOG_LIMIT` starts again at the front, after a checkpoint of the last commit
-        that names the new start."""
-        position = read_position(logged.raw, self._dbs[layout.DB_META])
+    def _next_position(self, raw: Any) -> tuple[Position, bool]:
+        """Where the record of write transaction ``raw`` goes: the position LMDB holds, and
+        whether the last record is a barrier (a bulk transaction's; :meth:`append_barrier`).
+        No record may follow a barrier unless a checkpoint covers its transaction: without
+        one, this makes one first.  A log grown past :data:`LOG_LIMIT` starts again at the
+        front, after a checkpoint of the last commit that names the new start."""
+        meta = self._dbs[layout.DB_META]
+        barrier = raw.get(META_BARRIER, db=meta)
+        if barrier is not None:
+            payload = layout.unseal(META_BARRIER, barrier)
+            txnid = _TXNID.unpack(payload)[0] if payload and len(payload) == _TXNID.size else None
+            header = wal_log.read_header(self._fd)
+            if txnid is None or header is None or header.checkpoint_txnid < txnid:
+                self._checkpoint_locked(raw)  # of the last commit: the barrier's or later
+        position = read_position(raw, meta)
         if position.offset > LOG_LIMIT:
             position = Position(position.generation + 1, wal_log.RECORDS_START, position.lsn, 0)
-            self._checkpoint_locked(logged.raw, position)
+            self._checkpoint_locked(raw, position)
+        return position, barrier is not None
+
+    def append_barrier(self, raw: Any) -> Position:
+        """The record of a bulk transaction, before LMDB's commit: a barrier, in place of its
+        changes (the caller makes a checkpoint once it committed); its position."""
+        position, _ = self._next_position(raw)
+        txnid = int(raw.id())
+        writer = wal_log.RecordWriter(self._fd, position, txnid, self._allocate)
+        after = writer.finish(wal_log.BARRIER_BODY, _ZEROS)
+        meta = self._dbs[layout.DB_META]
+        write_position(raw, meta, after)
+        raw.put(META_BARRIER, layout.seal(META_BARRIER, _TXNID.pack(txnid)), db=meta)
+        self._commits += 1
+        self._last_txnid = txnid
+        return position
+
+    def _start_record(self, logged: wal_capture.LoggedTxn) -> wal_log.RecordWriter:
+        """The record of this transaction, begun where :meth:`_next_position` says."""
+        position, after_barrier = self._next_position(logged.raw)
+        if after_barrier:
+            logged.delete(META_BARRIER, db=self._dbs[layout.DB_META])
         txnid = int(logged.raw.id())
         self._writer = wal_log.RecordWriter(self._fd, position, txnid, self._allocate)
         self._writer_txnid = txnid
@@ -374,101 +408,3 @@ class WriteAheadLog:
         for fd in (self._fd, self._data_fd):
             with suppress(OSError):
                 os.close(fd)
-
-
-# ---------------------------------------------------------------------- creating, recovering
-
-
-def open_lock(store_path: str) -> int:
-    """The log, opened (created if need be) and locked exclusively: held while a process opens
-    the store, so that creating the log and recovering happen once."""
-    fd = os.open(os.path.join(store_path, LOG_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def create(fd: int, data_path: str, env: Any, dbs: dict[bytes, Any]) -> None:
-    """Give a new store its log (``fd`` from :func:`open_lock`): the ``wal`` position, a
-    flushed data file and a header.  Nothing to do when the header exists."""
-    if wal_log.read_header(fd) is not None:
-        return
-    data = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.posix_fallocate(fd, 0, wal_log.RECORDS_START)
-        raw = env.begin(write=True)
-        try:
-            meta = dbs[layout.DB_META]
-            if raw.get(META_WAL, db=meta) is None:
-                write_position(raw, meta, Position(1, wal_log.RECORDS_START, 1, 0))
-            position = read_position(raw, meta)
-            raw.commit()
-        except BaseException:
-            raw.abort()
-            raise
-        txnid = int(env.info()["last_txnid"])  # LMDB commits nothing if the position was there
-        os.fdatasync(data)
-        wal_log.write_header(fd, txnid, position, boot_id(), wal_meta.capture(data, txnid))
-        os.fdatasync(fd)
-    finally:
-        os.close(data)
-
-
-def needs_recovery(fd: int) -> bool:
-    """Whether the log's header was written before the running kernel booted."""
-    header = wal_log.read_header(fd)
-    return header is not None and header.boot_id != boot_id()
-
-
-def restore_checkpoint(fd: int, data_path: str) -> None:
-    """First step of recovery, before LMDB opens: write the checkpoint's meta page back."""
-    header = wal_log.read_header(fd)
-    if header is None:
-        raise StorageError(f"{data_path}: the write-ahead log has no valid header")
-    data = os.open(data_path, os.O_RDWR | os.O_CLOEXEC)
-    try:
-        wal_meta.restore(data, header.meta)
-        os.fdatasync(data)
-        crash_point("recovery-meta-restored")
-    finally:
-        os.close(data)
-
-
-def recover(fd: int, data_path: str, env: Any, dbs: dict[bytes, Any]) -> int:
-    """Second step, LMDB open at the checkpoint: redo the log; how many records were redone.
-    Ends with a checkpoint whose header carries the running kernel's boot id."""
-    data = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        header = wal_log.read_header(fd)
-        if header is None:
-            raise StorageError(f"{data_path}: the write-ahead log has no valid header")
-        raw = env.begin(write=True)
-        try:
-            meta_db = dbs[layout.DB_META]
-            start = header.position
-            count, last = 0, start
-            for record in wal_log.redoable(fd, start):
-                wal_capture.redo(raw, dbs, record.ops)
-                count += 1
-                last = Position(
-                    record.position.generation, record.position.offset + record.size,
-                    record.position.lsn + 1, record.crc,
-                )  # fmt: skip
-            fresh = Position(last.generation + 1, wal_log.RECORDS_START, last.lsn, 0)
-            write_position(raw, meta_db, fresh)
-            txnid = int(raw.id())
-            raw.commit()
-        except BaseException:
-            raw.abort()
-            raise
-        os.fdatasync(data)
-        crash_point("recovery-redone")
-        meta = wal_meta.capture(data, txnid)
-        wal_log.write_header(fd, txnid, fresh, boot_id(), meta)
-        os.fdatasync(fd)
-        return count
-    finally:
-        os.close(data)

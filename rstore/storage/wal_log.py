@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 __all__ = [
+    "BARRIER_BODY",
     "DELETE",
     "HEADER_SLOT",
     "PUT",
@@ -57,6 +58,10 @@ __all__ = [
 PUT = 1
 DELETE = 2
 _KINDS = (PUT, DELETE)
+#: The whole body of a *barrier*: the record of a bulk transaction committed without its
+#: changes, made durable by a checkpoint instead (docs/durability.md).  Never redone, and
+#: recovery stops there: a record after it exists only once a checkpoint covers it.
+BARRIER_BODY = b"\x03"
 
 _MAGIC = b"RSWR"
 _HEAD = struct.Struct("<4sB3xQQQII")  # magic, committed, generation, lsn, txnid, prev CRC, length
@@ -101,6 +106,7 @@ class Record(NamedTuple):
     committed: bool
     size: int
     crc: int
+    barrier: bool = False  # a bulk transaction's record: its changes are not in the log
 
 
 class Header(NamedTuple):
@@ -261,6 +267,8 @@ def _read_at(fd: int, expected: Position, end: int) -> Record | None:
     (crc,) = _CRC.unpack_from(rest, length)
     if crc != zlib.crc32(head[8:], zlib.crc32(body, zlib.crc32(_MAGIC))):
         return None
+    if body == BARRIER_BODY:
+        return Record(expected, txnid, [], committed == 1, size, crc, barrier=True)
     ops = _decode_ops(body)
     if ops is None:
         return None
@@ -277,10 +285,10 @@ def redoable(fd: int, start: Position) -> Iterator[Record]:
 
     A record is redone when it is valid where it is expected and is marked committed or is
     followed by a valid record (whose writer read its position from a committed state).  The
-    scan stops at the first record that is neither."""
+    scan stops at the first record that is neither, and at a barrier (:data:`BARRIER_BODY`)."""
     end = os.fstat(fd).st_size
     record = _read_at(fd, start, end)
-    while record is not None:
+    while record is not None and not record.barrier:
         following = _read_at(fd, _after(record), end)
         if not (record.committed or following is not None):
             return

@@ -1,0 +1,118 @@
+"""Creating a store's write-ahead log, and bringing a store back from it after an OS crash or
+a power loss (docs/durability.md, "Recovery").
+
+Both run while the opening process holds the log's ``flock`` (:func:`open_lock`), so they
+happen once however many processes open the store at the same time: :func:`create` gives a new
+store its log; after a restart (the header's boot id is not the running kernel's,
+:func:`needs_recovery`) :func:`restore_checkpoint` writes the checkpoint's meta page back
+before LMDB opens, and :func:`recover` redoes the records after it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from typing import Any
+
+from rstore.errors import StorageError
+from rstore.storage import layout, wal_capture, wal_log, wal_meta
+from rstore.storage.faults import crash_point
+from rstore.storage.wal import LOG_FILE, META_WAL, boot_id, read_position, write_position
+from rstore.storage.wal_log import Position
+
+__all__ = ["create", "needs_recovery", "open_lock", "recover", "restore_checkpoint"]
+
+
+def open_lock(store_path: str) -> int:
+    """The log, opened (created if need be) and locked exclusively: held while a process opens
+    the store, so that creating the log and recovering happen once."""
+    fd = os.open(os.path.join(store_path, LOG_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def create(fd: int, data_path: str, env: Any, dbs: dict[bytes, Any]) -> None:
+    """Give a new store its log (``fd`` from :func:`open_lock`): the ``wal`` position, a
+    flushed data file and a header.  Nothing to do when the header exists."""
+    if wal_log.read_header(fd) is not None:
+        return
+    data = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.posix_fallocate(fd, 0, wal_log.RECORDS_START)
+        raw = env.begin(write=True)
+        try:
+            meta = dbs[layout.DB_META]
+            if raw.get(META_WAL, db=meta) is None:
+                write_position(raw, meta, Position(1, wal_log.RECORDS_START, 1, 0))
+            position = read_position(raw, meta)
+            raw.commit()
+        except BaseException:
+            raw.abort()
+            raise
+        txnid = int(env.info()["last_txnid"])  # LMDB commits nothing if the position was there
+        os.fdatasync(data)
+        wal_log.write_header(fd, txnid, position, boot_id(), wal_meta.capture(data, txnid))
+        os.fdatasync(fd)
+    finally:
+        os.close(data)
+
+
+def needs_recovery(fd: int) -> bool:
+    """Whether the log's header was written before the running kernel booted."""
+    header = wal_log.read_header(fd)
+    return header is not None and header.boot_id != boot_id()
+
+
+def restore_checkpoint(fd: int, data_path: str) -> None:
+    """First step of recovery, before LMDB opens: write the checkpoint's meta page back."""
+    header = wal_log.read_header(fd)
+    if header is None:
+        raise StorageError(f"{data_path}: the write-ahead log has no valid header")
+    data = os.open(data_path, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        wal_meta.restore(data, header.meta)
+        os.fdatasync(data)
+        crash_point("recovery-meta-restored")
+    finally:
+        os.close(data)
+
+
+def recover(fd: int, data_path: str, env: Any, dbs: dict[bytes, Any]) -> int:
+    """Second step, LMDB open at the checkpoint: redo the log; how many records were redone.
+    Ends with a checkpoint whose header carries the running kernel's boot id."""
+    data = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        header = wal_log.read_header(fd)
+        if header is None:
+            raise StorageError(f"{data_path}: the write-ahead log has no valid header")
+        raw = env.begin(write=True)
+        try:
+            meta_db = dbs[layout.DB_META]
+            start = header.position
+            count, last = 0, start
+            for record in wal_log.redoable(fd, start):
+                wal_capture.redo(raw, dbs, record.ops)
+                count += 1
+                last = Position(
+                    record.position.generation, record.position.offset + record.size,
+                    record.position.lsn + 1, record.crc,
+                )  # fmt: skip
+            fresh = Position(last.generation + 1, wal_log.RECORDS_START, last.lsn, 0)
+            write_position(raw, meta_db, fresh)
+            txnid = int(raw.id())
+            raw.commit()
+        except BaseException:
+            raw.abort()
+            raise
+        os.fdatasync(data)
+        crash_point("recovery-redone")
+        meta = wal_meta.capture(data, txnid)
+        wal_log.write_header(fd, txnid, fresh, boot_id(), meta)
+        os.fdatasync(fd)
+        return count
+    finally:
+        os.close(data)
