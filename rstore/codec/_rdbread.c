@@ -142,13 +142,14 @@ static uint64_t get_be64(const unsigned char *p)
 static PyObject *read_nodes(PyObject *self, PyObject *args)
 {
     Py_buffer buf;
-    Py_ssize_t pos, limit, got = 0;
+    Py_ssize_t pos;
+    unsigned long long limit, got = 0; /* a count read from the file: any 64-bit length */
     int have_prev, run = 0;
     unsigned long long prev_ms, prev_seq;
     PyObject *list, *result = NULL;
 
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*nnpKK|p:read_nodes", &buf, &pos, &limit, &have_prev, &prev_ms,
+    if (!PyArg_ParseTuple(args, "y*nKpKK|p:read_nodes", &buf, &pos, &limit, &have_prev, &prev_ms,
                           &prev_seq, &run))
         return NULL;
     list = PyList_New(0);
@@ -216,13 +217,14 @@ fail:
 static PyObject *read_pel(PyObject *self, PyObject *args)
 {
     Py_buffer buf;
-    Py_ssize_t pos, limit, got = 0;
+    Py_ssize_t pos;
+    unsigned long long limit, got = 0; /* a count read from the file: any 64-bit length */
     int with_times, have_prev;
     unsigned long long prev_ms, prev_seq;
     PyObject *list, *into = NULL, *result = NULL;
 
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*nnppKK|O:read_pel", &buf, &pos, &limit, &with_times,
+    if (!PyArg_ParseTuple(args, "y*nKppKK|O:read_pel", &buf, &pos, &limit, &with_times,
                           &have_prev, &prev_ms, &prev_seq, &into))
         return NULL;
     if (into == Py_None) into = NULL;

@@ -165,6 +165,19 @@ class Source:
             raise self.corrupt("a string encoding where a length was expected", at)
         return n
 
+    def count(self, what: str, least: int) -> int:
+        """A count of records (``what``: their name, plural) that each take at least ``least``
+        bytes, refused at its offset when that many cannot fit in what is left of the input: a
+        damaged count is reported as what it is, and never becomes a loop's bound."""
+        at = self.offset
+        n = self.length()
+        remaining = self.remaining()
+        if remaining is not None and n > remaining // least:
+            raise self.corrupt(
+                f"a count of {n} {what} runs past the end ({remaining} bytes left)", at
+            )
+        return n
+
     def string(self) -> bytes:
         """A string in any of its encodings (raw, integer, LZF); see :attr:`string_at`."""
         at = self.string_at = self.offset

@@ -73,6 +73,15 @@ StreamRecord = (
 )
 
 
+# The fewest bytes each record of a stream value takes in any valid encoding (a count that
+# cannot fit in what is left of the input is damage, reported by Source.count): a node is two
+# strings, neither empty (an ID, a listpack), of 2 bytes at least however encoded; a group PEL
+# entry a raw ID, a time and a length; a consumer PEL entry a raw ID; a group a name, two ID
+# lengths and two counts at least; a consumer a name, a time (two from type 21) and a count.
+_NODE_BYTES, _NACK_BYTES, _ID_BYTES, _GROUP_BYTES = 2 + 2, 16 + 8 + 1, 16, 1 + 2 + 2
+_CONSUMER_BYTES = {STREAM_V1: 1 + 8 + 1, STREAM_V2: 1 + 8 + 1, STREAM_V3: 1 + 8 + 8 + 1}
+
+
 def _signed(v: int) -> int:
     return v - (1 << 64) if v > INT64_MAX else v
 
@@ -191,7 +200,7 @@ def read_stream(
     are made in the same order, so the same damage raises the same error at the same offset,
     after the run of the records before it.
     """
-    nodes = src.length()
+    nodes = src.count("stream nodes", _NODE_BYTES)
     if runs and deep:
         yield from _node_runs(src, nodes)
     else:
@@ -206,7 +215,7 @@ def read_stream(
         entries_added = src.length()
     if length and not nodes:
         raise src.corrupt("Stream length inconsistent with rax entries", at)
-    group_count = src.length()
+    group_count = src.count("consumer groups", _GROUP_BYTES)
     yield StreamState(length, last_id, first_id, max_deleted, entries_added, group_count)
     previous_name = None
     for _ in range(group_count):
@@ -217,7 +226,7 @@ def read_stream(
         previous_name = name
         group_last = src.length_id()
         entries_read = _signed(src.length()) if rdb_type >= STREAM_V2 else None
-        pel_size = src.length()
+        pel_size = src.count("group PEL entries", _NACK_BYTES)
         # The consumer count is stored after the PEL: -1 here means "not read yet".
         yield GroupState(name, group_last, entries_read, pel_size, -1)
         yield from _group_pel(src, pel_size, runs)
@@ -263,7 +272,7 @@ def _group_pel(src: Source, count: int, runs: bool = False) -> Iterator[PendingE
 
 
 def _consumers(src: Source, rdb_type: int, runs: bool = False) -> Iterator[StreamRecord]:
-    count = src.length()
+    count = src.count("consumers", _CONSUMER_BYTES[rdb_type])
     previous_name = None
     for _ in range(count):
         at = src.offset
@@ -273,7 +282,7 @@ def _consumers(src: Source, rdb_type: int, runs: bool = False) -> Iterator[Strea
         previous_name = name
         seen = src.ms_time()
         active = src.ms_time() if rdb_type >= STREAM_V3 else None
-        pel_size = src.length()
+        pel_size = src.count("consumer PEL entries", _ID_BYTES)
         yield ConsumerState(name, seen, active, pel_size)
         yield from _consumer_pel(src, pel_size, runs)
 

@@ -19,11 +19,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from rstore.codec import stream_node as sn
-from rstore.errors import CorruptRDBError
+from rstore.errors import CorruptDataError, CorruptRDBError
 from rstore.model import ID, NodeSpan, StreamNode, StreamState
 from rstore.rdb.decoding import Source
 from rstore.rdb.reader import KeyEnd, KeyStart, RDBReader, SelectDB
-from rstore.rdb.values import read_nodes
+from rstore.rdb.values import node_error, read_nodes
 
 __all__ = ["NodeSpan", "RDBStream", "index_rdb", "read_rdb_nodes", "read_rdb_streams"]
 
@@ -87,7 +87,11 @@ def _walk(
                     head = os.pread(f.fileno(), 1, after_key)
                     next_at = after_key + (_length_size(head[0]) if head else 0)
             elif isinstance(event, StreamNode) and start is not None:
-                spans.append(NodeSpan(event.master_id, sn.node_counts(event.listpack)[0], next_at))
+                try:  # a node read without the deep check may have a damaged master entry
+                    live = sn.node_counts(event.listpack)[0]
+                except CorruptDataError as exc:  # the reader stands right after the node
+                    raise node_error(reader.source, exc) from exc
+                spans.append(NodeSpan(event.master_id, live, next_at))
                 if kept:
                     nodes.append((event.master_id, event.listpack))
                 next_at = reader.offset

@@ -15,8 +15,11 @@ and DELCONSUMER touch only that consumer's entries.
 from __future__ import annotations
 
 import functools
+import struct
 from collections.abc import Iterable, Iterator
 
+from rstore.errors import show_key
+from rstore.ids import format_id
 from rstore.model import ID
 from rstore.storage import layout, sealed
 from rstore.storage.layout import ConsumerMeta, GroupMeta
@@ -91,6 +94,39 @@ def groups_delete_all(txn: Txn, stream_handle: int) -> None:
         group_delete(txn, stream_handle, group)
 
 
+def _group_of(txn: Txn, handle: int) -> tuple[bytes | None, bytes] | None:
+    """The stream (when this transaction has seen its name) and the name of the group
+    ``handle``, for an error message: every group record is read to find it (damaged ones
+    skipped), a cost only errors pay."""
+    for key, payload in txn.scan_records(_GROUPS):
+        if payload is None or len(key) <= 8:
+            continue
+        try:
+            group = GroupMeta.unpack(key, payload)
+        except struct.error:  # format 1 has no checksums: a damaged record may be short
+            continue
+        if group.handle == handle:
+            return txn.stream_name(layout.unpack_u64(key[:8])), group.name
+    return None
+
+
+def whose(txn: Txn, db: bytes, key: bytes, what: str) -> tuple[bytes | None, str]:
+    """For the error about the damaged record ``key`` of a group's sub-database (consumers,
+    pel, consumer_pel): its stream when known, and ``what`` with the group named, and the
+    consumer or the pending entry where the key holds them."""
+    found = _group_of(txn, layout.unpack_u64(key[:8])) if len(key) >= 8 else None
+    if found is None:
+        return None, what
+    stream, group = found
+    parts = [f"group {show_key(group)}"]
+    consumer = key[8:] if db == _CONSUMERS else key[10:-16] if db == _OWNED else b""
+    if 0 < len(consumer) < layout.MAX_INLINE_MEMBER:  # a part this long: maybe a hash
+        parts.append(f"consumer {show_key(consumer)}")
+    if db in (_PEL, _OWNED) and len(key) >= 24:
+        parts.append(f"pending entry {format_id(layout.id_from_key_tail(key)).decode()}")
+    return stream, f"{what} ({', '.join(parts)})"
+
+
 # ----------------------------------------------------------------------------- consumers
 
 
@@ -134,10 +170,12 @@ def owned_nack(txn: Txn, group: GroupMeta, entry_id: ID, owner: bytes) -> Nack:
     group PEL lacks it (the two indexes disagree)."""
     nack = nack_get(txn, group, entry_id)
     if nack is None:
+        found = _group_of(txn, group.handle)
         raise txn.inconsistent(
             _PEL,
             f"consumer {owner!r} of group {group.name!r} lists entry {entry_id[0]}-{entry_id[1]}, "
             "which the group's pending entries lack",
+            None if found is None else found[0],
         )
     return nack
 

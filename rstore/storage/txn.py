@@ -108,6 +108,10 @@ class Txn:
             stream = key[8:]
         elif db in (layout.DB_STREAMS, layout.DB_NODES, layout.DB_GROUPS) and len(key) >= 8:
             stream = self._names.get(layout.unpack_u64(key[:8]))
+        elif db in (layout.DB_CONSUMERS, layout.DB_PEL, layout.DB_CONSUMER_PEL):
+            from rstore.storage.group_records import whose  # noqa: PLC0415 - it imports txn
+
+            stream, what = whose(self, db, key, what)
         if stream is None:
             what = f"{what} (record key {key.hex()})"
         return CorruptStoreError(

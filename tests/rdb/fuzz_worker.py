@@ -4,11 +4,12 @@ by a timeout from outside (and by a per-case alarm inside) instead of freezing t
     python tests/rdb/fuzz_worker.py SECONDS SEED WORKDIR
 
 Each case damages a fixture file (or a DUMP payload made from one) -- overwritten, deleted and
-inserted bytes, a length byte pushed up, a cut -- mostly with the CRC64 recomputed so that the
-parser meets the damage.  Restoring it must either work, and leave a store whose every stream
-answers and whose ``check()`` is clean, or fail with ``CorruptRDBError`` /
-``UnsupportedRDBError`` (RESTORE: Valkey's error lines).  Anything else ends the process with
-the case number and the exception; ``case N`` lines on stdout say how far it got.
+inserted bytes, a length byte pushed up or made a huge 64-bit length, a cut -- mostly with the
+CRC64 recomputed so that the parser meets the damage.  Restoring it must either work, and
+leave a store whose every stream answers and whose ``check()`` is clean, or fail with
+``CorruptRDBError`` / ``UnsupportedRDBError`` (RESTORE: Valkey's error lines).  Anything else
+ends the process with the case number and the exception; ``case N`` lines on stdout say how
+far it got.
 """
 
 from __future__ import annotations
@@ -52,8 +53,11 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
             b[i] = rng.randrange(256)
         elif choice < 0.6:
             b[i] ^= 1 << rng.randrange(8)
-        elif choice < 0.7:
+        elif choice < 0.65:
             b[i] = rng.choice((0x3F, 0x7F, 0x80, 0x81, 0xC3, 0xFF))  # lengths and encodings
+        elif choice < 0.7:  # a length or count made a huge 64-bit one (2**63 and up, 2**32)
+            huge = rng.choice((2**64 - 1, 2**63, 2**63 - 1, 2**32)) - rng.randrange(2)
+            b[i : i + 1] = b"\x81" + huge.to_bytes(8, "big")
         elif choice < 0.85:
             del b[i : i + rng.randint(1, 16)]
         else:

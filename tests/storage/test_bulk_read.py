@@ -204,9 +204,9 @@ def _damaged_copy(populated: str, tmp_path: os.PathLike[str], db: bytes) -> str:
 def test_a_damaged_record_stops_the_save_with_the_reference_error(
     populated: str, tmp_path: os.PathLike[str], db: bytes
 ) -> None:
-    """The same error on every path, for a save and for DUMP: the sub-database, and the stream
-    where the record's key names it (a node's; a PEL record's key holds its group's handle, so
-    the error gives the record's key instead, as every other read of it does)."""
+    """The same error on every path, for a save and for DUMP: the sub-database and the stream
+    (a PEL record's key holds its group's handle: the group is looked up, as every other read
+    of it does)."""
     damaged = _damaged_copy(populated, tmp_path, db)
     target = os.path.join(tmp_path, "out.rdb")
     errors = []
@@ -231,10 +231,9 @@ def test_a_damaged_record_stops_the_save_with_the_reference_error(
     assert {(e.db, e.key, str(e)) for e in errors} == {(first.db, first.key, str(first))}
     assert first.db == db.decode() and "checksum mismatch" in str(first)
     assert (read.value.db, read.value.key) == (first.db, first.key)
-    if db == layout.DB_NODES:
-        assert first.key == b"big"
-    else:
-        assert first.key is None and "record key" in str(first)
+    assert first.key == b"big" and "record key" not in str(first)
+    if db != layout.DB_NODES:
+        assert "(group 'workers', " in str(first)
     assert sorted(os.listdir(tmp_path)) == ["damaged"]  # no file, no temporary left
 
 
