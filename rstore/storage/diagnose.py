@@ -14,6 +14,7 @@ LMDB without letting it walk any damaged tree, and only reads trees the walk fou
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Iterator
 from typing import Any
 
@@ -51,7 +52,7 @@ class Names:
             if value is not None and len(key) > 8:
                 try:
                     group = GroupMeta.unpack(key, value)
-                except ValueError:
+                except (ValueError, struct.error):  # format 1 has no checksums: maybe short
                     continue
                 stream = names.streams.get(layout.unpack_u64(key[:8]), b"?")
                 names.groups[group.handle] = (stream, group.name)

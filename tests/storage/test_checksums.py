@@ -171,3 +171,20 @@ def test_a_damaged_format_1_node_is_an_error_and_is_not_upgraded(store_path: str
         rstore.upgrade_store(store_path)
     with rstore.Store(store_path) as s:
         assert s.readonly  # still format 1: the upgrade left nothing behind
+
+
+def test_a_short_format_1_group_record_is_a_problem_not_an_exception(store_path: str) -> None:
+    """Format 1 has no checksums: a group record cut short is found by its size."""
+    import lmdb
+
+    downgrade_to_format_1(store_path)
+    env = lmdb.open(store_path, max_dbs=16)
+    try:
+        with env.begin(write=True) as txn:
+            groups = env.open_db(layout.DB_GROUPS, txn=txn, create=False)
+            key, value = next(iter(txn.cursor(db=groups)))
+            txn.put(key, bytes(value)[:10], db=groups)
+    finally:
+        env.close()
+    problems = rstore.check_store(store_path)
+    assert any("sub-database groups" in p for p in problems), problems
