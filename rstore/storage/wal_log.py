@@ -48,11 +48,13 @@ __all__ = [
     "chain",
     "decode_ops",
     "encode_record",
+    "grow",
     "mark_committed",
     "op_prefix",
     "read_header",
     "redoable",
     "write_header",
+    "write_record",
 ]
 
 PUT = 1
@@ -69,6 +71,9 @@ _CRC = struct.Struct("<I")
 _U32 = struct.Struct("<I")
 COMMITTED_OFFSET = 4  # the committed byte, relative to the record's start
 _MAX_BODY = 0xFFFF_FFFF
+_MAGIC_CRC = zlib.crc32(_MAGIC)  # the CRC of a record starts with its magic
+_GROWTH_MAX = 4 << 20  # the file grows by doubling, at most this much at a time
+_ZERO_CHUNK = bytes(64 << 10)
 
 HEADER_SLOT = 512
 RECORDS_START = 4096
@@ -162,33 +167,59 @@ def _decode_ops(body: bytes) -> list[Op] | None:
     return ops
 
 
-def encode_record(position: Position, txnid: int, ops: Sequence[Op]) -> tuple[bytes, Position]:
-    """The record of ``ops`` at ``position`` (not marked committed), and the position after it."""
-    body = _encode_ops(ops)
+def _frame(
+    position: Position, txnid: int, body: bytes, trailer: bytes = b""
+) -> tuple[bytes, Position]:
+    """The record of the encoded operations ``body`` at ``position`` (not marked committed),
+    followed by ``trailer``; and the position after the record."""
     if len(body) > _MAX_BODY:
         raise ValueError(f"a write transaction of {len(body)} bytes is too large for one record")
     gen, offset, lsn, prev = position
     head = _HEAD.pack(_MAGIC, 0, gen, lsn, txnid, prev, len(body))
-    crc = zlib.crc32(head[8:], zlib.crc32(body, zlib.crc32(_MAGIC)))
-    record = b"".join((head, body, _CRC.pack(crc)))
-    return record, Position(gen, offset + len(record), lsn + 1, crc)
+    crc = zlib.crc32(head[8:], zlib.crc32(body, _MAGIC_CRC))
+    end = offset + _HEAD.size + len(body) + _CRC.size
+    return b"".join((head, body, _CRC.pack(crc), trailer)), Position(gen, end, lsn + 1, crc)
+
+
+def encode_record(position: Position, txnid: int, ops: Sequence[Op]) -> tuple[bytes, Position]:
+    """The record of ``ops`` at ``position`` (not marked committed), and the position after it."""
+    return _frame(position, txnid, _encode_ops(ops))
+
+
+def write_record(
+    fd: int,
+    position: Position,
+    txnid: int,
+    body: bytes,
+    trailer: bytes,
+    reserve: Callable[[int], None],
+) -> Position:
+    """Write the record of the encoded operations ``body`` at ``position``, then ``trailer``,
+    in one ``pwrite`` (after ``reserve(end)``); the position after the record.  The bytes are
+    those :class:`RecordWriter` writes in pieces."""
+    record, after = _frame(position, txnid, body, trailer)
+    reserve(position.offset + len(record))
+    _write_all(fd, record, position.offset)
+    return after
 
 
 class RecordWriter:
     """A record written in pieces, for a transaction too large to hold in memory: its
     operations as they come (:meth:`add`), then its head and CRC (:meth:`finish`).  The CRC
     covers the magic, the operations and then the head, so it can be computed as the
-    operations pass.  ``reserve(end)`` is called before each write that reaches ``end``."""
+    operations pass.  ``reserve(end)`` is called before each write that reaches ``end``.  A
+    record whose operations all come to :meth:`finish` is written in one piece
+    (:func:`write_record`)."""
 
     def __init__(
         self, fd: int, position: Position, txnid: int, reserve: Callable[[int], None]
     ) -> None:
         self._fd = fd
-        self._position = position
-        self._txnid = txnid
+        self.position = position
+        self.txnid = txnid
         self._reserve = reserve
         self._length = 0
-        self._crc = zlib.crc32(_MAGIC)
+        self._crc = _MAGIC_CRC
 
     def add(self, ops: Sequence[Op]) -> None:
         self.add_encoded(_encode_ops(ops))
@@ -199,7 +230,7 @@ class RecordWriter:
             return
         if self._length + len(body) > _MAX_BODY:
             raise ValueError("a write transaction of more than 4 GiB is too large for one record")
-        at = self._position.offset + _HEAD.size + self._length
+        at = self.position.offset + _HEAD.size + self._length
         self._reserve(at + len(body))
         _write_all(self._fd, body, at)
         self._crc = zlib.crc32(body, self._crc)
@@ -208,9 +239,11 @@ class RecordWriter:
     def finish(self, body: bytes, trailer: bytes = b"") -> Position:
         """Write the last operations (encoded), the head and the CRC (then ``trailer``); the
         position after the record."""
+        if self._length == 0:  # nothing spilled: the whole record in one write
+            return write_record(self._fd, self.position, self.txnid, body, trailer, self._reserve)
         self.add_encoded(body)
-        gen, offset, lsn, prev = self._position
-        head = _HEAD.pack(_MAGIC, 0, gen, lsn, self._txnid, prev, self._length)
+        gen, offset, lsn, prev = self.position
+        head = _HEAD.pack(_MAGIC, 0, gen, lsn, self.txnid, prev, self._length)
         crc = zlib.crc32(head[8:], self._crc)
         end = offset + _HEAD.size + self._length
         self._reserve(end + _CRC.size + len(trailer))
@@ -243,6 +276,21 @@ def _write_all(fd: int, data: bytes, at: int) -> None:
         view, at = view[written:], at + written
 
 
+def grow(fd: int, end: int) -> int:
+    """Make the log file reach ``end`` with written zeros, ahead of need (doubling, at most
+    :data:`_GROWTH_MAX` at a time), flushed; its size.  A flush of a write inside the file is
+    one device flush, while a write that extends the file (or fills space reserved by
+    ``fallocate``) also commits file-system metadata."""
+    size = os.fstat(fd).st_size  # another process may have grown it
+    if end <= size:
+        return size
+    at, size = size, max(end, min(2 * size, size + _GROWTH_MAX))
+    while at < size:
+        at += os.pwrite(fd, _ZERO_CHUNK[: size - at], at)
+    os.fdatasync(fd)
+    return size
+
+
 def mark_committed(fd: int, position: Position) -> None:
     """Set the committed byte of the record written at ``position``."""
     if os.pwrite(fd, b"\x01", position.offset + COMMITTED_OFFSET) != 1:
@@ -265,7 +313,7 @@ def _read_at(fd: int, expected: Position, end: int) -> Record | None:
         return None
     body = rest[:length]
     (crc,) = _CRC.unpack_from(rest, length)
-    if crc != zlib.crc32(head[8:], zlib.crc32(body, zlib.crc32(_MAGIC))):
+    if crc != zlib.crc32(head[8:], zlib.crc32(body, _MAGIC_CRC)):
         return None
     if body == BARRIER_BODY:
         return Record(expected, txnid, [], committed == 1, size, crc, barrier=True)

@@ -147,3 +147,29 @@ def test_a_record_too_large_or_a_bad_name_is_refused_before_anything_is_written(
         wal_log.encode_record(START, 1, [Op(b"", b"k", b"v")])
     with pytest.raises(ValueError):
         wal_log.encode_record(START, 1, [Op(b"n" * 256, b"k", b"v")])
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops_strategy, st.lists(st.integers(min_value=0, max_value=5), max_size=3))
+def test_a_record_written_whole_or_in_pieces_has_the_same_bytes(
+    tmp_path_factory: pytest.TempPathFactory, ops: list[Op], spills: list[int]
+) -> None:
+    """A writer that spilled operations early writes the same bytes as one that wrote the
+    record in one piece, and both are what encode_record makes (docs/format.md)."""
+    expected, expected_after = wal_log.encode_record(START, 42, ops)
+    cuts = sorted({min(cut, len(ops)) for cut in spills})
+    pieces = [ops[a:b] for a, b in zip([0, *cuts], [*cuts, len(ops)])]
+    path = tmp_path_factory.mktemp("wal") / "wal.log"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        reserved: list[int] = []
+        writer = wal_log.RecordWriter(fd, START, 42, reserved.append)
+        for piece in pieces[:-1]:
+            writer.add(piece)
+        last = wal_log.encode_record(START, 42, pieces[-1])[0][40:-4]  # its operations
+        after = writer.finish(last, b"\0" * 16)
+        written = os.pread(fd, len(expected) + 16, START.offset)
+        assert (written, after) == (expected + b"\0" * 16, expected_after)
+        assert max(reserved) == START.offset + len(expected) + 16
+    finally:
+        os.close(fd)
