@@ -91,6 +91,7 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
                     return None
                 if bulk:
                     return functools.partial(_bulk_checkpoint, wal, position)
+                wal.lmdb_committed()  # before the next write transaction of this process
                 if flusher is None:
                     wal.committed(position, durable=False)  # marked at sync() or close
                     return functools.partial(_checkpoint_after, wal)

@@ -53,8 +53,6 @@ CHECKPOINT_COMMITS = 256
 #: ... but not more often than this (each checkpoint flushes data.mdb).
 CHECKPOINT_MIN_S = 0.005
 _ZEROS = bytes(16)  # written after each record: a scan stops there until the next one
-_GROWTH_MAX = 4 << 20  # the log grows by doubling, at most this much at a time
-_ZERO_CHUNK = bytes(64 << 10)
 
 
 def boot_id() -> bytes:
@@ -111,7 +109,6 @@ class WriteAheadLog:
         self._pin: Any = None  # a read transaction on this process's checkpoint
         self._candidate: Any = None  # the next pin, once a checkpoint covers it
         self._candidate_txnid = 0
-        self._pin_time = 0.0
         self._commits = 0  # records this process wrote (committed or not)
         self._commits_at_pin = 0  # ... when its pin's snapshot was taken (about)
         self._last_txnid = 0  # the transaction of the last of them
@@ -120,8 +117,10 @@ class WriteAheadLog:
         self._unmarked: Position | None = None  # a sync=False record not marked yet
         self._allocated = 0
         self._writer: wal_log.RecordWriter | None = None  # the record being written, if any
-        self._writer_txnid = 0
-        self._record_at = Position(0, 0, 0, 0)
+        # (txnid, the position after its record) of this process's last record: LMDB's own
+        # position while that transaction is the last commit (then no need to read it).
+        self._appended: tuple[int, Position] = (-1, Position(0, 0, 0, 0))
+        self._last_commit: tuple[int, Position] = (-1, Position(0, 0, 0, 0))
         self._lock = threading.Lock()  # checkpoints of this process, one at a time
         self._pin_lock = threading.Lock()  # the pin fields, held for no wait
         # The header's flock (below) is taken on this process's one descriptor of data.mdb,
@@ -148,33 +147,41 @@ class WriteAheadLog:
         if self._pin is None:
             self._checkpoint_locked(raw)
 
-    def _next_position(self, raw: Any) -> tuple[Position, bool]:
-        """Where the record of write transaction ``raw`` goes: the position LMDB holds, and
-        whether the last record is a barrier (a bulk transaction's; :meth:`append_barrier`).
-        No record may follow a barrier unless a checkpoint covers its transaction: without
-        one, this makes one first.  A log grown past :data:`LOG_LIMIT` starts again at the
-        front, after a checkpoint of the last commit that names the new start."""
-        meta = self._dbs[layout.DB_META]
-        barrier = raw.get(META_BARRIER, db=meta)
-        if barrier is not None:
-            payload = layout.unseal(META_BARRIER, barrier)
-            txnid = _TXNID.unpack(payload)[0] if payload and len(payload) == _TXNID.size else None
-            header = wal_log.read_header(self._fd)
-            if txnid is None or header is None or header.checkpoint_txnid < txnid:
-                self._checkpoint_locked(raw)  # of the last commit: the barrier's or later
-        position = read_position(raw, meta)
+    def _next_position(self, raw: Any) -> tuple[int, Position, bool]:
+        """The id of write transaction ``raw``, where its record goes, and whether the last
+        record is a barrier (a bulk transaction's; :meth:`append_barrier`).  After this
+        process's own record, when that was LMDB's last commit, the position is known (and
+        no barrier is there: a record after one deletes it); else LMDB holds it.  No record
+        may follow a barrier unless a checkpoint covers its transaction: without one, this
+        makes one first.  A log grown past :data:`LOG_LIMIT` starts again at the front,
+        after a checkpoint of the last commit that names the new start."""
+        txnid = int(raw.id())
+        last, position = self._last_commit
+        barrier = None
+        if last != txnid - 1:
+            meta = self._dbs[layout.DB_META]
+            barrier = raw.get(META_BARRIER, db=meta)
+            if barrier is not None:
+                payload = layout.unseal(META_BARRIER, barrier)
+                covered = None  # the barrier's transaction
+                if payload is not None and len(payload) == _TXNID.size:
+                    covered = _TXNID.unpack(payload)[0]
+                header = wal_log.read_header(self._fd)
+                if covered is None or header is None or header.checkpoint_txnid < covered:
+                    self._checkpoint_locked(raw)  # of the last commit: the barrier's or later
+            position = read_position(raw, meta)
         if position.offset > LOG_LIMIT:
             position = Position(position.generation + 1, wal_log.RECORDS_START, position.lsn, 0)
             self._checkpoint_locked(raw, position)
-        return position, barrier is not None
+        return txnid, position, barrier is not None
 
     def append_barrier(self, raw: Any) -> Position:
         """The record of a bulk transaction, before LMDB's commit: a barrier, in place of its
         changes (the caller makes a checkpoint once it committed); its position."""
-        position, _ = self._next_position(raw)
-        txnid = int(raw.id())
-        writer = wal_log.RecordWriter(self._fd, position, txnid, self._allocate)
-        after = writer.finish(wal_log.BARRIER_BODY, _ZEROS)
+        txnid, position, _ = self._next_position(raw)
+        after = wal_log.write_record(
+            self._fd, position, txnid, wal_log.BARRIER_BODY, _ZEROS, self._allocate
+        )
         meta = self._dbs[layout.DB_META]
         write_position(raw, meta, after)
         raw.put(META_BARRIER, layout.seal(META_BARRIER, _TXNID.pack(txnid)), db=meta)
@@ -182,50 +189,47 @@ class WriteAheadLog:
         self._last_txnid = txnid
         return position
 
-    def _start_record(self, logged: wal_capture.LoggedTxn) -> wal_log.RecordWriter:
-        """The record of this transaction, begun where :meth:`_next_position` says."""
-        position, after_barrier = self._next_position(logged.raw)
+    def _begin(self, logged: wal_capture.LoggedTxn) -> tuple[int, Position]:
+        """Where the record of ``logged`` goes (:meth:`_next_position`): its transaction's id
+        and position; a record after a barrier deletes it."""
+        txnid, position, after_barrier = self._next_position(logged.raw)
         if after_barrier:
             logged.delete(META_BARRIER, db=self._dbs[layout.DB_META])
-        txnid = int(logged.raw.id())
-        self._writer = wal_log.RecordWriter(self._fd, position, txnid, self._allocate)
-        self._writer_txnid = txnid
-        self._record_at = position
-        return self._writer
+        return txnid, position
 
     def _spill(self, logged: wal_capture.LoggedTxn, body: bytes) -> None:
-        writer = self._writer or self._start_record(logged)
-        writer.add_encoded(body)
+        if self._writer is None:  # the record of this transaction, begun
+            txnid, position = self._begin(logged)
+            self._writer = wal_log.RecordWriter(self._fd, position, txnid, self._allocate)
+        self._writer.add_encoded(body)
 
     def append(self, logged: wal_capture.LoggedTxn, txnid: int) -> Position | None:
         """Finish the transaction's record (before LMDB's commit): its position, or ``None``
         when it changed nothing."""
         del txnid  # the record carries the id of the transaction it was begun in
-        if self._writer is None and not logged.parts:
-            return None
-        writer = self._writer or self._start_record(logged)
-        self._writer = None
-        after = writer.finish(logged.take(), _ZEROS)
+        writer = self._writer
+        if writer is None:
+            if not logged.parts:
+                return None
+            txnid, at = self._begin(logged)  # nothing spilled: one write
+            after = wal_log.write_record(self._fd, at, txnid, logged.take(), _ZEROS, self._allocate)
+        else:
+            self._writer = None
+            txnid, at = writer.txnid, writer.position
+            after = writer.finish(logged.take(), _ZEROS)
         write_position(logged.raw, self._dbs[layout.DB_META], after)
         self._commits += 1
-        self._last_txnid = self._writer_txnid
-        return self._record_at
+        self._last_txnid = txnid
+        self._appended = (txnid, after)
+        return at
+
+    def lmdb_committed(self) -> None:
+        """Right after LMDB committed the last :meth:`append`'s transaction (before another)."""
+        self._last_commit = self._appended
 
     def _allocate(self, end: int) -> None:
-        """Make the log file reach ``end`` with written zeros, ahead of need: a flush of a
-        write inside the file is one device flush, while a write that extends the file (or
-        fills space reserved by ``fallocate``) also commits file-system metadata."""
-        if end <= self._allocated:
-            return
-        self._allocated = os.fstat(self._fd).st_size  # another process may have grown it
-        if end <= self._allocated:
-            return
-        size = max(end, min(2 * self._allocated, self._allocated + _GROWTH_MAX))
-        at = self._allocated
-        while at < size:
-            at += os.pwrite(self._fd, _ZERO_CHUNK[: size - at], at)
-        os.fdatasync(self._fd)
-        self._allocated = size
+        if end > self._allocated:  # the file's size is checked only past the last known one
+            self._allocated = wal_log.grow(self._fd, end)
 
     def sync(self) -> None:
         """Flush the log: every commit that returned before this call is then durable."""
@@ -381,7 +385,6 @@ class WriteAheadLog:
         with self._pin_lock:  # the writer (log restart) and the checkpointer thread both swap
             candidate, self._candidate = self._candidate, None
             old, self._pin = self._pin, pin
-            self._pin_time = time.monotonic()
             self._pin_txnid = int(pin.id())
             self._commits_at_pin = self._commits
         for txn in (candidate, old):

@@ -319,3 +319,36 @@ def test_a_large_transaction_written_in_pieces_comes_back_whole_or_not_at_all(
         (image / "wal.log").write_bytes(log[:cut])
         _new_boot(monkeypatch)
         assert _entries(str(image)) == expected[:1]
+
+
+def test_writes_of_two_processes_in_turn_each_go_after_the_others_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that wrote the last record knows where the next one goes without reading
+    it back -- unless another process committed since: then its record must not overwrite the
+    other's (a restart redoes both, from a checkpoint before them)."""
+    monkeypatch.setattr(wal, "CHECKPOINT_AGE_S", 1e9)
+    monkeypatch.setattr(wal, "CHECKPOINT_COMMITS", 10**9)  # the log, not a checkpoint, has them
+    path = str(tmp_path / "s")
+    other = textwrap.dedent(
+        """
+        import sys
+        import rstore
+        from rstore.storage import wal
+        wal.CHECKPOINT_AGE_S, wal.CHECKPOINT_COMMITS = 1e9, 10**9
+        with rstore.Store(sys.argv[1], wal=True) as s:
+            print(s.xadd("k", {"i": "other"}).decode())
+        """
+    )
+    with rstore.Store(path, wal=True) as s:
+        ids = [s.xadd("k", {"i": i}).decode() for i in range(3)]
+        for turn in range(3):
+            command = [sys.executable, "-c", other, path]
+            done = subprocess.run(command, check=False, capture_output=True)
+            assert done.returncode == 0, done.stderr
+            ids.append(done.stdout.decode().strip())  # its first write checkpoints before it
+            ids += [s.xadd("k", {"i": f"{turn}-{i}"}).decode() for i in range(2)]
+    records = _records_after_checkpoint(path)
+    assert len(records) == 3  # the last other write, then this process's two
+    _new_boot(monkeypatch)
+    assert [entry_id.decode() for entry_id, _ in _entries(path)] == ids
