@@ -112,19 +112,26 @@ class MetaFlusher:
             data = os.pread(self._shared, _RECORD.size, 0)
         except OSError:
             return 0
-        if len(data) != _RECORD.size:
+        return self._decode_shared(data)
+
+    def _decode_shared(self, data: bytes) -> int:
+        """The durable txnid in the word's bytes (``data`` may run past them); 0 if invalid."""
+        if len(data) < _RECORD.size:
             return 0
-        magic, dev, ino, txnid, check = _RECORD.unpack(data)
+        magic, dev, ino, txnid, check = _RECORD.unpack_from(data)
         if magic != _MAGIC or (dev, ino) != self._identity or check != dev ^ ino ^ txnid ^ _CHECK:
             return 0
         return int(txnid)
 
-    def _publish(self, txnid: int) -> None:
+    def _publish(self, txnid: int, shared: int | None = None) -> None:
+        """``shared``: the word's value if the caller has just read it (no second read)."""
         with self._lock:
             if txnid <= self._known:
                 return
             self._known = txnid
-        if self._shared is None or self._read_shared() >= txnid:
+        if self._shared is None:
+            return
+        if (self._read_shared() if shared is None else shared) >= txnid:
             return
         dev, ino = self._identity
         # Racing writers may overwrite a higher value with a lower one: that costs a flush
@@ -155,13 +162,22 @@ class MetaFlusher:
         Published, it lets a writer whose own flush has not started skip it."""
         self._publish(txnid - 1)
 
+    def _note_known(self, txnid: int) -> None:
+        """``txnid`` was read from the shared word: it is durable."""
+        with self._lock:
+            self._known = max(self._known, txnid)
+
+    def _shared_covers(self, txnid: int) -> bool:
+        """Whether the shared word says commit ``txnid`` is on disk."""
+        return txnid <= self._read_shared()
+
     def make_durable(self, txnid: int, grace_s: float = 0.0) -> None:
         """Return once commit ``txnid`` is on disk: at once if another flush covered it.
 
         With ``grace_s``, first wait up to that long for a later commit to cover it (a reader
         woken before this flush, whose own commit flushes the file; :meth:`committed`), and
         flush only if none did."""
-        if txnid <= self._known or txnid <= self._read_shared():
+        if txnid <= self._known or self._shared_covers(txnid):
             counters.skipped += 1
             return
         if grace_s > 0 and self._covered_within(txnid, grace_s):

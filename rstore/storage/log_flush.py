@@ -17,7 +17,9 @@ which log sequence number is known to be on disk) with two additions for many wr
   publishes the highest marked number it read before flushing, not only its own.
 
 Racing writers may lower the marked word (read, compare and write are not atomic): that only
-makes a flush claim less than it could, never more.
+makes a flush claim less than it could, never more.  Both words are read with one ``pread``
+(:meth:`LogFlusher._read_words`), and a flusher holding the lock publishes without reading the
+durable word again: only a flush under the lock writes it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ __all__ = ["LogFlusher"]
 
 _MARKED_AT = 64  # the marked word's offset in wal.shm (the durable word is at 0)
 _MARKED = struct.Struct("<8sQQ")  # magic, sequence number, check
+_WORDS = _MARKED_AT + _MARKED.size  # both words, read at once
 _MAGIC = b"rsmarkd1"
 _CHECK = 0x6D61_726B_6564_2121
 
@@ -40,24 +43,40 @@ _CHECK = 0x6D61_726B_6564_2121
 class LogFlusher(MetaFlusher):
     """The flushes of ``wal.log`` for one process (see the module's docstring)."""
 
-    def note_marked(self, lsn: int) -> None:
-        """After this process marked record ``lsn`` committed (durable writes only)."""
-        if self._shared is None or self._read_marked() >= lsn:
-            return
-        with suppress(OSError):
-            os.pwrite(self._shared, _MARKED.pack(_MAGIC, lsn, lsn ^ _CHECK), _MARKED_AT)
+    _uncovered = 0  # the record whose note_marked found the durable word below it
 
-    def _read_marked(self) -> int:
+    def note_marked(self, lsn: int) -> None:
+        """After this process marked record ``lsn`` committed (durable writes only), before
+        :meth:`make_durable` of ``lsn``: the durable word read here is not read again there."""
         if self._shared is None:
-            return 0
+            return
+        durable, marked = self._read_words()
+        if durable >= lsn:  # a flush that started after a later record's mark covered it
+            self._note_known(durable)
+        else:
+            self._uncovered = lsn
+            if marked < lsn:
+                with suppress(OSError):
+                    os.pwrite(self._shared, _MARKED.pack(_MAGIC, lsn, lsn ^ _CHECK), _MARKED_AT)
+
+    def _shared_covers(self, txnid: int) -> bool:
+        # Not covered when note_marked just read the word for this record (another thread's
+        # record in between only costs this read).
+        return txnid != self._uncovered and super()._shared_covers(txnid)
+
+    def _read_words(self) -> tuple[int, int]:
+        """The durable and the marked sequence numbers (0 for a word not valid)."""
+        if self._shared is None:
+            return 0, 0
         try:
-            data = os.pread(self._shared, _MARKED.size, _MARKED_AT)
+            data = os.pread(self._shared, _WORDS, 0)
         except OSError:
-            return 0
-        if len(data) != _MARKED.size:
-            return 0
-        magic, lsn, check = _MARKED.unpack(data)
-        return int(lsn) if magic == _MAGIC and check == lsn ^ _CHECK else 0
+            return 0, 0
+        if len(data) != _WORDS:
+            return self._decode_shared(data), 0
+        magic, lsn, check = _MARKED.unpack_from(data, _MARKED_AT)
+        marked = int(lsn) if magic == _MAGIC and check == lsn ^ _CHECK else 0
+        return self._decode_shared(data), marked
 
     def _flush_covering(self, txnid: int) -> None:
         """Flush the log, one process at a time, unless the flush waited for covered record
@@ -67,14 +86,14 @@ class LogFlusher(MetaFlusher):
             with suppress(OSError):
                 fcntl.lockf(shared, fcntl.LOCK_EX, 1, 0)  # another process's flush first
         try:
-            if txnid <= self._read_shared():  # the flush waited for covered it
+            durable, marked = self._read_words()
+            if txnid <= durable:  # the flush waited for covered it
                 counters.skipped += 1
-                with self._lock:
-                    self._known = max(self._known, txnid)
+                self._note_known(durable)
                 return
-            covers = max(txnid, self._read_marked())
+            covers = max(txnid, marked)
             self._flush()
-            self._publish(covers)
+            self._publish(covers, durable)  # under the lock, no other flush wrote the word
         finally:
             if shared is not None:
                 with suppress(OSError):
