@@ -19,9 +19,9 @@ import uuid
 from pathlib import Path
 
 import pytest
+from log_files import log_header
 
 import rstore
-from rstore.storage import wal_log
 
 ENTRIES = 20_000
 
@@ -45,16 +45,6 @@ def _new_boot(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RSTORE_TEST_BOOT_ID", str(uuid.uuid4()))
 
 
-def _header(path: Path) -> wal_log.Header:
-    fd = os.open(path / "wal.log", os.O_RDONLY)
-    try:
-        header = wal_log.read_header(fd)
-    finally:
-        os.close(fd)
-    assert header is not None
-    return header
-
-
 def test_a_restore_is_a_barrier_and_a_checkpoint(
     tmp_path: Path, dump: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -63,7 +53,7 @@ def test_a_restore_is_a_barrier_and_a_checkpoint(
         s.xadd("small", {"f": "v"}, id="1-1")
         s.restore_file(dump)
         last = s._live_env()._env.info()["last_txnid"]
-        assert _header(path).checkpoint_txnid == last  # covered before restore_file returned
+        assert log_header(path).checkpoint_txnid == last  # covered before restore_file returned
         data, log = os.path.getsize(path / "data.mdb"), os.path.getsize(path / "wal.log")
         assert data > 1 << 20 and log < data // 8, (data, log)  # the nodes went to data.mdb only
         s.xadd("small", {"f": "w"}, id="1-2")  # after the barrier, once it is covered
@@ -128,9 +118,9 @@ def test_a_write_after_an_uncovered_barrier_checkpoints_first(
         acknowledged = _killed_in_a_restore(path, dump)
         assert s.xlen("big") == ENTRIES  # the same boot: the restore is committed
         restore = s._live_env()._env.info()["last_txnid"]
-        assert _header(path).checkpoint_txnid < restore  # nothing covers it yet
+        assert log_header(path).checkpoint_txnid < restore  # nothing covers it yet
         after = s.xadd("small", {"i": "after"}).decode()  # sync=True: acknowledged on disk
-        assert _header(path).checkpoint_txnid >= restore  # it made the checkpoint first
+        assert log_header(path).checkpoint_txnid >= restore  # it made the checkpoint first
     _new_boot(monkeypatch)
     with rstore.Store(path, wal=True) as s:
         assert [i.decode() for i, _ in s.xrange("small")] == [first, *acknowledged, after]

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import rstore
 from rstore import NIL_ARRAY
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "rdb"
@@ -78,3 +79,14 @@ def stream_questions(key: bytes, group_names: list[bytes]) -> list[list[bytes]]:
             [b"XPENDING", key, name, b"-", b"+", b"1000000"],
         ]
     return asked
+
+
+def plain_events_rdb(tmp_path: Path) -> Path:
+    """An RDB file (``tmp_path/ev.rdb``, not compressed) of one stream ``ev``: entries 1-0 to
+    3-0, each ``field`` = ``value-N``, in one node: small enough to damage byte by byte."""
+    with rstore.Store(tmp_path / "src") as store:
+        for i in range(1, 4):
+            store.xadd("ev", {"field": f"value-{i}"}, id=f"{i}-0")
+        path = tmp_path / "ev.rdb"
+        store.save(str(path), compress=False)
+    return path

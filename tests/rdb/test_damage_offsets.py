@@ -15,6 +15,8 @@ import pytest
 import rstore
 from rstore.codec.crc64 import crc64
 
+from .common import plain_events_rdb
+
 Outcome = tuple[str, int | None, str]
 
 
@@ -85,11 +87,7 @@ def test_a_flipped_byte_is_reported_at_one_offset(
 
 
 def test_damage_inside_a_plain_node_is_reported_at_the_damaged_byte(tmp_path: Path) -> None:
-    with rstore.Store(tmp_path / "src") as store:
-        for i in range(1, 4):
-            store.xadd("ev", {"field": f"value-{i}"}, id=f"{i}-0")
-        path = tmp_path / "ev.rdb"
-        store.save(str(path), compress=False)
+    path = plain_events_rdb(tmp_path)
     data = path.read_bytes()
     # The value "value-3" is a listpack string: its encoding byte sits right before it.
     at = data.index(b"value-3") - 1

@@ -22,6 +22,8 @@ from rstore.rdb import values
 from rstore.rdb.decoding import Source
 from rstore.rdb.encoding import encode_string
 
+from .common import plain_events_rdb
+
 STREAM_TYPE = 21
 HUGE = [2**64 - 1, 2**63, 2**63 - 1, 2**32]
 
@@ -148,11 +150,7 @@ def test_index_rdb_reports_a_damaged_master_entry_at_its_byte(tmp_path: Path) ->
     """``index_rdb`` checks only the nodes' headers, then reads each master entry's count: a
     count that is not an integer is reported at its byte in the file, as the readers that check
     nodes in depth report it."""
-    with rstore.Store(tmp_path / "src") as store:
-        for i in range(1, 4):
-            store.xadd("ev", {"field": f"value-{i}"}, id=f"{i}-0")
-        path = tmp_path / "ev.rdb"
-        store.save(str(path), compress=False)
+    path = plain_events_rdb(tmp_path)
     data = path.read_bytes()
     [(_, listpack)] = list(
         rstore.read_rdb_nodes(str(path), rstore.index_rdb(str(path))[0].nodes[0].offset, 1)

@@ -5,12 +5,12 @@ checks clean."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from log_files import log_chain, log_header
 
 import rstore
 from rstore.storage import wal, wal_log
@@ -22,24 +22,6 @@ def no_checkpoints(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(wal, "CHECKPOINT_AGE_S", 1e9)
     monkeypatch.setattr(wal, "CHECKPOINT_COMMITS", 1 << 40)
     yield
-
-
-def _header(path: Path) -> wal_log.Header:
-    fd = os.open(path / "wal.log", os.O_RDONLY)
-    try:
-        header = wal_log.read_header(fd)
-    finally:
-        os.close(fd)
-    assert header is not None
-    return header
-
-
-def _records(path: Path) -> list[wal_log.Record]:
-    fd = os.open(path / "wal.log", os.O_RDONLY)
-    try:
-        return list(wal_log.chain(fd, _header(path).position))
-    finally:
-        os.close(fd)
 
 
 def _flip(path: Path, offset: int) -> None:
@@ -58,7 +40,7 @@ def test_a_sound_log_checks_clean(tmp_path: Path, no_checkpoints: None, sync: bo
             s.xadd("k", {"i": i})
         s.xgroup_create("k", "g", "0")
         s.xreadgroup("g", "c", {"k": ">"}, count=5)
-        assert len(_records(path)) >= 22  # not checkpointed: the check reads them all
+        assert len(log_chain(path)) >= 22  # not checkpointed: the check reads them all
         assert s.check() == []
     with rstore.Store(path, wal=True) as s:
         assert s.check() == []
@@ -71,7 +53,7 @@ def test_a_damaged_record_since_the_checkpoint_is_named(
     with rstore.Store(path, wal=True) as s:
         for i in range(5):
             s.xadd("k", {"i": i})
-        records = _records(path)
+        records = log_chain(path)
         third = records[-3]
         _flip(path, third.position.offset + 48)  # inside its operations
         assert s.check() == [
@@ -107,7 +89,7 @@ def test_a_store_in_use_checks_clean(tmp_path: Path, monkeypatch: pytest.MonkeyP
     path = tmp_path / "s"
     with rstore.Store(path, sync=False, wal=True) as s:
         s.xadd("k", {"f": "v"})
-        start = _header(path).position.generation
+        start = log_header(path).position.generation
         done = threading.Event()
 
         def write() -> None:
@@ -125,4 +107,4 @@ def test_a_store_in_use_checks_clean(tmp_path: Path, monkeypatch: pytest.MonkeyP
         writer.join()
         checks.append(s.check())
         assert len(checks) > 3 and all(c == [] for c in checks), [c for c in checks if c][:1]
-        assert _header(path).position.generation > start + 1  # the log restarted meanwhile
+        assert log_header(path).position.generation > start + 1  # the log restarted meanwhile

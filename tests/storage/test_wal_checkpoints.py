@@ -9,19 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
+from log_files import log_header
 
 import rstore
-from rstore.storage import wal, wal_log
-
-
-def _header(path: Path) -> wal_log.Header:
-    fd = os.open(path / "wal.log", os.O_RDONLY)
-    try:
-        header = wal_log.read_header(fd)
-    finally:
-        os.close(fd)
-    assert header is not None
-    return header
+from rstore.storage import wal
 
 
 def _checkpointers() -> list[threading.Thread]:
@@ -34,14 +25,14 @@ def test_the_checkpoint_follows_the_writes_and_the_thread_stops_with_the_store(
     path = tmp_path / "s"
     before = len(_checkpointers())
     with rstore.Store(path, sync=False, wal=True) as s:
-        first = _header(path).checkpoint_txnid
+        first = log_header(path).checkpoint_txnid
         for i in range(200):
             s.xadd("k", {"i": i})
         last = s._live_env()._env.info()["last_txnid"]
         deadline = time.monotonic() + 5
-        while _header(path).checkpoint_txnid < last and time.monotonic() < deadline:
+        while log_header(path).checkpoint_txnid < last and time.monotonic() < deadline:
             time.sleep(0.01)  # the thread checkpoints within ~50 ms of the last write
-        assert _header(path).checkpoint_txnid == last > first
+        assert log_header(path).checkpoint_txnid == last > first
         assert len(_checkpointers()) == before + 1
     assert len(_checkpointers()) == before  # closed: its thread is gone
 

@@ -7,24 +7,14 @@ records the restarted log had overwritten."""
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
 import pytest
+from log_files import log_header
 
 import rstore
 from rstore.storage import wal_log
-
-
-def _header(path: Path) -> wal_log.Header:
-    fd = os.open(path / "wal.log", os.O_RDONLY)
-    try:
-        header = wal_log.read_header(fd)
-    finally:
-        os.close(fd)
-    assert header is not None
-    return header
 
 
 def test_an_older_checkpoint_never_replaces_a_newer_one(
@@ -35,7 +25,7 @@ def test_an_older_checkpoint_never_replaces_a_newer_one(
         store.xadd("k", {"f": "v"})
         log = store._live_env()._wal
         assert log is not None
-        before = _header(path)
+        before = log_header(path)
         old, new = before.checkpoint_txnid + 1, before.checkpoint_txnid + 2
         newer_written = threading.Event()
         real_write = wal_log.write_header
@@ -55,4 +45,4 @@ def test_an_older_checkpoint_never_replaces_a_newer_one(
             pass
         log._publish(new, before.meta, before.position)
         older.join()
-        assert _header(path).checkpoint_txnid == new
+        assert log_header(path).checkpoint_txnid == new
