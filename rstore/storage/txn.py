@@ -28,12 +28,13 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from rstore.codec.node_validate import validate_node
-from rstore.errors import CorruptDataError, CorruptStoreError
+from rstore.errors import CorruptDataError
 from rstore.model import ID
 from rstore.storage import layout, pagecheck
 from rstore.storage.carry import Carry
 from rstore.storage.cursors import seek_node
 from rstore.storage.layout import KeyRecord, StoreConfig, StreamMeta
+from rstore.storage.txn_errors import DamageErrors
 
 __all__ = ["Carry", "Txn"]
 
@@ -44,7 +45,7 @@ _CARRY_LIMIT = 4096  # records carried from one write transaction to the next, a
 _DECODE_ERRORS = (struct.error, ValueError, IndexError, KeyError, CorruptDataError)
 
 
-class Txn:
+class Txn(DamageErrors):
     """One LMDB transaction with rstore's record types."""
 
     __slots__ = (
@@ -100,33 +101,6 @@ class Txn:
         return int(self._raw.id())
 
     # ------------------------------------------------------------------ damaged data
-
-    def corrupt(self, db: bytes, key: bytes, what: str) -> CorruptStoreError:
-        """The error for a damaged record of ``db`` at ``key``, naming its stream if known."""
-        stream = None
-        if db == layout.DB_KEYS and len(key) > 8:
-            stream = key[8:]
-        elif db in (layout.DB_STREAMS, layout.DB_NODES, layout.DB_GROUPS) and len(key) >= 8:
-            stream = self._names.get(layout.unpack_u64(key[:8]))
-        elif db in (layout.DB_CONSUMERS, layout.DB_PEL, layout.DB_CONSUMER_PEL):
-            from rstore.storage.group_records import whose  # noqa: PLC0415 - it imports txn
-
-            stream, what = whose(self, db, key, what)
-        if stream is None:
-            what = f"{what} (record key {key.hex()})"
-        return CorruptStoreError(
-            what, path=self._path, db=db.decode(), key=stream,
-            hint="nothing was read from it; `rstore check` lists every damaged place",
-        )  # fmt: skip
-
-    def inconsistent(self, db: bytes, what: str, stream: bytes | None = None) -> CorruptStoreError:
-        """The error for records that disagree (each one sound on its own): a counter, an
-        index or a reference naming what is not there -- damage a checksum cannot see, such
-        as a record whose key was damaged, found missing by a lookup."""
-        return CorruptStoreError(
-            f"the store's records disagree: {what}", path=self._path, db=db.decode(),
-            key=stream, hint="nothing was changed; `rstore check` lists every damaged place",
-        )  # fmt: skip
 
     def stream_name(self, handle: int) -> bytes | None:
         """The key name of the stream ``handle``, when this transaction has seen it."""
