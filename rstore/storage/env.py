@@ -44,8 +44,9 @@ from rstore.storage.durable import MetaFlusher
 from rstore.storage.env_opening import Opening
 from rstore.storage.failures import translate, translate_os
 from rstore.storage.gate import Gate
-from rstore.storage.notify import Notifier, PollingWaiter, Waiter
+from rstore.storage.notify import Notifier
 from rstore.storage.txn import Carry, Txn
+from rstore.storage.waiters import PollingWaiter, Waiter
 from rstore.storage.wakeups import Wakeups
 
 __all__ = ["DEFAULT_MAP_SIZE", "Env"]

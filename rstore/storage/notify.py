@@ -16,7 +16,8 @@ each reader waiting on a key it changed.  Because the reader registers *before* 
 the writer looks *after* committing, no wake-up is lost.
 
 Readers of the same consumer group are served oldest first, as in Redis: the writer wakes only
-the oldest of them, and each, after running, wakes the next (:meth:`Waiter.pass_baton`).
+the oldest of them, and each, after running, wakes the next
+(:meth:`~rstore.storage.waiters.Waiter.pass_baton`).
 After a ``sync=True`` commit, readers flagged :data:`FLAG_EARLY` (XREADGROUP of a durable
 handle) are woken before the writer's meta-page flush, the others after it
 (:meth:`Notifier.notify`'s phases; docs/durability.md, "Wake-ups before the flush").  A
@@ -27,7 +28,8 @@ The table is read and written with ``pread``/``pwrite``, never mapped: a full di
 cut short by someone else gives an ``OSError`` that can be handled, never a SIGBUS.  Its space
 is allocated when it is created.  A table with a wrong size or header (damaged) is rebuilt in
 place; one that cannot be used at all (a directory, another user's file) makes blocked reads
-fall back to :class:`PollingWaiter` -- the caller (``Env``) says so once in the log.
+fall back to :class:`~rstore.storage.waiters.PollingWaiter` -- the caller (``Env``) says so
+once in the log.  A blocked call's side (its socket, its slots) is :mod:`rstore.storage.waiters`.
 """
 
 from __future__ import annotations
@@ -35,16 +37,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import itertools
 import os
-import select
 import socket
 import stat
 import struct
 import sys
 import threading
 from collections.abc import Iterable
-from typing import Protocol
 
 from rstore.codec.crc64 import crc64
 from rstore.errors import StorageError
@@ -56,8 +55,6 @@ __all__ = [
     "KIND_READ",
     "LATE",
     "Notifier",
-    "PollingWaiter",
-    "Waiter",
     "slot_hash",
 ]
 
@@ -85,7 +82,6 @@ ALL = EARLY | LATE
 _FREE = 0
 _WAITING = 1
 
-_tokens = itertools.count(1)
 # Linux has an abstract socket namespace (names that are not files); elsewhere use temp files.
 _ABSTRACT_SOCKETS: bool = sys.platform.startswith("linux")
 
@@ -169,6 +165,13 @@ class Notifier:
         import tempfile  # noqa: PLC0415 - only where abstract sockets are missing
 
         return os.path.join(tempfile.gettempdir(), name)
+
+    def release_address(self, pid: int, token: int) -> None:
+        """After the socket bound at :meth:`address` is closed: remove its file, where sockets
+        have files (not on Linux)."""
+        if not _ABSTRACT_SOCKETS:
+            with contextlib.suppress(OSError):
+                os.unlink(self.address(pid, token))
 
     # ------------------------------------------------------------------ slots
 
@@ -335,164 +338,3 @@ class Notifier:
         self._closed = True
         self._send_sock.close()
         os.close(self._fd)
-
-
-class _Guard(Protocol):
-    """What a waiter enters before touching the table (the Env's gate): ``enter`` raises once
-    the store is closed."""
-
-    def enter(self) -> None: ...
-
-    def leave(self) -> None: ...
-
-
-class Waiter:
-    """One blocked call: a socket to be woken on, and its slots in the table."""
-
-    def __init__(
-        self,
-        notifier: Notifier,
-        kind: int,
-        keys: list[bytes],
-        group: int = 0,
-        guard: _Guard | None = None,
-        flags: int = 0,
-    ) -> None:
-        self._notifier = notifier
-        self._guard = guard
-        self._token = next(_tokens)
-        self._registered = False
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        try:
-            self._sock.bind(notifier.address(os.getpid(), self._token))
-            self._sock.setblocking(False)
-            self._kind = kind
-            self._group = group
-            self._hashes = {slot_hash(k) for k in keys}
-            self.arrival, self._slots = notifier.register(
-                kind, self._hashes, group, self._token, flags
-            )
-            self._registered = True
-        except BaseException:
-            self._sock.close()
-            raise
-
-    def wait(self, timeout_s: float) -> bool:
-        """Sleep until woken or ``timeout_s`` passes; ``True`` when woken."""
-        ready, _, _ = select.select([self._sock], [], [], max(timeout_s, 0.0))
-        if not ready:
-            return False
-        with contextlib.suppress(BlockingIOError):
-            while self._sock.recv(64):
-                pass
-        return True
-
-    def fileno(self) -> int | None:
-        """The socket a wake-up arrives on (for an event loop to watch)."""
-        return self._sock.fileno()
-
-    def drain(self) -> bool:
-        """Take the wake-ups that arrived, without waiting; whether there was one."""
-        woken = False
-        with contextlib.suppress(BlockingIOError):
-            while self._sock.recv(64):
-                woken = True
-        return woken
-
-    def pass_baton(self) -> None:
-        """After running, let the next reader of the same group run (FIFO serving).  Best
-        effort: a failure only means the next reader runs at its next re-check."""
-        if self._kind != KIND_GROUP or not self._registered or not self._enter():
-            return
-        try:
-            self._notifier.wake_next(self._hashes, self._group, self.arrival)
-        except (OSError, StorageError):
-            pass
-        finally:
-            self._leave()
-
-    def interrupt(self) -> None:
-        """The store is closing (called by its owner, with no one else in the table): give the
-        slots back and wake the blocked call, which then finds the store closed."""
-        if self._registered:
-            self._registered = False
-            with contextlib.suppress(OSError, StorageError):
-                self._notifier.unregister(self._slots, os.getpid(), self._token)
-        with contextlib.suppress(OSError):
-            self._notifier.wake_socket(self._sock.getsockname())
-
-    def _enter(self) -> bool:
-        if self._guard is None:
-            return True
-        try:
-            self._guard.enter()
-        except StorageError:  # closed: interrupt() already gave the slots back
-            return False
-        return True
-
-    def _leave(self) -> None:
-        if self._guard is not None:
-            self._guard.leave()
-
-    def close(self) -> None:
-        if self._registered and self._enter():
-            try:
-                self._registered = False
-                with contextlib.suppress(OSError, StorageError):
-                    self._notifier.unregister(self._slots, os.getpid(), self._token)
-            finally:
-                self._leave()
-        self._sock.close()
-        if not _ABSTRACT_SOCKETS:
-            with contextlib.suppress(OSError):
-                os.unlink(self._notifier.address(os.getpid(), self._token))
-
-    def __enter__(self) -> Waiter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class PollingWaiter:
-    """Waiting without the table: sleep a short while and let the caller look again.  Used when
-    the waiter table cannot be used (the caller logs why, once); wake-ups then take up to
-    :attr:`INTERVAL_S` instead of a fraction of a millisecond."""
-
-    INTERVAL_S = 0.05
-
-    def __init__(self) -> None:
-        self._woken = threading.Lock()  # released by interrupt() (Event.wait: not Ctrl-C safe)
-        self._woken.acquire()
-
-    def wait(self, timeout_s: float) -> bool:
-        """Sleep ``min(timeout_s, INTERVAL_S)``; ``True`` when interrupted, so the caller looks
-        at once (it re-checks after every wait anyway)."""
-        if not self._woken.acquire(timeout=max(min(timeout_s, self.INTERVAL_S), 0.0)):
-            return False
-        with contextlib.suppress(RuntimeError):  # and stays released for the next wait
-            self._woken.release()
-        return True
-
-    def fileno(self) -> int | None:
-        """None: nothing to watch; the caller looks again every :attr:`INTERVAL_S`."""
-        return None
-
-    def drain(self) -> bool:
-        return False
-
-    def pass_baton(self) -> None:
-        pass
-
-    def interrupt(self) -> None:
-        with contextlib.suppress(RuntimeError):  # already released
-            self._woken.release()
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> PollingWaiter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

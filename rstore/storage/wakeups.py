@@ -14,15 +14,8 @@ import weakref
 
 from rstore.errors import StorageError
 from rstore.storage.gate import Gate
-from rstore.storage.notify import (
-    ALL,
-    FLAG_EARLY,
-    KIND_GROUP,
-    Notifier,
-    PollingWaiter,
-    Waiter,
-    slot_hash,
-)
+from rstore.storage.notify import ALL, FLAG_EARLY, KIND_GROUP, Notifier, slot_hash
+from rstore.storage.waiters import PollingWaiter, Waiter
 
 __all__ = ["Wakeups"]
 

@@ -90,7 +90,7 @@ def durable_group_reader(path: str, results: Reports, die_once_woken: bool, ack:
     reply.  (The step, not any ``fdatasync``: a store written through the log also flushes
     from its checkpointer thread, and before a process's first commit.)"""
     from rstore.commands import executor
-    from rstore.storage import notify
+    from rstore.storage import waiters
 
     executor.SAFETY_RECHECK_S = 60.0
 
@@ -98,9 +98,9 @@ def durable_group_reader(path: str, results: Reports, die_once_woken: bool, ack:
         store = rstore.Store(path, sync=True)
         if die_once_woken:
             woken: list[bool] = []
-            real_wait = notify.Waiter.wait
+            real_wait = waiters.Waiter.wait
 
-            def wait(self: notify.Waiter, timeout_s: float) -> bool:
+            def wait(self: waiters.Waiter, timeout_s: float) -> bool:
                 got = real_wait(self, timeout_s)
                 woken.append(got)
                 return got
@@ -112,7 +112,7 @@ def durable_group_reader(path: str, results: Reports, die_once_woken: bool, ack:
                     os.kill(os.getpid(), signal.SIGKILL)
                 real_make_durable(self, txnid, grace_s)
 
-            notify.Waiter.wait = wait  # type: ignore[method-assign]
+            waiters.Waiter.wait = wait  # type: ignore[method-assign]
             durable.MetaFlusher.make_durable = die  # type: ignore[method-assign]  # this child
         reply = store.xreadgroup(GROUP, "c1", {KEY: ">"}, count=1, block=60_000)
         when_read = _durability(store)

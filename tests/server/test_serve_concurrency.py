@@ -171,12 +171,12 @@ def test_a_parked_read_without_a_wakeup_descriptor_polls(tmp_path: Path, monkeyp
     """When the store cannot give a parked read a wake-up descriptor (its waiter table full,
     descriptors short), the read looks again every few tens of ms: an XADD by another client
     reaches it well before the once-a-second recheck."""
-    from rstore.storage import notify
+    from rstore.storage import waiters
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise OSError(24, "Too many open files")
 
-    monkeypatch.setattr(notify.Waiter, "__init__", refuse)
+    monkeypatch.setattr(waiters.Waiter, "__init__", refuse)
     with rstore.Store(tmp_path / "s") as store, ServedStore(store) as served:
         reader, writer = redis.Redis(port=served.port), redis.Redis(port=served.port)
         writer.xadd("k", {"f": "v"}, id="1-1")

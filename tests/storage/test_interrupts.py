@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from rstore.storage.gate import Gate
-from rstore.storage.notify import PollingWaiter
+from rstore.storage.waiters import PollingWaiter
 
 CHILD = r"""
 import faulthandler, os, random, signal, sys, threading, time

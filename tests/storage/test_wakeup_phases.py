@@ -21,9 +21,9 @@ from rstore.storage.notify import (
     KIND_READ,
     LATE,
     Notifier,
-    Waiter,
     slot_hash,
 )
+from rstore.storage.waiters import Waiter
 
 
 @pytest.fixture
