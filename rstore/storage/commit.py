@@ -90,7 +90,7 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
                 if position is None:
                     return None
                 if bulk:
-                    return functools.partial(_bulk_checkpoint, wal, position)
+                    return functools.partial(_bulk_checkpoint, wal)
                 wal.lmdb_committed()  # before the next write transaction of this process
                 if flusher is None:
                     wal.committed(position, durable=False)  # marked at sync() or close
@@ -123,12 +123,12 @@ def _log_durable(wal: WriteAheadLog, position: Position, readers_woken: bool) ->
     wal.poke()
 
 
-def _bulk_checkpoint(wal: WriteAheadLog, position: Position, readers_woken: bool) -> None:
+def _bulk_checkpoint(wal: WriteAheadLog, readers_woken: bool) -> None:
     """After the commit of a bulk write (either ``sync``): its changes are in ``data.mdb``
     only, so it returns once a checkpoint covers it -- ``data.mdb`` flushed, the header naming
     it, the log flushed.  Until then no other record can follow its barrier (the next writer
     would make that checkpoint first)."""
-    del position, readers_woken
+    del readers_woken
     crash_point("bulk-committed")
     wal.checkpoint()
 

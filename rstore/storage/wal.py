@@ -182,11 +182,9 @@ class WriteAheadLog:
         after = wal_log.write_record(
             self._fd, position, txnid, wal_log.BARRIER_BODY, _ZEROS, self._allocate
         )
+        self._written(raw, txnid, after)
         meta = self._dbs[layout.DB_META]
-        write_position(raw, meta, after)
         raw.put(META_BARRIER, layout.seal(META_BARRIER, _TXNID.pack(txnid)), db=meta)
-        self._commits += 1
-        self._last_txnid = txnid
         return position
 
     def _begin(self, logged: wal_capture.LoggedTxn) -> tuple[int, Position]:
@@ -217,11 +215,15 @@ class WriteAheadLog:
             self._writer = None
             txnid, at = writer.txnid, writer.position
             after = writer.finish(logged.take(), _ZEROS)
-        write_position(logged.raw, self._dbs[layout.DB_META], after)
-        self._commits += 1
-        self._last_txnid = txnid
+        self._written(logged.raw, txnid, after)
         self._appended = (txnid, after)
         return at
+
+    def _written(self, raw: Any, txnid: int, after: Position) -> None:
+        """Transaction ``txnid``'s record is in the log: LMDB's position moves past it."""
+        write_position(raw, self._dbs[layout.DB_META], after)
+        self._commits += 1
+        self._last_txnid = txnid
 
     def lmdb_committed(self) -> None:
         """Right after LMDB committed the last :meth:`append`'s transaction (before another)."""

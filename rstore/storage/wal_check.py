@@ -49,7 +49,7 @@ def check_log(store_path: str, env: Any) -> list[str]:
 
 def _chain_problems(fd: int, start: Position, committed: Position) -> list[str]:
     if (start.generation, start.lsn) > (committed.generation, committed.lsn):
-        return []  # a checkpoint newer than this snapshot: read again (see check_log)
+        return []  # a header ahead of LMDB (never, as check_log reads LMDB after it): no chain
     reached, count = start, 0
     for record in wal_log.chain(fd, start):
         if record.position.lsn >= committed.lsn:

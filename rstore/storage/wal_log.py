@@ -323,25 +323,10 @@ def _read_at(fd: int, expected: Position, end: int) -> Record | None:
     return Record(expected, txnid, ops, committed == 1, size, crc)
 
 
-def _after(record: Record) -> Position:
+def after(record: Record) -> Position:
+    """The position right after ``record``: where the next record must be."""
     gen, offset, lsn, _ = record.position
     return Position(gen, offset + record.size, lsn + 1, record.crc)
-
-
-def redoable(fd: int, start: Position) -> Iterator[Record]:
-    """The records recovery redoes, in order, from ``start`` (a checkpoint's position).
-
-    A record is redone when it is valid where it is expected and is marked committed or is
-    followed by a valid record (whose writer read its position from a committed state).  The
-    scan stops at the first record that is neither, and at a barrier (:data:`BARRIER_BODY`)."""
-    end = os.fstat(fd).st_size
-    record = _read_at(fd, start, end)
-    while record is not None and not record.barrier:
-        following = _read_at(fd, _after(record), end)
-        if not (record.committed or following is not None):
-            return
-        yield record
-        record = following
 
 
 def chain(fd: int, start: Position) -> Iterator[Record]:
@@ -352,12 +337,22 @@ def chain(fd: int, start: Position) -> Iterator[Record]:
     record = _read_at(fd, start, end)
     while record is not None:
         yield record
-        record = _read_at(fd, _after(record), end)
+        record = _read_at(fd, after(record), end)
 
 
-def after(record: Record) -> Position:
-    """The position right after ``record``: where the next record must be."""
-    return _after(record)
+def redoable(fd: int, start: Position) -> Iterator[Record]:
+    """The records recovery redoes, in order, from ``start`` (a checkpoint's position): those
+    of :func:`chain` that are marked committed or followed by a valid record (whose writer read
+    its position from a committed state).  The scan stops at the first record that is
+    neither, and at a barrier (:data:`BARRIER_BODY`)."""
+    records = chain(fd, start)
+    record = next(records, None)
+    while record is not None and not record.barrier:
+        following = next(records, None)
+        if not (record.committed or following is not None):
+            return
+        yield record
+        record = following
 
 
 # ---------------------------------------------------------------------------- header

@@ -97,10 +97,7 @@ def recover(fd: int, data_path: str, env: Any, dbs: dict[bytes, Any]) -> int:
             for record in wal_log.redoable(fd, start):
                 wal_capture.redo(raw, dbs, record.ops)
                 count += 1
-                last = Position(
-                    record.position.generation, record.position.offset + record.size,
-                    record.position.lsn + 1, record.crc,
-                )  # fmt: skip
+                last = wal_log.after(record)
             fresh = Position(last.generation + 1, wal_log.RECORDS_START, last.lsn, 0)
             write_position(raw, meta_db, fresh)
             txnid = int(raw.id())
