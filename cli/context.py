@@ -79,11 +79,12 @@ class StoreOpener(NamedTuple):
         Always ``sync=True``: a CLI call is one process and one write, so ``sync=False`` would
         save one fsync (about 0.5 ms) out of the process start-up (docs/cli.md).
 
-        ``--wal`` applies where the command may create the store (``create=True``)."""
+        ``--wal`` / ``--no-wal`` apply where the command may create the store
+        (``create=True``)."""
         if self.readonly:
             return rstore.Store(self.store_path, readonly=True, create=False)
         try:
-            return rstore.Store(self.store_path, create=create, wal=bool(self.wal and create))
+            return rstore.Store(self.store_path, create=create, wal=self.wal if create else None)
         except rstore.ReadOnlyStoreError:
             if create:
                 raise
@@ -125,14 +126,14 @@ GLOBAL_OPTIONS: tuple[GlobalOption, ...] = (
         },
     ),
     GlobalOption(
-        ("--wal",),
+        ("--wal/--no-wal",),
         "wal",
         {
-            "is_flag": True,
-            "help": "Create the store with a write-ahead log (format 3: one flush per "
-            "durable write, intact after an OS crash; docs/durability.md).  For the commands "
-            "that create stores; given to one of them, a store that exists without a log is "
-            "an error.  May also follow the command.",
+            "help": "Whether a store the command creates has a write-ahead log (format 3, "
+            "the default: one flush per durable write, intact after an OS crash; "
+            "docs/durability.md) or not (format 2).  For the commands that create stores; "
+            "given to one of them, a store that exists in the other format is an error.  May "
+            "also follow the command.",
         },
     ),
 )
@@ -150,7 +151,7 @@ def _late_callback(
     name: str, is_flag: bool
 ) -> Callable[[click.Context, click.Parameter, Any], None]:
     def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
-        if value is None or (is_flag and value is False):
+        if value is None or (is_flag and value is False and not param.secondary_opts):
             return  # not given after the command: the value given before stands
         opener = ctx.find_object(StoreOpener) or StoreOpener()
         ctx.obj = opener._replace(**{name: value})

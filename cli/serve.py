@@ -173,7 +173,7 @@ def serve_command(
         return
     _logging(config)
     log = logging.getLogger("rstore.server")
-    store = rstore.Store(config.store, sync=config.sync == "always", wal=bool(opener.wal))
+    store = rstore.Store(config.store, sync=config.sync == "always", wal=opener.wal)
     try:
         _fit_open_files(config, log, len(store.databases()))
     except click.ClickException:

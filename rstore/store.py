@@ -20,7 +20,7 @@ from rstore.model import AppendReport
 from rstore.pipeline import Pipeline
 from rstore.storage import registry
 from rstore.storage.env import Env
-from rstore.storage.layout import FIRST_LOGGED_FORMAT, StoreConfig
+from rstore.storage.layout import StoreConfig
 
 # Snapshots, inspection and checks load when first used (start-up of one-command processes).
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class Store(RedisCommands, Databases):
     :param sync: ``True`` (default): a write that returned is on disk (like Redis's
         ``appendfsync always``).  ``False``: commits are not flushed; a process crash loses
         nothing, an operating-system crash or power loss may lose writes since the last
-        :meth:`sync` -- and may corrupt a store that was not created with ``wal=True`` (see
+        :meth:`sync` -- and may corrupt a store created with ``wal=False`` (see
         ``docs/durability.md``).  Every Store on one path in one process must use the same
         setting.
     :param node_max_bytes: Redis's ``stream-node-max-bytes`` for this store (default 4096);
@@ -61,11 +61,14 @@ class Store(RedisCommands, Databases):
         Works on stores this user may not write (another user's service store, a read-only
         mount, a snapshot on read-only media); see ``docs/durability.md`` for what reading a
         store without access to its lock file means.
-    :param wal: create the store (if it does not exist yet) with a write-ahead log (store
-        format 3): one flush per durable commit instead of two, and a ``sync=False`` store that
-        stays intact after an OS crash, at a cost in CPU for transactions that change many
-        records (``docs/durability.md``).  An existing store keeps its format; ``wal=True`` on
-        a store without a log raises :class:`StorageError`.
+    :param wal: whether the store is written through a write-ahead log (store format 3).
+        ``None`` (default): a new store is created with the log, an existing store keeps the
+        format it was created in.  With the log a durable commit costs one flush instead of
+        two and a ``sync=False`` store stays intact after an OS crash; every transaction also
+        records its changes in the log, which costs CPU where commits are not flushed
+        (``docs/durability.md``).  ``False`` creates a store without it (format 2).  ``True``
+        or ``False`` given for an existing store of the other kind raises
+        :class:`StorageError`: the log is chosen when a store is created.
     :param decode_responses: as in redis-py: the redis-py-style methods, ``execute_command``
         and pipelines give every bulk string as ``str`` decoded with ``encoding`` /
         ``encoding_errors`` (``dump`` still gives ``bytes``; :meth:`execute` and
@@ -82,7 +85,7 @@ class Store(RedisCommands, Databases):
         map_size: int | None = None,
         create: bool = True,
         readonly: bool = False,
-        wal: bool = False,
+        wal: bool | None = None,
         decode_responses: bool = False,
         encoding: str = "utf-8",
         encoding_errors: str = "strict",
@@ -131,8 +134,8 @@ class Store(RedisCommands, Databases):
 
     @property
     def wal(self) -> bool:
-        """Whether the store is written through a write-ahead log (created with ``wal=True``)."""
-        return self._live_env().format >= FIRST_LOGGED_FORMAT
+        """Whether the store is written through a write-ahead log (format 3; see ``wal``)."""
+        return self._live_env().logged
 
     @property
     def readonly(self) -> bool:

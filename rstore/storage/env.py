@@ -92,7 +92,7 @@ class Env(Opening, Wakeups):
         map_size: int,
         create: bool,
         readonly: bool = False,
-        write_ahead_log: bool = False,
+        write_ahead_log: bool | None = None,
     ) -> None:
         self.path = path
         self.sync_mode = sync
@@ -121,6 +121,11 @@ class Env(Opening, Wakeups):
     @property
     def closed(self) -> bool:
         return self._gate.closed
+
+    @property
+    def logged(self) -> bool:
+        """Whether the store is written through the write-ahead log (format 3)."""
+        return self.format >= layout.FIRST_LOGGED_FORMAT
 
     @property
     def writable(self) -> bool:

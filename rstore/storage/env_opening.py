@@ -38,7 +38,7 @@ class Opening:
     sealed: bool
     _map_size: int
     _create: bool
-    _want_log: bool
+    _want_log: bool | None
     _data_path: str
     _env: Any
     _dbs: dict[bytes, Any]
@@ -50,14 +50,11 @@ class Opening:
     def _open(self, *, verify: bool = True) -> None:
         opening.check_directory(self.path, create=self._create, readonly=self.readonly)
         self._data_path = os.path.join(self.path, opening.DATA_FILE)
-        logged = opening.uses_log(self.path, readonly=self.readonly, create_logged=self._want_log)
-        if self._want_log and not logged and not self.readonly:
-            raise StorageError(
-                f"{self.path} is a store without a write-ahead log (the log is chosen when a "
-                "store is created)",
-                hint="open it without wal=True (the CLI's --wal), or save it and restore the "
-                "snapshot into a new store created with the log",
-            )
+        logged = opening.uses_log(
+            self.path, readonly=self.readonly, create_logged=self._want_log is not False
+        )
+        if self._want_log is not None and logged != self._want_log and not self.readonly:
+            raise opening.wal_mismatch(self.path, logged=logged)
         lock_fd = None
         if logged and not self.readonly:
             try:

@@ -189,6 +189,22 @@ def uses_log(path: str, *, readonly: bool, create_logged: bool) -> bool:
     return create_logged and not readonly and not os.path.exists(os.path.join(path, DATA_FILE))
 
 
+def wal_mismatch(path: str, *, logged: bool) -> StorageError:
+    """The error for ``wal=True`` on a store without a write-ahead log, or ``wal=False`` on one
+    with it: the log is chosen when a store is created."""
+    if logged:
+        return StorageError(
+            f"{path} is a store with a write-ahead log (the log is chosen when a store is created)",
+            hint="open it without wal=False (the CLI's --no-wal), or save it and restore the "
+            "snapshot into a new store created with wal=False",
+        )
+    return StorageError(
+        f"{path} is a store without a write-ahead log (the log is chosen when a store is created)",
+        hint="open it without wal=True (the CLI's --wal), or save it and restore the snapshot "
+        "into a new store created with the log",
+    )
+
+
 def log_needs_recovery(path: str) -> bool:
     """For a reader that cannot recover: whether the log's header predates this boot."""
     from rstore.storage import wal, wal_recovery  # noqa: PLC0415 -- they import its neighbours

@@ -13,6 +13,7 @@ import os
 import threading
 
 from rstore.errors import StorageError
+from rstore.storage import opening
 from rstore.storage.env import DEFAULT_MAP_SIZE, Env
 
 __all__ = ["acquire", "open_mode", "release"]
@@ -55,7 +56,7 @@ def acquire(
     map_size: int | None,
     create: bool,
     readonly: bool = False,
-    wal: bool = False,
+    wal: bool | None = None,
 ) -> Env:
     """The process's Env for ``path``, opened on first use and reference-counted."""
     real = os.path.realpath(path)
@@ -74,6 +75,8 @@ def acquire(
                 f"{path} is already open in this process with sync={env.sync_mode}; LMDB allows "
                 "one handle per process, so every Store on one path must use the same sync setting"
             )
+        elif wal is not None and not readonly and env.logged != wal:
+            raise opening.wal_mismatch(path, logged=env.logged)
         elif env.readonly != readonly:
             raise StorageError(
                 f"{path} is already open in this process with readonly={env.readonly}; LMDB "

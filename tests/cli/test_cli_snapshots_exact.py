@@ -87,14 +87,14 @@ def test_inspect_a_known_store_and_its_file_exactly(
     result = run("inspect", "--json")
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
-    assert (report["path"], report["format"], report["wal"]) == (str(store_path), 2, False)
+    assert (report["path"], report["format"], report["wal"]) == (str(store_path), 3, True)
     (stream,) = report["streams"]
     assert stream == {**expected, "db": None, "bytes": None, "groups": [
         {**expected["groups"][0], "consumers": 2}  # type: ignore[index]
     ]}  # fmt: skip
 
     assert run("inspect").stdout == (
-        f"{store_path}: store in format 2, 1 stream\n"
+        f"{store_path}: store in format 3 (write-ahead log), 1 stream\n"
         "stream events: length 3, 1 node\n"
         "  first 1-0, last 4-0, last generated 4-0, entries added 4, max deleted 4-0\n"
         "  group billing: last delivered 3-0, entries read 3, lag -, pending 3, 2 consumers\n"

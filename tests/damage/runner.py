@@ -70,10 +70,14 @@ class CaseResult:
 
 
 def damaged_copy(prep: Prepared, target: Path, mutation: mutations.Mutation | None) -> Path:
-    """A copy of the intact ``data.mdb`` in the directory ``target``, damaged."""
+    """A copy of the intact store in the directory ``target``, its ``data.mdb`` damaged: the
+    data file and, for a store with the write-ahead log, the log (its header names the
+    checkpoint the data file holds; the other files are rebuilt by the first open)."""
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
-    shutil.copyfile(prep.pristine / "data.mdb", target / "data.mdb")
+    for name in ("data.mdb", "wal.log"):
+        if (prep.pristine / name).exists():
+            shutil.copyfile(prep.pristine / name, target / name)
     if mutation is not None:
         mutation.apply(target / "data.mdb")
     return target

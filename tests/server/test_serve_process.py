@@ -61,18 +61,27 @@ def store_dir(tmp_path: Path) -> Path:
     return tmp_path / "store"
 
 
-def test_wal_creates_a_logged_store_and_refuses_one_without(store_dir: Path) -> None:
-    served = Served(store_dir, "--wal")
+@pytest.mark.parametrize(("flag", "logged"), [([], True), (["--no-wal"], False)])
+def test_serve_creates_the_format_asked_and_refuses_the_other(
+    store_dir: Path, flag: list[str], logged: bool
+) -> None:
+    """A store the server creates has the write-ahead log unless given ``--no-wal``; given
+    ``--wal`` / ``--no-wal``, a store of the other format refuses to start, left as it was."""
+    served = Served(store_dir, *flag)
     assert served.client().xadd("s", {"f": "v"}, id="1-1") == b"1-1"
     code, err = served.stop()
     assert code == 0, err
     with rstore.Store(store_dir, create=False) as store:
-        assert (store.wal, store.xlen("s")) == (True, 1)
-    plain = store_dir.parent / "plain"
-    rstore.Store(plain).close()
-    refused = subprocess.run(_serve(plain, "--wal"), check=False, capture_output=True, timeout=60)
+        assert (store.wal, store.xlen("s")) == (logged, 1)
+    other = "--wal" if not logged else "--no-wal"
+    refused = subprocess.run(_serve(store_dir, other), check=False, capture_output=True, timeout=60)
     assert refused.returncode == 1
-    assert refused.stderr.decode().startswith(f"Error: {plain} is a store without a write-ahead")
+    without = "without" if not logged else "with"
+    assert refused.stderr.decode().startswith(
+        f"Error: {store_dir} is a store {without} a write-ahead log"
+    )
+    with rstore.Store(store_dir, create=False) as store:
+        assert (store.wal, store.xlen("s")) == (logged, 1)
 
 
 def test_sigterm_stops_cleanly(store_dir: Path, tmp_path: Path) -> None:

@@ -112,7 +112,9 @@ def test_the_c_walk_reports_what_the_python_walk_reports(
             in_python.trees,
         ), f"trial {trial}"
         found += bool(in_c.problems)
-    assert found > 300  # the damage was real
+    # the damage was real: ~1 trial in 4 lands on a page in use (a store with the log keeps the
+    # pages of the commits between two checkpoints free in the file, which the walk ignores)
+    assert found > 100
 
 
 @pytest.mark.parametrize("cut", [PAGE * 3, PAGE * 3 + 100, PAGE * 40, -PAGE, -1])
