@@ -98,9 +98,11 @@ class Children:
             proc.join(10)
 
 
-def process_state(pid: int) -> str:
-    """The one-letter state in /proc/<pid>/stat (``Z``: a zombie, dead but not reaped)."""
-    with open(f"/proc/{pid}/stat") as f:
+def process_state(pid: int, tid: int | None = None) -> str:
+    """The one-letter state in /proc/<pid>/stat, or of its thread ``tid`` (``Z``: a zombie,
+    dead but not reaped)."""
+    where = f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat"
+    with open(where) as f:
         return f.read().rsplit(")", 1)[1].split()[0]
 
 
@@ -125,7 +127,19 @@ def sigkill(proc: BaseProcess, reap: bool = True) -> None:
         assert proc.exitcode == -signal.SIGKILL, f"child ended with {proc.exitcode}, not by SIGKILL"
     else:
         pid = proc.pid
-        wait_for(lambda: process_state(pid) == "Z", "the killed child to die")
+        wait_for(lambda: _all_threads_dead(pid), "the killed child to die")
+
+
+def _all_threads_dead(pid: int) -> bool:
+    """Whether ``pid`` is a zombie whose every thread has exited too.  The main thread turns
+    ``Z`` first; a thread of the same process can still be finishing a system call the signal
+    cannot interrupt (an ``fdatasync``: the checkpointer thread of a store with the log), and
+    until the last one exits the process's descriptors -- its wake-up socket -- stay open."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+        return all(process_state(pid, int(tid)) == "Z" for tid in tids)
+    except FileNotFoundError:  # a thread (or the process) went away while we looked
+        return False
 
 
 def next_report(results: Any, who: Any = None, timeout: float = WAIT_S) -> tuple[Any, str, Any]:
