@@ -25,6 +25,7 @@ static PyObject *s_put, *s_delete, *s_drop, *s_cursor, *s_commit, *s_abort, *s_k
 typedef struct {
     PyObject_HEAD
     PyObject *raw, *get, *id, *names, *parent, *spill;
+    PyObject *bound_put, *bound_delete;  /* self.put and self.delete, made once */
     PyObject *buf;   /* a bytes object used as the buffer (not shared), or NULL */
     Py_ssize_t len;  /* the bytes of buf in use */
     Py_ssize_t size; /* what decides a spill, counted as the Python version counts it */
@@ -178,6 +179,8 @@ static PyObject *txn_commit(Txn *self, PyObject *unused)
     PyObject *r = PyObject_CallMethodNoArgs(self->raw, s_commit);
     if (!r) return NULL;
     Py_DECREF(r);
+    Py_CLEAR(self->bound_put);  /* they refer to self */
+    Py_CLEAR(self->bound_delete);
     if (parent && self->len) {  /* the changes go to the parent (and stay here too) */
         if (!(p = reserve(parent, self->len))) return NULL;
         memcpy(p, PyBytes_AS_STRING(self->buf), self->len);
@@ -193,6 +196,8 @@ static PyObject *txn_abort(Txn *self, PyObject *unused)
     PyObject *r = PyObject_CallMethodNoArgs(self->raw, s_abort);
     if (!r) return NULL;
     Py_DECREF(r);
+    Py_CLEAR(self->bound_put);
+    Py_CLEAR(self->bound_delete);
     Py_CLEAR(self->buf);
     self->len = self->size = 0;
     Py_RETURN_NONE;
@@ -219,9 +224,16 @@ static PyObject *txn_ops(Txn *self, void *closure)
 
 static PyObject *txn_pending(Txn *self, void *closure) { return PyBool_FromLong(self->len > 0); }
 
+/* An attribute: this type's, else the raw transaction's.  Looking up a method of a type that
+   has its own getattro makes a bound method at each call; put and delete, called for every
+   change, are made once (until commit or abort). */
 static PyObject *txn_getattro(PyObject *self, PyObject *name)
 {
-    return pass_through(self, ((Txn *)self)->raw, name);
+    Txn *t = (Txn *)self;
+    PyObject **bound = name == s_put ? &t->bound_put : name == s_delete ? &t->bound_delete : NULL;
+    if (!bound) return pass_through(self, t->raw, name);
+    if (!*bound && !(*bound = pass_through(self, t->raw, name))) return NULL;
+    return Py_NewRef(*bound);
 }
 
 static PyObject *txn_new(PyTypeObject *type, PyObject *args, PyObject *kw)
@@ -252,6 +264,7 @@ static int txn_traverse(Txn *t, visitproc visit, void *arg)
 {
     Py_VISIT(t->raw); Py_VISIT(t->get); Py_VISIT(t->id);
     Py_VISIT(t->names); Py_VISIT(t->parent); Py_VISIT(t->spill);
+    Py_VISIT(t->bound_put); Py_VISIT(t->bound_delete);
     return 0;
 }
 
@@ -259,6 +272,7 @@ static int txn_clear(Txn *t)
 {
     Py_CLEAR(t->raw); Py_CLEAR(t->get); Py_CLEAR(t->id);
     Py_CLEAR(t->names); Py_CLEAR(t->parent); Py_CLEAR(t->spill); Py_CLEAR(t->buf);
+    Py_CLEAR(t->bound_put); Py_CLEAR(t->bound_delete);
     return 0;
 }
 

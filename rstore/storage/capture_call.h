@@ -62,9 +62,19 @@ static PyObject *call_kw(PyObject *obj, PyObject *method, PyObject *args, PyObje
     return r;
 }
 
+/* self.<name> as object.__getattribute__ finds it (these types have no instance dict), else
+   raw.<name>, but for the writes that would go unrecorded */
 static PyObject *pass_through(PyObject *self, PyObject *raw, PyObject *name)
 {
-    if (_PyType_Lookup(Py_TYPE(self), name)) return PyObject_GenericGetAttr(self, name);
+    PyObject *descr = _PyType_Lookup(Py_TYPE(self), name), *r;
+    if (descr) {
+        descrgetfunc get = Py_TYPE(descr)->tp_descr_get;
+        if (!get) return Py_NewRef(descr);
+        Py_INCREF(descr);
+        r = get(descr, self, (PyObject *)Py_TYPE(self));
+        Py_DECREF(descr);
+        return r;
+    }
     if (PyUnicode_Check(name) && (PyUnicode_CompareWithASCIIString(name, "replace") == 0 ||
                                   PyUnicode_CompareWithASCIIString(name, "pop") == 0)) {
         PyErr_Format(PyExc_AttributeError, "%U() is not recorded for the write-ahead log", name);
