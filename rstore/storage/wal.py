@@ -135,8 +135,8 @@ class WriteAheadLog:
         """``raw`` recording its changes; an outermost one (no ``parent``) hands them to the
         log in pieces as they pass :data:`wal_capture.SPILL_BYTES`."""
         if parent is not None:
-            return wal_capture.LoggedTxn(raw, self._names, parent)
-        logged = wal_capture.LoggedTxn(raw, self._names)
+            return wal_capture.new_txn(raw, self._names, parent)
+        logged = wal_capture.new_txn(raw, self._names)
         logged.spill = lambda body: self._spill(logged, body)
         self._writer = None
         return logged
@@ -207,7 +207,7 @@ class WriteAheadLog:
         del txnid  # the record carries the id of the transaction it was begun in
         writer = self._writer
         if writer is None:
-            if not logged.parts:
+            if not logged.pending:
                 return None
             txnid, at = self._begin(logged)  # nothing spilled: one write
             after = wal_log.write_record(self._fd, at, txnid, logged.take(), _ZEROS, self._allocate)

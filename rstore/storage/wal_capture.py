@@ -11,10 +11,17 @@ after-images in order, so applying them again onto a later state gives the same 
 
 Reads pass straight through (``__getattr__``); only the write calls rstore uses are wrapped,
 and a write call that is not wrapped raises instead of going unrecorded.
+
+``rstore/storage/_capture.c`` (optional, like the codecs' accelerators) holds the same two
+classes in C: the same calls to py-lmdb, the same bytes appended to one growing buffer, the
+same spills.  :func:`new_txn` builds the C one when it is built and ``RSTORE_NO_SPEEDUPS`` is
+not set; the classes here are the reference and the fallback
+(``tests/storage/test_wal_capture_c.py`` drives both through the same random transactions).
 """
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -22,7 +29,7 @@ from typing import Any
 from rstore.storage import layout, wal_log
 from rstore.storage.wal_log import Op
 
-__all__ = ["CLEAR", "SPILL_BYTES", "LoggedCursor", "LoggedTxn", "redo"]
+__all__ = ["CLEAR", "ENABLED", "SPILL_BYTES", "LoggedCursor", "LoggedTxn", "new_txn", "redo"]
 
 #: The key of the operation that empties a whole sub-database (``value`` is ``None``).
 CLEAR = b""
@@ -71,6 +78,11 @@ class LoggedTxn:
     @property
     def ops(self) -> list[Op]:
         return wal_log.decode_ops(b"".join(self.parts))
+
+    @property
+    def pending(self) -> bool:
+        """Whether :meth:`take` has recorded operations to return."""
+        return bool(self.parts)
 
     def take(self) -> bytes:
         """The encoded operations recorded so far, removed."""
@@ -161,8 +173,12 @@ class LoggedCursor:
         return found
 
     def putmulti(self, items: Iterable[tuple[bytes, bytes]], **kw: Any) -> tuple[int, int]:
-        if kw.get("overwrite", True) is False or kw.get("dupdata"):
-            raise ValueError("putmulti without overwrite is not recorded for the write-ahead log")
+        # LMDB counts a pair it skipped (not overwritten, or out of order) as consumed
+        if not kw.get("overwrite", True) or kw.get("dupdata") or kw.get("append"):
+            raise ValueError(
+                "putmulti without overwrite, or with dupdata or append, is not recorded for the "
+                "write-ahead log"
+            )
         given = 0
         txn, db = self._txn, self._db
 
@@ -190,3 +206,19 @@ def redo(raw: Any, handles: Mapping[bytes, Any], ops: Iterable[Op]) -> None:
             raw.drop(handle, delete=False)
         else:
             raw.delete(key, db=handle)
+
+
+#: ``new_txn(raw, names, parent=None, spill=None)``: a :class:`LoggedTxn`, in C when built.
+new_txn: Callable[..., LoggedTxn] = LoggedTxn
+
+if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
+    try:
+        from rstore.storage import _capture as _c  # type: ignore[attr-defined]
+    except ImportError:  # not built: changes are recorded in Python
+        _c: Any = None  # type: ignore[no-redef]
+    if _c is not None:
+        _c.configure(_PUTS, _DELETES, SPILL_BYTES)
+        new_txn = _c.LoggedTxn
+
+#: Whether the C capture is in use.
+ENABLED = new_txn is not LoggedTxn
