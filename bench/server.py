@@ -55,9 +55,11 @@ def rstore_server(base: str, sync: str) -> Iterator[tuple[int, int]]:
     """``rstore serve`` on a free port over a new store; its port and PID."""
     port = free_port()
     directory = tempfile.mkdtemp(prefix="bench-serve-", dir=base)
+    # RSTORE_BENCH_WAL=0 (as bench/common.py reads it): a store without the write-ahead log
+    unlogged = ["--no-wal"] if os.environ.get("RSTORE_BENCH_WAL", "") == "0" else []
     proc = subprocess.Popen(
         [sys.executable, "-m", "rstore_cli", "--store", f"{directory}/store", "serve",
-         "--port", str(port), "--sync", sync, "--loglevel", "warning"],
+         "--port", str(port), "--sync", sync, "--loglevel", "warning", *unlogged],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
