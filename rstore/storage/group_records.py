@@ -229,11 +229,16 @@ def nacks_deliver(
     """Make ``owner`` the holder of fresh NACKs (delivery count 1, time ``now_ms``) for
     ``ids``.  With ``may_exist`` a NACK already there (after XGROUP SETID moved the group
     back) is taken over.  Returns how many NACKs are new, and how many were taken from each
-    other consumer."""
+    other consumer.  Without ``may_exist`` (the usual delivery) the two records of each NACK
+    are sealed and written as runs (:func:`rstore.storage.sealed.nacks_write`)."""
     put, get, delete, pack = txn.put, txn.get, txn.delete, layout.ID_PACK
     handle = group.handle
     prefix = layout.pack_u64(handle)
     owned_prefix = layout.consumer_pel_prefix(handle, owner)
+    if not may_exist:  # every NACK is new: the records of the run sealed and written at once
+        nacks = [(pack(*entry_id), now_ms, 1) for entry_id in ids]
+        sealed.nacks_write(txn, prefix, owned_prefix, owner, nacks)
+        return len(nacks), {}
     value = layout.pack_nack(now_ms, 1, owner)
     skip = layout.NACK_HEADER_SIZE
     new = 0
