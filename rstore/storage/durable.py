@@ -216,6 +216,17 @@ class MetaFlusher:
             ) from exc
         counters.flushes += 1
 
+    def abandon(self) -> None:
+        """In a forked child: close the child's copies of the descriptors, nothing else (no
+        flush, and no lock: a parent thread may have held one at the fork)."""
+        self._closed = True
+        fds = [self._fd] if self._own_fd else []
+        if self._shared is not None:
+            fds.append(self._shared)
+        for fd in fds:
+            with suppress(OSError):
+                os.close(fd)
+
     def close(self) -> None:
         """Flush what was committed (a write whose own flush has not run yet is covered by
         this one, and then returns without flushing), and close."""

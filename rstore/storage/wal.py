@@ -404,6 +404,18 @@ class WriteAheadLog:
                 with suppress(Exception):
                     txn.abort()
 
+    def abandon(self) -> None:
+        """In a forked child (:mod:`rstore.storage.forks`): let go of what was inherited
+        without using it -- no flush, no mark, no lock (a parent thread may hold this
+        object's), and no abort of the pins (their reader slots are the parent's: py-lmdb
+        leaves a transaction freed in a child alone).  Only the child's copies of the
+        descriptors are closed."""
+        self._pin = self._candidate = None
+        self.flusher.abandon()
+        for fd in (self._fd, self._data_fd):
+            with suppress(OSError):
+                os.close(fd)
+
     def close(self) -> None:
         self.checkpointer.close()
         self.drop_pin()
