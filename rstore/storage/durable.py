@@ -219,6 +219,8 @@ class MetaFlusher:
     def abandon(self) -> None:
         """In a forked child: close the child's copies of the descriptors, nothing else (no
         flush, and no lock: a parent thread may have held one at the fork)."""
+        if self._closed:
+            return  # closed already: the numbers may be another file's now
         self._closed = True
         fds = [self._fd] if self._own_fd else []
         if self._shared is not None:

@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import lmdb
 
 from rstore.errors import CorruptStoreError, ReadOnlyStoreError, StorageError
-from rstore.storage import forks, layout, upgrade, wal
+from rstore.storage import forks, layout, upgrade, wal, wal_position
 from rstore.storage.combine import Combiner, Request
 from rstore.storage.commit import commit_batch
 from rstore.storage.durable import MetaFlusher
@@ -70,11 +70,13 @@ def _after_fork_in_child() -> None:
     flusher's objects, whose locks a parent thread may hold; handles reopen lazily."""
     for env in list(_all_envs):
         env._forked = True
+        if env.closed:
+            continue  # its descriptors were closed: their numbers may be another file's now
         forks.abandon(getattr(env, "_env", None))
-        wal, flusher = env._wal, env._flusher
+        log, flusher = env._wal, env._flusher
         env._wal = env._flusher = None
-        if wal is not None:
-            wal.abandon()  # its flusher too
+        if log is not None:
+            log.abandon()  # its flusher too
         elif flusher is not None:
             flusher.abandon()
         env._gate = Gate(env.path)
@@ -336,7 +338,7 @@ class Env(Opening, Wakeups):
         ``sync=True`` (for tests and diagnostics).  With the write-ahead log both are log
         sequence numbers; in a format-2 store, LMDB transaction ids."""
         if self._wal is not None:
-            last = wal.read_position_of(self).lsn - 1
+            last = wal_position.read_of(self).lsn - 1
         else:
             last = int(self._env.info()["last_txnid"])
         return last, 0 if self._flusher is None else self._flusher.known_durable()

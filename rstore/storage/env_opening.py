@@ -138,7 +138,7 @@ class Opening:
             return None
         try:
             current = self._wal
-            return None if current is None or self._forked else current.maybe_checkpoint()
+            return None if current is None or self._forked else current.step()
         except lmdb.Error as exc:
             raise translate(exc, self.path, writing=True) from exc
         finally:

@@ -17,8 +17,11 @@ from typing import Any
 from rstore.errors import StorageError
 from rstore.storage import layout, wal_capture, wal_log, wal_meta
 from rstore.storage.faults import crash_point
-from rstore.storage.wal import LOG_FILE, META_WAL, boot_id, read_position, write_position
-from rstore.storage.wal_log import Position
+from rstore.storage.wal import LOG_FILE
+from rstore.storage.wal_log import Position, boot_id
+from rstore.storage.wal_position import META_WAL
+from rstore.storage.wal_position import read as read_position
+from rstore.storage.wal_position import write as write_position
 
 __all__ = ["create", "needs_recovery", "open_lock", "recover", "restore_checkpoint"]
 

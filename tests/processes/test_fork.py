@@ -131,7 +131,7 @@ def test_a_child_leaves_the_parents_reader_slots_alone(tmp_path: Path) -> None:
 
     def held() -> list[str]:
         """What this process holds open (its pin and its candidate, if any)."""
-        return sorted(str(int(txn.id())) for txn in (log._pin, log._candidate) if txn)
+        return [str(txnid) for txnid in log.checkpoints.held()]
 
     assert held() and set(held()) <= set(_reader_slots(store, os.getpid()))
 
