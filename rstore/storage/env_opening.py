@@ -69,6 +69,7 @@ class Opening:
             recovering = lock_fd is not None and wal_recovery.needs_recovery(lock_fd)
             if recovering:
                 assert lock_fd is not None
+                wal_recovery.check_loss(lock_fd, self.path, self._data_path)
                 wal_recovery.restore_checkpoint(lock_fd, self._data_path)
             elif logged and self.readonly and opening.log_needs_recovery(self.path):
                 raise StorageError(

@@ -64,7 +64,6 @@ class WriteAheadLog:
             f"rstore checkpoints {store_path}",
         )  # fmt: skip
         self._last_txnid = 0  # the transaction of this process's last record
-        self._unmarked: Position | None = None  # a sync=False record not marked yet
         self._allocated = 0
         self._writer: wal_log.RecordWriter | None = None  # the record being written, if any
         # (txnid, the position after its record) of this process's last record: LMDB's own
@@ -181,27 +180,20 @@ class WriteAheadLog:
 
     def sync(self) -> None:
         """Flush the log: every commit that returned before this call is then durable."""
-        self._mark_pending()
         os.fdatasync(self._fd)
 
     def committed(self, position: Position, *, durable: bool) -> None:
-        """After LMDB's commit of the record at ``position``.  A durable write marks it at
-        once (its flush must prove it committed).  Otherwise marking waits for :meth:`sync`
-        or the close: a record only needs its mark while it is the log's last (the next
-        record proves it), and a write that is not flushed may be lost after a crash anyway
-        -- one system call less per write."""
+        """After LMDB's commit of the record at ``position``: mark it committed, and for a
+        durable write tell the flusher.  A ``sync=False`` write is marked too (one ``pwrite``,
+        no flush): a record needs its mark while it is the log's last (the next one proves
+        it), and the process may be killed right after the write returned -- after a clean
+        restart the kernel has written the mark back, and recovery redoes the record."""
         if durable:
             crash_point("lmdb-committed")
-            self._mark(position)
+        self._mark(position)
+        if durable:
             self.flusher.note_marked(position.lsn)
             crash_point("record-marked")
-        else:
-            self._unmarked = position
-
-    def _mark_pending(self) -> None:
-        pending, self._unmarked = self._unmarked, None
-        if pending is not None:
-            self._mark(pending)
 
     def _mark(self, position: Position) -> None:
         """The record at ``position`` is committed."""
@@ -241,8 +233,6 @@ class WriteAheadLog:
 
     def close(self) -> None:
         self.checkpoints.close()
-        with suppress(StorageError):  # a close does not fail; the mark only helps a recovery
-            self._mark_pending()
         self.flusher.close()  # flushes the log
         self._close_descriptors()
 

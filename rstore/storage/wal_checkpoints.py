@@ -326,6 +326,7 @@ class Checkpoints:
         # The header's lock is a flock of data.mdb (LMDB never flocks it): taken while
         # LMDB's writer lock may be held, so never the lock of opening (wal.log), which is
         # held while waiting for LMDB's lock.
+        written = False
         with self._header_lock:
             fcntl.flock(self._data_fd, fcntl.LOCK_EX)
             try:
@@ -336,11 +337,13 @@ class Checkpoints:
                 ):
                     wal_log.write_header(self._fd, txnid, position, wal_log.boot_id(), meta)
                     os.fdatasync(self._fd)
-                    self.header_txnid = txnid
+                    self.header_txnid, written = txnid, True
                 elif current is not None:
                     self.header_txnid = current.checkpoint_txnid
             finally:
                 fcntl.flock(self._data_fd, fcntl.LOCK_UN)
+        if written:  # that flush put every record up to txnid's on disk (and maybe more)
+            self._flusher.note_flushed(position.lsn - 1)
 
     # ------------------------------------------------------------------ the pin
 

@@ -23,7 +23,7 @@ import struct
 
 from rstore.storage import pagecheck
 
-__all__ = ["META_BYTES", "capture", "page_size", "restore", "txnid_of"]
+__all__ = ["META_BYTES", "capture", "newest_txnid", "page_size", "restore", "txnid_of"]
 
 _PGNO = struct.Struct("=Q")
 _DB = struct.Struct("=IHHQQQQQ")
@@ -70,6 +70,17 @@ def capture(fd: int, txnid: int) -> bytes:
         if _valid(meta, slot) and txnid_of(meta) == txnid:
             return meta
     raise MetaError(f"no meta page of the data file holds transaction {txnid}")
+
+
+def newest_txnid(fd: int) -> int | None:
+    """The transaction of the newer valid meta page of the data file ``fd`` -- the last commit
+    LMDB wrote a meta page for -- or ``None`` when neither slot is valid."""
+    first = os.pread(fd, META_BYTES, 0)
+    if not _valid(first, 0):
+        return None
+    second = os.pread(fd, META_BYTES, page_size(first))
+    found = [txnid_of(m) for slot, m in ((0, first), (1, second)) if _valid(m, slot)]
+    return max(found) if found else None
 
 
 def restore(fd: int, meta: bytes) -> None:
