@@ -196,7 +196,9 @@ def test_explicit_ids_are_merged_in_id_order_then_rows_without_ids_in_order(
         "part-1.ids.arrow",
         "part-2.ids.arrow",
     ]  # the runs were merged and removed
-    got = [(s, i, fv[1]) for s, i, fv in _entries(files)]
+    entries = _entries(files)
+    got = [(s, i, fv[1]) for s, i, fv in entries]
+    assert [(s, i, fv[1]) for s, i, fv in entries] == got  # a second pass: the same merge
     # Each stream's explicit IDs in ID order; "9-*" after 9-0 and 9-3 (XADD picks 9-4)
     by_stream = {}
     for s, i, at in got:
