@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         UnsupportedRDBError,
     )
     from rstore.glob import key_matches
-    from rstore.ids import StreamID, parse_range_bound, parse_time_ms
+    from rstore.ids import StreamID, parse_range_bound, parse_time_ms, parse_xadd_id
     from rstore.model import (
         AppendReport,
         ConsumerInfo,
@@ -134,6 +134,7 @@ _LAZY: dict[str, str] = {
     "key_matches": "rstore.glob",
     "parse_range_bound": "rstore.ids",
     "parse_time_ms": "rstore.ids",
+    "parse_xadd_id": "rstore.ids",
     "RDBSummary": "rstore.snapshot.inspection",
     "StreamInfo": "rstore.model",
     "StreamState": "rstore.model",
@@ -303,6 +304,7 @@ __all__ = [
     "parse_rate",
     "parse_speed",
     "parse_time_ms",
+    "parse_xadd_id",
     "plan_replay",
     "read_checkpoint",
     "read_rdb_entries",
