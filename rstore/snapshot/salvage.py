@@ -27,7 +27,7 @@ from rstore.storage.salvage import SalvageSource, check_source, open_source
 from rstore.storage.txn import Txn
 from rstore.streams.dump import restore_stream
 from rstore.streams.salvage import StreamSalvage, rebuild_streams
-from rstore.streams.salvage_catalog import Catalog, count_orphans, read_catalog
+from rstore.streams.salvage_catalog import Catalog, count_orphans, read_catalog, shown
 
 __all__ = ["SalvageReport", "salvage_store"]
 
@@ -88,9 +88,9 @@ class SalvageReport:
         """Every loss of this database in one line each: per stream, then the others."""
         lines = []
         for s in self.streams:
-            name = (s.original_name or s.name).decode("utf-8", "backslashreplace")
-            lines += [f"stream {name!r}: lost {r.describe()}" for r in s.lost_entries]
-            lines += [f"stream {name!r}: {what}" for what in s.lost]
+            name = shown(s.original_name or s.name)
+            lines += [f"stream {name}: lost {r.describe()}" for r in s.lost_entries]
+            lines += [f"stream {name}: {what}" for what in s.lost]
         return lines + self.lost
 
 

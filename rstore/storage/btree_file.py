@@ -13,12 +13,15 @@ is read here instead, from the file alone:
   page with sane bounds and node offsets, reached once); a page that fails is skipped and
   reported as a :class:`~rstore.storage.pagecheck.Problem` whose ``low`` and ``high`` are the
   keys its parent bounds it to (``None``: no bound on that side);
-* the walk is lenient where pagecheck is strict: a leaf page keeps the nodes that can be read
-  (a broken node is reported with the keys of its readable neighbours as bounds), a branch page
-  keeps the children it can reach, and a key out of order or outside its bounds is dropped
-  (reported) while its neighbours stay.  Records come out strictly ascending whatever the
-  damage, each one exactly as LMDB stored it: the records' own checksums (format 2 and later)
-  are verified by the caller;
+* the walk is lenient where pagecheck is strict, because the records carry their own checks
+  (format 2 and later: a checksum over key and value, verified by the caller) and order is
+  kept here: records come out strictly ascending whatever the damage, each exactly as LMDB
+  stored it.  A leaf keeps the nodes that can be read (a broken node, or a key standing out of
+  order, is reported with the keys of its readable neighbours as bounds); a branch page keeps
+  the children it can reach (a separator key out of order is ignored, which widens its
+  neighbours' bounds and loses nothing); a leaf whose keys straddle the bounds its parent
+  gives is the right page under a damaged separator and is kept, while a leaf with none of
+  its keys inside them was reached by a damaged reference and is reported in its place;
 * a value in overflow pages is read when its run has the right header and length; otherwise the
   record is reported lost with its key (``Problem.key``);
 * LMDB's free list is never read: damage there loses nothing.
@@ -128,6 +131,26 @@ def _lower(a: bytes | None, b: bytes | None) -> bytes | None:
 def _upper(a: bytes | None, b: bytes | None) -> bytes | None:
     """The tighter of two upper bounds (``None``: none)."""
     return b if a is None else a if b is None else min(a, b)
+
+
+def _misplaced(nodes: list[_Node | None], lo: bytes | None, hi: bytes | None) -> bool:
+    """Whether every readable key of a leaf lies outside the bounds its parent gives: the page
+    is not the one the parent meant (a damaged child reference).  A page with some keys
+    inside is the right one whose parent's separator key is damaged: its records are kept."""
+    keys = [n.key for n in nodes if n is not None]
+    return bool(keys) and all(
+        (lo is not None and k < lo) or (hi is not None and k >= hi) for k in keys
+    )
+
+
+def _in_order(last: bytes | None, key: bytes, nodes: list[_Node | None], i: int) -> bool:
+    """Whether node ``i`` (key ``key``) of a leaf may be handed out after ``last``: it comes
+    after it, and it is not a damaged key standing above the next readable one while that
+    one follows ``last`` (then the next one is kept, this one dropped)."""
+    if last is not None and key <= last:
+        return False
+    following = next((n.key for n in nodes[i + 1 :] if n is not None), None)
+    return following is None or key < following or (last is not None and following <= last)
 
 
 class _Node:
@@ -281,18 +304,16 @@ class TreeReader:
         """The children of a branch page with their bounds (those meeting the query), and the
         problems of the page.  A child whose node cannot be read is lost (a problem between
         its neighbours' keys); a key out of order is ignored, which widens its neighbours'
-        bounds (their records are still filtered by order)."""
+        bounds (their records are still handed out in order) and loses nothing."""
         nodes = self._nodes(page)
         keys: list[bytes | None] = [lo]  # the first key of a branch page is implicit
         previous = lo
         problems: list[Problem] = []
-        for i, node in enumerate(nodes[1:], 1):
+        for node in nodes[1:]:
             key = None if node is None else node.key
             ok = key is not None and (previous is None or key > previous)
             if ok and hi is not None and key is not None and key >= hi:
                 ok = False
-            if key is not None and not ok:
-                problems.append(walk.problem(pgno, f"node {i}'s key is out of order", lo, hi))
             keys.append(key if ok else None)
             previous = key if ok else previous
         children: list[tuple[int, bytes | None, bytes | None]] = []
@@ -319,9 +340,15 @@ class TreeReader:
         values: bool,
     ) -> Iterator[Record | Problem]:
         nodes = self._nodes(page)
+        if _misplaced(nodes, lo, hi):  # a damaged reference to another page of the tree
+            walk.seen.discard(pgno)  # its own parent may still reach it
+            if walk.wanted(lo, hi):
+                yield walk.problem(pgno, "the page holds none of the keys its parent bounds it "
+                                   "to (a damaged reference)", lo, hi)  # fmt: skip
+            return
         broken: list[int] = []  # nodes since the last good one that could not be used
         for i, node in enumerate(nodes):
-            if node is None or not self._in_place(walk, node.key, lo, hi):
+            if node is None or not _in_order(walk.last, node.key, nodes, i):
                 broken.append(i)
                 continue
             if broken:
@@ -341,14 +368,6 @@ class TreeReader:
                 yield key, value
         if broken:
             yield from self._broken(walk, pgno, broken, lo, hi)
-
-    def _in_place(self, walk: _Walk, key: bytes, lo: bytes | None, hi: bytes | None) -> bool:
-        """Whether ``key`` lies inside its page's bounds and after the last key handed out."""
-        if lo is not None and key < lo:
-            return False
-        if hi is not None and key >= hi:
-            return False
-        return walk.last is None or key > walk.last
 
     def _broken(
         self, walk: _Walk, pgno: int, broken: list[int], lo: bytes | None, hi: bytes | None
@@ -384,15 +403,16 @@ class TreeReader:
             )
         first = _U64.unpack_from(page, node.data)[0]
         count = (_HEADER_SIZE - 1 + size) // self.psize + 1
-        run = self.page(first, count if values else 1)
-        why = run if isinstance(run, str) else None
+        run = self.page(first)  # its header first: a damaged size never reads the whole file
         if isinstance(run, bytes):
             number, _, oflags, pages = _OVERFLOW.unpack_from(run)
             if number != first or not oflags & pagecheck.P_OVERFLOW or pages < count:
-                why = f"the overflow run at page {first} has a bad header"
-        if why is not None:
-            return walk.problem(pgno, f"a record's value is lost: {why}", lo, hi, key)
-        assert isinstance(run, bytes)
+                run = f"the overflow run at page {first} has a bad header"
+            elif values and count > 1:
+                rest = self.page(first + 1, count - 1)
+                run = run + rest if isinstance(rest, bytes) else rest
+        if isinstance(run, str):
+            return walk.problem(pgno, f"a record's value is lost: {run}", lo, hi, key)
         return run[_HEADER_SIZE : _HEADER_SIZE + size] if values else b""
 
     def subdatabases(self, main: DbRecord) -> tuple[dict[bytes, DbRecord], list[Problem]]:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from rstore.codec.node_validate import node_facts
-from rstore.errors import CorruptDataError, show_key
+from rstore.errors import CorruptDataError
 from rstore.ids import decrement, format_id, increment
 from rstore.model import (
     ID,
@@ -49,7 +49,7 @@ from rstore.storage import layout
 from rstore.storage.layout import ConsumerMeta, GroupMeta
 from rstore.storage.pagecheck import Problem
 from rstore.storage.salvage import SalvageSource
-from rstore.streams.salvage_catalog import Catalog, handle_span
+from rstore.streams.salvage_catalog import Catalog, handle_span, shown
 
 __all__ = ["LostRange", "StreamRebuild", "StreamSalvage", "rebuild_streams"]
 
@@ -70,8 +70,9 @@ class LostRange:
     cause: str
 
     def describe(self) -> str:
+        start = "the start" if self.first == _ZERO else format_id(self.first).decode()
         end = "the end" if self.before is None else format_id(self.before).decode()
-        return f"entries from {format_id(self.first).decode()} up to {end} ({self.cause})"
+        return f"entries from {start} up to {end} ({self.cause})"
 
 
 @dataclass
@@ -95,9 +96,10 @@ class StreamSalvage:
 
 
 class _Lost(NamedTuple):
-    """Nodes lost from ``floor`` (``None``: from the stream's start) up to the next node."""
+    """Nodes lost after the last one read (if any) up to the next node read.  (The bounds the
+    damaged place gives are not used: they come from LMDB's pages, which have no checksums;
+    the entries read around the loss bound it exactly.)"""
 
-    floor: ID | None
     cause: str
 
 
@@ -119,14 +121,14 @@ class _NodeFeed:
             return None
         if isinstance(item, Problem):
             return handle_span(item)[0]
-        return layout.unpack_u64(item[0][:8])
+        return layout.unpack_u64(item[0][:8]) if len(item[0]) >= 8 else 0
 
     def take(self, handle: int) -> Iterator[_NodeEvent]:
         """The nodes of stream ``handle`` and the losses among them, in ID order."""
         if self.open is not None:
             last, cause = self.open
             if last >= handle:
-                yield _Lost(None, cause)
+                yield _Lost(cause)
             if last <= handle:
                 self.open = None
         while self.head is not None:
@@ -139,29 +141,19 @@ class _NodeFeed:
                 cause = self.cat.problem(item)
                 if last < handle:
                     continue
-                yield _Lost(_floor(item, handle), cause)
+                yield _Lost(cause)
                 if last > handle:
                     self.open = (last, cause)
                     return
                 continue
             key, value = item
-            if layout.unpack_u64(key[:8]) > handle:
+            if len(key) >= 8 and layout.unpack_u64(key[:8]) > handle:
                 return
             self.head = next(self.items, None)
             if len(key) != 24:
-                yield _Lost(
-                    None, self.cat.problem(Problem("nodes", None, "a malformed key", key=key))
-                )
+                yield _Lost(self.cat.problem(Problem("nodes", None, "a malformed key", key=key)))
                 continue
             yield layout.node_key_id(key), value
-
-
-def _floor(problem: Problem, handle: int) -> ID | None:
-    """Where in stream ``handle`` the nodes a problem covers start (``None``: its start)."""
-    bound = problem.key if problem.key is not None else problem.low
-    if bound is None or len(bound) != 24 or layout.unpack_u64(bound[:8]) != handle:
-        return None
-    return layout.node_key_id(bound)
 
 
 def _id_in(key: bytes | None, handle: int) -> ID | None:
@@ -192,7 +184,7 @@ class StreamRebuild:
         self.report = StreamSalvage(name, original)
         self.last_entry: ID | None = None
         if original is None:
-            self.report.lost.append(f"its name is lost: copied as {show_key(name)}")
+            self.report.lost.append(f"its name is lost: copied as {shown(name)}")
 
     def drain(self) -> None:
         """Read past the nodes of this stream that were not consumed (an import refused)."""
@@ -212,14 +204,14 @@ class StreamRebuild:
         run: list[tuple[ID, bytes, int, ID | None, ID]] = []
         for event in self.events:
             if isinstance(event, _Lost):
-                lost = lost or (self._lost_floor(event.floor), event.cause)
+                lost = lost or (self._after_last(), event.cause)
                 continue
             master, node = event
             try:
                 facts = node_facts(node, master)
             except CorruptDataError as exc:
                 cause = f"node {format_id(master).decode()} is malformed: {exc}"
-                lost = lost or (self._lost_floor(master), cause)
+                lost = lost or (self._after_last(), cause)
                 continue
             if self.last_entry is not None and master <= self.last_entry:
                 report.lost.append(
@@ -241,9 +233,9 @@ class StreamRebuild:
         if lost is not None:
             report.lost_entries.append(LostRange(lost[0], None, lost[1]))
 
-    def _lost_floor(self, floor: ID | None) -> ID:
-        after = _ZERO if self.last_entry is None else increment(self.last_entry) or _ZERO
-        return after if floor is None else max(floor, after)
+    def _after_last(self) -> ID:
+        """The first ID after the last entry read (0-0 before the first)."""
+        return _ZERO if self.last_entry is None else increment(self.last_entry) or _ZERO
 
     def _state(self) -> StreamState:
         meta, report = self.meta, self.report
@@ -272,7 +264,7 @@ class _GroupRebuild:
     def __init__(self, stream: StreamRebuild, group: GroupMeta) -> None:
         self.stream = stream
         self.group = group
-        self.label = f"group {show_key(group.name)}"
+        self.label = f"group {shown(group.name)}"
         self.prefix = layout.pack_u64(group.handle)
         self.end = layout.pack_u64(group.handle + 1)
         self.owners: dict[bytes, list[bytes]] = {}  # consumer -> raw IDs it owns
@@ -285,6 +277,7 @@ class _GroupRebuild:
         yield GroupState(g.name, g.last_id, entries_read, 0, 0)
         yield from self._pending()
         rebuilt = self._from_index() if self.problems else {}
+        count = len(rebuilt)  # the importer takes the entries out of the dict it is given
         if rebuilt:
             yield PendingRun(rebuilt)
         consumers = dict(self.stream.cat.consumers.get(g.handle, {}))
@@ -292,7 +285,7 @@ class _GroupRebuild:
             when = self.latest.get(owner, 0)
             consumers[owner] = ConsumerMeta(owner, when, when)
             report.lost.append(
-                f"{self.label}: consumer {show_key(owner)} re-created from its "
+                f"{self.label}: consumer {shown(owner)} re-created from its "
                 "pending entries (its record is lost)"
             )
         for name in sorted(consumers, key=layout.member_part):
@@ -305,7 +298,7 @@ class _GroupRebuild:
         report.groups += 1
         report.consumers += len(consumers)
         report.lost += [f"{self.label}: {w}" for w in self.stream.cat.consumer_losses.of(g.handle)]
-        self._report_lost_pending(len(rebuilt))
+        self._report_lost_pending(count)
 
     def _own(self, owner: bytes, raw: bytes, when: int) -> None:
         self.owners.setdefault(owner, []).append(raw)
@@ -334,28 +327,20 @@ class _GroupRebuild:
         if run:
             yield PendingRun(run)
 
-    def _lost_here(self, key: bytes) -> bool:
-        """Whether the ``pel`` record ``key`` lies where a record could not be read."""
-        for p in self.problems:
-            if p.key is not None:
-                if p.key == key:
-                    return True
-            elif (p.low is None or key >= p.low) and (p.high is None or key < p.high):
-                return True
-        return False
-
     def _from_index(self) -> dict[bytes, tuple[int, int]]:
-        """Pending entries whose record is lost, rebuilt from their owner's index."""
+        """Pending entries whose record is lost, rebuilt from their owner's index: every entry
+        of the index that is not among the records read (some could not be)."""
         cat, gh = self.stream.cat, self.group.handle
         by_part = {layout.member_part(n): c for n, c in cat.consumers.get(gh, {}).items()}
+        read = {raw for ids in self.owners.values() for raw in ids}
         rebuilt: dict[bytes, tuple[int, int]] = {}
         for item in self.stream.source.records(layout.DB_CONSUMER_PEL, self.prefix, self.end):
             if isinstance(item, Problem) or len(item[0]) < 8 + 2 + 16:
                 continue  # the index is rebuilt from the group PEL: nothing of it is needed
             key = item[0]
             raw, part = key[-16:], key[10:-16]
-            if raw in rebuilt or not self._lost_here(self.prefix + raw):
-                continue
+            if raw in read or raw in rebuilt:
+                continue  # an entry whose record was read
             consumer = by_part.get(part)
             if consumer is None and len(part) > layout.MAX_INLINE_MEMBER:
                 continue  # a long name known only by its hash: the owner cannot be named
@@ -369,17 +354,18 @@ class _GroupRebuild:
         gh, lost = self.group.handle, self.stream.report.lost
         for p in self.problems:
             if p.key is not None and len(p.key) == 24:
-                what = f"pending entry {format_id(layout.id_from_key_tail(p.key)).decode()}"
+                entry = format_id(layout.id_from_key_tail(p.key)).decode()
+                what = f"pending entry {entry}: its record is lost"
             else:
                 low, high = _id_in(p.low, gh), _id_in(p.high, gh)
                 first = "the first" if low is None else format_id(low).decode()
-                end = "the last" if high is None else f"up to {format_id(high).decode()}"
-                what = f"pending entries from {first} {end}"
-            lost.append(f"{self.label}: {what}: records lost ({self.stream.cat.problem(p)})")
+                end = "the last" if high is None else format_id(high).decode()
+                what = f"pending entries from {first} up to {end}: their records are lost"
+            lost.append(f"{self.label}: {what} ({self.stream.cat.problem(p)})")
         if rebuilt:
             lost.append(
-                f"{self.label}: {rebuilt} of them rebuilt from their consumers' indexes "
-                "(delivery count 1, delivered when the consumer was last seen)"
+                f"{self.label}: {rebuilt} of these pending entries rebuilt from their consumers' "
+                "indexes (delivery count 1, delivered when the consumer was last seen)"
             )
 
 

@@ -11,19 +11,27 @@ contents is treated as damaged.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
-from rstore.errors import show_key
 from rstore.storage import layout
 from rstore.storage.layout import ConsumerMeta, GroupMeta, StoreConfig, StreamMeta
 from rstore.storage.pagecheck import Problem
 from rstore.storage.salvage import SalvageSource
 
-__all__ = ["Catalog", "count_orphans", "handle_span", "read_catalog", "where"]
+__all__ = ["Catalog", "count_orphans", "handle_span", "read_catalog", "shown", "where"]
 
 _DECODE_ERRORS = (struct.error, ValueError, IndexError)
 _LAST_HANDLE = (1 << 64) - 1
 _MARKS = (layout.META_BATCH_PREFIX, layout.META_CHECKPOINT_PREFIX)
+
+
+def shown(name: bytes, limit: int = 60) -> str:
+    """A stream, group or consumer name for a report line: quoted, bytes that are not UTF-8 as
+    ``\\xHH``, a long one cut (with its length)."""
+    text = repr(name[:limit].decode("utf-8", "backslashreplace"))
+    return text if len(name) <= limit else f"{text[:-1]}...' ({len(name)} bytes)"
 
 
 def where(problem: Problem) -> str:
@@ -145,40 +153,41 @@ def _read_metas(source: SalvageSource, cat: Catalog) -> None:
         cat.metas[layout.unpack_u64(key)] = StreamMeta.unpack(value)
 
 
-def _read_groups(source: SalvageSource, cat: Catalog) -> None:
-    for item in source.records(layout.DB_GROUPS):
+M = TypeVar("M", GroupMeta, ConsumerMeta)
+
+
+def _members(
+    source: SalvageSource, cat: Catalog, db: bytes, kind: type[M], losses: _Losses
+) -> Iterator[tuple[int, M]]:
+    """The group or consumer records of ``db`` that decode and match their keys, with the
+    handle their key starts with; the others are lost, in ``losses`` by that handle."""
+    what = "group" if kind is GroupMeta else "consumer"
+    for item in source.records(db):
         if isinstance(item, Problem):
-            part = "" if item.key is None else f" {show_key(item.key[8:])}"
-            cat.group_losses.add(item, f"group{part} lost ({cat.problem(item)})")
+            part = "" if item.key is None else f" {shown(item.key[8:])}"
+            losses.add(item, f"{what}{part} lost ({cat.problem(item)})")
             continue
         key, value = item
         try:
-            group = GroupMeta.unpack(key, value)
+            member: M | None = kind.unpack(key, value)
         except _DECODE_ERRORS:
-            group = None
-        if len(key) <= 8 or group is None or layout.member_part(group.name) != key[8:]:
-            problem = _bad(layout.DB_GROUPS, key)
-            cat.group_losses.add(problem, f"a group lost ({cat.problem(problem)})")
+            member = None
+        if len(key) < 8 or member is None or layout.member_part(member.name) != key[8:]:
+            problem = _bad(db, key)
+            losses.add(problem, f"a {what} lost ({cat.problem(problem)})")
             continue
-        cat.groups.setdefault(layout.unpack_u64(key[:8]), []).append(group)
+        yield layout.unpack_u64(key[:8]), member
+
+
+def _read_groups(source: SalvageSource, cat: Catalog) -> None:
+    for handle, group in _members(source, cat, layout.DB_GROUPS, GroupMeta, cat.group_losses):
+        cat.groups.setdefault(handle, []).append(group)
 
 
 def _read_consumers(source: SalvageSource, cat: Catalog) -> None:
-    for item in source.records(layout.DB_CONSUMERS):
-        if isinstance(item, Problem):
-            part = "" if item.key is None else f" {show_key(item.key[8:])}"
-            cat.consumer_losses.add(item, f"consumer{part} lost ({cat.problem(item)})")
-            continue
-        key, value = item
-        try:
-            consumer = ConsumerMeta.unpack(key, value)
-        except _DECODE_ERRORS:
-            consumer = None
-        if len(key) <= 8 or consumer is None or layout.member_part(consumer.name) != key[8:]:
-            problem = _bad(layout.DB_CONSUMERS, key)
-            cat.consumer_losses.add(problem, f"a consumer lost ({cat.problem(problem)})")
-            continue
-        cat.consumers.setdefault(layout.unpack_u64(key[:8]), {})[consumer.name] = consumer
+    losses = cat.consumer_losses
+    for handle, consumer in _members(source, cat, layout.DB_CONSUMERS, ConsumerMeta, losses):
+        cat.consumers.setdefault(handle, {})[consumer.name] = consumer
 
 
 def _read_store_records(source: SalvageSource, cat: Catalog) -> None:
