@@ -14,7 +14,7 @@ import pytest
 from store_formats import downgrade
 
 import rstore
-from rstore.storage import pagecheck, wal
+from rstore.storage import group_records, layout, pagecheck, wal
 
 PAGE = 4096
 
@@ -265,3 +265,75 @@ def _last_leaf(path: Path, tree: pagecheck.DbRecord) -> int:
     last = (int.from_bytes(root[12:14], "little") - 16) // 2 - 1
     at = int.from_bytes(root[16 + 2 * last : 18 + 2 * last], "little")
     return int.from_bytes(root[at : at + 4], "little") | root[at + 4] << 32
+
+
+def _flip_in_record(path: Path, key: bytes, value: bytes, at: int) -> None:
+    """Flip a bit of byte ``at`` of a record's value, found by its key and value side by side
+    in a leaf page (every copy, stale ones in free pages included)."""
+    data = (path / "data.mdb").read_bytes()
+    offsets = []
+    found = data.find(key + value)
+    while found >= 0:
+        offsets.append(found + len(key) + at)
+        found = data.find(key + value, found + 1)
+    assert offsets
+    with open(path / "data.mdb", "r+b") as f:
+        for offset in offsets:
+            f.seek(offset)
+            byte = f.read(1)[0]
+            f.seek(offset)
+            f.write(bytes([byte ^ 0x10]))
+
+
+def test_pending_entries_of_a_lost_consumer_go_to_the_consumer_they_name(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    _populate(src)
+    with rstore.Store(src) as s:
+        bob = s.xpending_range("orders", "billing", "-", "+", 1000, "bob")
+        assert bob
+
+        def record(txn: Any) -> tuple[bytes, bytes]:
+            stream = txn.key_get(b"orders").handle
+            group = group_records.group_get(txn, stream, b"billing")
+            key = layout.consumer_key(group.handle, b"bob")
+            return key, bytes(txn._raw.get(key, db=txn._dbs[layout.DB_CONSUMERS]))
+
+        key, value = s._live_env().read(record)
+    _flip_in_record(src, key, value, 3)  # the seen time: the checksum no longer matches
+    report = rstore.salvage_store(src, tmp_path / "dst")
+    [orders] = [s for s in report.streams if s.name == b"orders"]
+    assert any("consumer 'bob' re-created from its pending entries" in line for line in orders.lost)
+
+    def rows(pending: list[dict[str, Any]]) -> list[tuple[bytes, bytes, int]]:
+        return [(p["message_id"], p["consumer"], p["times_delivered"]) for p in pending]
+
+    with rstore.Store(tmp_path / "dst", create=False) as s:
+        assert rows(s.xpending_range("orders", "billing", "-", "+", 1000, "bob")) == rows(bob)
+        consumers = {c["name"]: c for c in s.xinfo_consumers("orders", "billing")}
+        assert consumers[b"bob"]["pending"] == len(bob)
+    assert rstore.check_store(tmp_path / "dst") == []
+
+
+def test_a_malformed_node_of_a_format_1_store_is_lost_alone(tmp_path: Path) -> None:
+    """Format 1 has no checksums: a node's own structure is its only guard."""
+    src = tmp_path / "src"
+    with rstore.Store(src, node_max_entries=10) as s:
+        for i in range(100):
+            s.xadd("k", {"f": f"value-{i:03}"}, id=f"{i + 1}-0")
+    downgrade(str(src), 1)
+    data = (src / "data.mdb").read_bytes()
+    at = data.find(b"value-055")
+    assert at > 0
+    with open(src / "data.mdb", "r+b") as f:  # the element's length byte, just before it
+        while at >= 0:  # every copy: LMDB's free pages may hold stale ones
+            f.seek(at - 1)
+            f.write(b"\x7f")
+            at = data.find(b"value-055", at + 1)
+    report = rstore.salvage_store(src, tmp_path / "dst")
+    [stream] = report.streams
+    [lost] = stream.lost_entries
+    # bounded by the entries read around it: after 50-0, up to the next node's first entry
+    assert (lost.first, lost.before) == ((50, 1), (61, 0)) and "malformed" in lost.cause
+    with rstore.Store(tmp_path / "dst", create=False) as s:
+        ids = [int(e.split(b"-")[0]) for e, _ in s.xrange("k")]
+    assert ids == [*range(1, 51), *range(61, 101)]

@@ -137,6 +137,7 @@ class _Pages:
 
 def _copy(txn: Txn, source: SalvageSource, report: SalvageReport, pages: _Pages) -> None:
     """Everything read of ``source`` written through ``txn`` (a new store's)."""
+    source.reader.on_pages = lambda: pages.report(source)
     cat = read_catalog(source)
     for rebuild in rebuild_streams(source, cat):
         try:

@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from rstore.storage import pagecheck
 from rstore.storage.pagecheck import DbRecord, MetaPage, Problem
 
-__all__ = ["DataFile", "Record", "TreeReader", "meta_pages"]
+__all__ = ["PROGRESS_PAGES", "DataFile", "Record", "TreeReader", "meta_pages"]
 
 #: One record of a tree: its key and its value, as LMDB stores them.
 Record = tuple[bytes, bytes]
@@ -53,6 +53,7 @@ _HEADER_SIZE = pagecheck.HEADER_SIZE
 _NODE_SIZE = pagecheck.NODE_SIZE
 _KINDS = pagecheck.P_BRANCH | pagecheck.P_LEAF | pagecheck.P_OVERFLOW | pagecheck.P_META
 _PAGE_SIZES = tuple(1 << n for n in range(9, 17))  # 512 .. 65536
+PROGRESS_PAGES = 1024
 
 
 class DataFile:
@@ -203,6 +204,8 @@ class TreeReader:
         self.psize = meta.page_size
         self.last_page = meta.last_page
         self.pages_read = 0
+        #: Called after every :data:`PROGRESS_PAGES` pages read (a progress report).
+        self.on_pages: Callable[[], None] | None = None
 
     def page(self, pgno: int, count: int = 1) -> bytes | str:
         """Pages ``pgno .. pgno+count-1``, or why they cannot be read."""
@@ -210,7 +213,12 @@ class TreeReader:
             return f"page number {pgno} is outside the pages in use (2..{self.last_page})"
         data = self.file.read(pgno * self.psize, count * self.psize)
         if isinstance(data, bytes):
+            before = self.pages_read
             self.pages_read += count
+            if self.on_pages is not None and before // PROGRESS_PAGES != (
+                self.pages_read // PROGRESS_PAGES
+            ):
+                self.on_pages()
         return data
 
     def records(

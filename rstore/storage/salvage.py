@@ -311,7 +311,11 @@ def _candidates(
                 hint="salvage without asking for the previous snapshot",
             )
         return metas[1:]
-    if log is None or checkpoint is None or checkpoint.txnid != log.checkpoint:
+    if log is None:
+        return metas
+    if checkpoint is None or checkpoint.txnid != log.checkpoint:
+        for survey in metas:
+            survey.trusted = not log.restarted  # without the checkpoint, torn or not
         return metas
     saved = _Survey(Snapshot(checkpoint.txnid, "the log's checkpoint", checkpoint), True)
     if log.restarted:
