@@ -19,9 +19,10 @@ is read here instead, from the file alone:
   stored it.  A leaf keeps the nodes that can be read (a broken node, or a key standing out of
   order, is reported with the keys of its readable neighbours as bounds); a branch page keeps
   the children it can reach (a separator key out of order is ignored, which widens its
-  neighbours' bounds and loses nothing); a leaf whose keys straddle the bounds its parent
-  gives is the right page under a damaged separator and is kept, while a leaf with none of
-  its keys inside them was reached by a damaged reference and is reported in its place;
+  neighbours' bounds and loses nothing); a page whose keys straddle the bounds its parent
+  gives is the right page under a damaged separator and is kept, while a page with none of
+  its keys inside them was reached by a damaged reference and is reported in its place (and
+  read where its own parent leads);
 * a value in overflow pages is read when its run has the right header and length; otherwise the
   record is reported lost with its key (``Problem.key``);
 * LMDB's free list is never read: damage there loses nothing.
@@ -135,22 +136,34 @@ def _upper(a: bytes | None, b: bytes | None) -> bytes | None:
 
 
 def _misplaced(nodes: list[_Node | None], lo: bytes | None, hi: bytes | None) -> bool:
-    """Whether every readable key of a leaf lies outside the bounds its parent gives: the page
-    is not the one the parent meant (a damaged child reference).  A page with some keys
-    inside is the right one whose parent's separator key is damaged: its records are kept."""
+    """Whether every readable key of a page (but a branch page's first, which is implicit)
+    lies outside the bounds its parent gives: the page is not the one the parent meant (a
+    damaged child reference).  A page with some keys inside is the right one whose parent's
+    separator key is damaged: it is kept."""
     keys = [n.key for n in nodes if n is not None]
     return bool(keys) and all(
         (lo is not None and k < lo) or (hi is not None and k >= hi) for k in keys
     )
 
 
-def _in_order(last: bytes | None, key: bytes, nodes: list[_Node | None], i: int) -> bool:
-    """Whether node ``i`` (key ``key``) of a leaf may be handed out after ``last``: it comes
-    after it, and it is not a damaged key standing above the next readable one while that
-    one follows ``last`` (then the next one is kept, this one dropped)."""
+def _following(nodes: list[_Node | None]) -> list[bytes | None]:
+    """For each node of a page, the key of the next readable node after it (``None``: none)."""
+    out: list[bytes | None] = [None] * len(nodes)
+    following: bytes | None = None
+    for i in range(len(nodes) - 1, -1, -1):
+        out[i] = following
+        node = nodes[i]
+        if node is not None:
+            following = node.key
+    return out
+
+
+def _in_order(last: bytes | None, key: bytes, following: bytes | None) -> bool:
+    """Whether a leaf's node with ``key`` may be handed out after ``last``: it comes after it,
+    and it is not a damaged key standing above the ``following`` readable one while that one
+    follows ``last`` (then the following one is kept, this one dropped)."""
     if last is not None and key <= last:
         return False
-    following = next((n.key for n in nodes[i + 1 :] if n is not None), None)
     return following is None or key < following or (last is not None and following <= last)
 
 
@@ -244,15 +257,21 @@ class TreeReader:
             if isinstance(page, Problem):
                 yield page
                 continue
-            flags = _HEADER.unpack_from(page)[2]
-            if flags & _KINDS == pagecheck.P_BRANCH:
-                children, problems = self._branch(walk, pgno, page, lo, hi)
+            branch = _HEADER.unpack_from(page)[2] & _KINDS == pagecheck.P_BRANCH
+            nodes = self._nodes(page)
+            if _misplaced(nodes[1:] if branch else nodes, lo, hi):  # a damaged reference
+                walk.seen.discard(pgno)  # to another page of the tree: its own parent may too
+                if walk.wanted(lo, hi):
+                    yield walk.problem(pgno, "the page holds none of the keys its parent "
+                                       "bounds it to (a damaged reference)", lo, hi)  # fmt: skip
+            elif branch:
+                children, problems = self._branch(walk, pgno, nodes, lo, hi)
                 yield from problems
                 stack += [
                     (child, level + 1, c_lo, c_hi) for child, c_lo, c_hi in reversed(children)
                 ]
             else:
-                yield from self._leaf(walk, pgno, page, lo, hi, values)
+                yield from self._leaf(walk, pgno, page, nodes, lo, hi, values)
                 if walk.high is not None and walk.last is not None and walk.last >= walk.high:
                     return
 
@@ -307,13 +326,13 @@ class TreeReader:
         return nodes
 
     def _branch(
-        self, walk: _Walk, pgno: int, page: bytes, lo: bytes | None, hi: bytes | None
-    ) -> tuple[list[tuple[int, bytes | None, bytes | None]], list[Problem]]:
+        self, walk: _Walk, pgno: int, nodes: list[_Node | None], lo: bytes | None,
+        hi: bytes | None,
+    ) -> tuple[list[tuple[int, bytes | None, bytes | None]], list[Problem]]:  # fmt: skip
         """The children of a branch page with their bounds (those meeting the query), and the
         problems of the page.  A child whose node cannot be read is lost (a problem between
         its neighbours' keys); a key out of order is ignored, which widens its neighbours'
         bounds (their records are still handed out in order) and loses nothing."""
-        nodes = self._nodes(page)
         keys: list[bytes | None] = [lo]  # the first key of a branch page is implicit
         previous = lo
         problems: list[Problem] = []
@@ -343,20 +362,15 @@ class TreeReader:
         walk: _Walk,
         pgno: int,
         page: bytes,
+        nodes: list[_Node | None],
         lo: bytes | None,
         hi: bytes | None,
         values: bool,
     ) -> Iterator[Record | Problem]:
-        nodes = self._nodes(page)
-        if _misplaced(nodes, lo, hi):  # a damaged reference to another page of the tree
-            walk.seen.discard(pgno)  # its own parent may still reach it
-            if walk.wanted(lo, hi):
-                yield walk.problem(pgno, "the page holds none of the keys its parent bounds it "
-                                   "to (a damaged reference)", lo, hi)  # fmt: skip
-            return
+        following = _following(nodes)
         broken: list[int] = []  # nodes since the last good one that could not be used
         for i, node in enumerate(nodes):
-            if node is None or not _in_order(walk.last, node.key, nodes, i):
+            if node is None or not _in_order(walk.last, node.key, following[i]):
                 broken.append(i)
                 continue
             if broken:

@@ -25,6 +25,7 @@ snapshot's can be, nothing can be salvaged.
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -80,14 +81,25 @@ class _Overlay:
 
     changes: dict[bytes, dict[bytes, bytes | None]] = field(default_factory=dict)
     cleared: set[bytes] = field(default_factory=set)
+    _sorted: dict[bytes, list[bytes]] = field(default_factory=dict)
 
     def apply(self, ops: list[wal_log.Op]) -> None:
+        self._sorted.clear()
         for db, key, value in ops:
             if value is None and not key:
                 self.cleared.add(db)
                 self.changes[db] = {}
             else:
                 self.changes.setdefault(db, {})[key] = value
+
+    def keys(self, db: bytes, low: bytes | None, high: bytes | None) -> list[bytes]:
+        """The keys of ``db`` the log changed in ``[low, high)``, in order."""
+        keys = self._sorted.get(db)
+        if keys is None:
+            keys = self._sorted[db] = sorted(self.changes.get(db, {}))
+        start = 0 if low is None else bisect.bisect_left(keys, low)
+        end = len(keys) if high is None else bisect.bisect_left(keys, high)
+        return keys[start:end]
 
 
 class SalvageSource:
@@ -157,10 +169,8 @@ class SalvageSource:
             for item in _first(self.raw_records(db), 16)
         ]
         self.sealed = not sample or any(layout.unseal(k, v) is not None for k, v in sample)
-        kind = "with" if self.sealed else "without"
-        self.notes.append(
-            f"the store's format record is lost; its records are {kind} checksums, and are read so"
-        )
+        kind = "carry checksums" if self.sealed else "carry no checksums (format 1)"
+        self.notes.append(f"the store's format record is lost; its records {kind}")
 
     def raw_records(
         self, db: bytes, low: bytes | None = None, high: bytes | None = None
@@ -179,10 +189,7 @@ class SalvageSource:
         if not changed:
             yield from items
             return
-        pending = sorted(
-            k for k in changed if (low is None or k >= low) and (high is None or k < high)
-        )
-        yield from _merge(items, pending, changed)
+        yield from _merge(items, self.overlay.keys(db, low, high), changed)
 
     def records(
         self, db: bytes, low: bytes | None = None, high: bytes | None = None
@@ -217,21 +224,18 @@ def _first(items: Iterator[Record | Problem], n: int) -> list[Record]:
 def _merge(
     items: Iterator[Record | Problem], pending: list[bytes], changed: dict[bytes, bytes | None]
 ) -> Iterator[Record | Problem]:
-    """The tree's items with the log's changes (``pending``: their keys, sorted) merged in."""
+    """The tree's items with the log's changes (``pending``: their keys, sorted) merged in, in
+    key order (a problem goes where its lower bound is)."""
     at = 0
     for item in items:
-        if isinstance(item, Problem):
-            yield item
-            continue
-        key = item[0]
-        while at < len(pending) and pending[at] < key:
+        bound = item[0] if not isinstance(item, Problem) else item.key or item.low
+        while bound is not None and at < len(pending) and pending[at] < bound:
             value = changed[pending[at]]
             if value is not None:
                 yield pending[at], value
             at += 1
-        if key in changed:
-            continue  # the log's version (or deletion) of this key
-        yield item
+        if isinstance(item, Problem) or item[0] not in changed:
+            yield item  # (a record the log changed comes in the log's version, or not at all)
     for key in pending[at:]:
         value = changed[key]
         if value is not None:

@@ -79,6 +79,17 @@ def _records(items: Items) -> list[tuple[bytes, bytes]]:
     return [item for item in items if not isinstance(item, Problem)]
 
 
+def _a_subsequence(kept: list[tuple[bytes, bytes]], records: list[tuple[bytes, bytes]]) -> bool:
+    """Whether ``kept`` holds records of ``records`` only, each once, in their order."""
+    chosen = set(kept)
+    return len(chosen) == len(kept) and [r for r in records if r in chosen] == kept
+
+
+def _lost(kept: list[tuple[bytes, bytes]], records: list[tuple[bytes, bytes]]) -> list[bytes]:
+    chosen = set(kept)
+    return [k for k, v in records if (k, v) not in chosen]
+
+
 def _problems(items: Items) -> list[Problem]:
     return [item for item in items if isinstance(item, Problem)]
 
@@ -121,9 +132,9 @@ def test_a_zeroed_leaf_is_reported_between_the_keys_around_it(
     [problem] = _problems(items)
     assert problem.page == child and "zeroed" in problem.what
     kept = _records(items)
-    lost = [r for r in content[b"small"] if r not in kept]
-    assert lost and all(problem.low <= k < problem.high for k, _ in lost)  # type: ignore[operator]
-    assert [r for r in content[b"small"] if r in kept] == kept  # in order, nothing invented
+    lost = _lost(kept, content[b"small"])
+    assert lost and all(problem.low <= k < problem.high for k in lost)  # type: ignore[operator]
+    assert _a_subsequence(kept, content[b"small"])  # in order, nothing invented
 
 
 def _children(branch: bytes) -> list[int]:
@@ -158,12 +169,9 @@ def test_a_reference_to_another_page_loses_only_the_page_it_replaced(
     [problem] = _problems(items)
     assert "damaged reference" in problem.what
     kept = _records(items)
-    assert [r for r in content[b"small"] if r in kept] == kept
-    assert len(kept) == len(set(kept))
-    sibling = reader.page(children[3])
-    assert isinstance(sibling, bytes)
-    lost = [r for r in content[b"small"] if r not in kept]
-    assert lost and all(problem.low <= k < problem.high for k, _ in lost)  # type: ignore[operator]
+    assert _a_subsequence(kept, content[b"small"])
+    lost = _lost(kept, content[b"small"])
+    assert lost and all(problem.low <= k < problem.high for k in lost)  # type: ignore[operator]
 
 
 def test_an_unreadable_sector_is_a_lost_page_not_an_error(
@@ -200,8 +208,7 @@ def test_a_truncated_file_keeps_what_lies_before_the_cut(
     for name, tree in trees.items():
         items = list(reader.records(name.decode(), tree))
         problems += _problems(items)
-        kept = _records(items)
-        assert [r for r in content[name] if r in kept] == kept
+        assert _a_subsequence(_records(items), content[name])
     assert problems and all("truncated" in p.what for p in problems)
 
 
@@ -244,3 +251,38 @@ def test_random_damage_never_raises_nor_misorders(
                     # what is unchanged is LMDB's; a damaged record is the caller's to catch
                     changed = [k for k, v in kept if every.get(k) != v]
                     assert len(changed) <= 6, (trial, name)
+
+
+def test_a_reference_to_another_branch_page_loses_only_the_subtree_it_replaced(
+    tmp_path: Path,
+) -> None:
+    """A tree three levels deep: the root's reference to its second child damaged into the
+    number of the third (a branch page); that one is read once, in its own place."""
+    path = tmp_path / "deep"
+    env = lmdb.open(str(path), max_dbs=2, map_size=1 << 28)
+    rng = random.Random(4)
+    with env.begin(write=True) as txn:
+        db = env.open_db(b"deep", txn=txn)
+        records = sorted({rng.randbytes(12): rng.randbytes(20) for _ in range(40_000)}.items())
+        for key, value in records:
+            txn.put(key, value, db=db)
+    env.close()
+    reader, trees = _reader(path)
+    assert trees[b"deep"].depth == 3
+    root = reader.page(trees[b"deep"].root)
+    assert isinstance(root, bytes)
+    children = _children(root)
+    assert len(children) >= 3
+    at = struct.unpack_from("=H", root, 16 + 2 * 1)[0]
+    with open(path / "data.mdb", "r+b") as f:
+        f.seek(trees[b"deep"].root * PAGE + at)
+        f.write(struct.pack("=HH", children[2] & 0xFFFF, children[2] >> 16 & 0xFFFF))
+    reader, trees = _reader(path)
+    items = list(reader.records("deep", trees[b"deep"]))
+    [problem] = _problems(items)
+    assert "damaged reference" in problem.what
+    kept = _records(items)
+    assert _a_subsequence(kept, records)
+    lost = _lost(kept, records)
+    assert lost and all(problem.low <= k < problem.high for k in lost)  # type: ignore[operator]
+    assert len(kept) > len(records) // 2

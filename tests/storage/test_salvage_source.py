@@ -62,3 +62,16 @@ def test_previous_applies_the_log_record_of_the_last_transaction(
     with rstore.Store(tmp_path / "out", create=False) as s:
         assert [f[b"i"] for _, f in s.xrange("k")] == [b"0", b"1", b"2", b"3"]  # 3 from the log
     assert report.complete
+
+
+def test_the_logs_changes_are_merged_in_key_order_around_damage() -> None:
+    from rstore.storage.pagecheck import Problem
+    from rstore.storage.salvage import _merge
+
+    lost = Problem("nodes", 9, "zeroed", b"m", b"p")
+    tree = iter([(b"a", b"1"), (b"c", b"old"), lost, (b"q", b"2"), (b"z", b"3")])
+    changed: dict[bytes, bytes | None] = {b"b": b"new", b"c": b"changed", b"n": b"4", b"z": None}
+    merged = list(_merge(tree, sorted(changed), changed))
+    assert merged == [
+        (b"a", b"1"), (b"b", b"new"), (b"c", b"changed"), lost, (b"n", b"4"), (b"q", b"2"),
+    ]  # fmt: skip
