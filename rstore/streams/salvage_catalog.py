@@ -164,8 +164,11 @@ def _members(
     what = "group" if kind is GroupMeta else "consumer"
     for item in source.records(db):
         if isinstance(item, Problem):
-            part = "" if item.key is None else f" {shown(item.key[8:])}"
-            losses.add(item, f"{what}{part} lost ({cat.problem(item)})")
+            if item.key is not None:
+                text = f"{what} {shown(item.key[8:])} lost"
+            else:  # a page of them: which, and whose, is not known
+                text = f"{what}s may be missing: a page of their records is lost"
+            losses.add(item, f"{text} ({cat.problem(item)})")
             continue
         key, value = item
         try:
