@@ -154,24 +154,39 @@ def test_a_reference_to_another_page_loses_only_the_page_it_replaced(
     """A child pointer damaged into the number of its sibling: the sibling is read once, in
     its place; the page no longer reached is reported."""
     path, content = env
+    damaged = _copy(path, tmp_path / "d")
+    _redirect(damaged, b"small", 2, 3)  # node 2 of the root points at child 3 instead
+    _assert_one_misplaced_page(damaged, b"small", content[b"small"])
+
+
+def _redirect(path: Path, tree: bytes, node: int, to: int) -> None:
+    """Damage node ``node`` of the root of ``tree`` into a reference to child ``to``."""
     reader, trees = _reader(path)
-    root = trees[b"small"].root
+    root = trees[tree].root
     page = reader.page(root)
     assert isinstance(page, bytes)
     children = _children(page)
-    at = struct.unpack_from("=H", page, 16 + 2 * 2)[0]  # node 2 points at child 3 instead
-    damaged = _copy(path, tmp_path / "d")
-    with open(damaged / "data.mdb", "r+b") as f:
+    assert len(children) > max(node, to)
+    at = struct.unpack_from("=H", page, 16 + 2 * node)[0]
+    with open(path / "data.mdb", "r+b") as f:
         f.seek(root * PAGE + at)
-        f.write(struct.pack("=HH", children[3] & 0xFFFF, children[3] >> 16 & 0xFFFF))
-    reader, trees = _reader(damaged)
-    items = list(reader.records("small", trees[b"small"]))
+        f.write(struct.pack("=HH", children[to] & 0xFFFF, children[to] >> 16 & 0xFFFF))
+
+
+def _assert_one_misplaced_page(
+    path: Path, tree: bytes, records: list[tuple[bytes, bytes]]
+) -> list[tuple[bytes, bytes]]:
+    """One problem, the damaged reference; the records lost lie inside its bounds, the others
+    come once each, in order.  The records kept."""
+    reader, trees = _reader(path)
+    items = list(reader.records(tree.decode(), trees[tree]))
     [problem] = _problems(items)
     assert "damaged reference" in problem.what
     kept = _records(items)
-    assert _a_subsequence(kept, content[b"small"])
-    lost = _lost(kept, content[b"small"])
+    assert _a_subsequence(kept, records)
+    lost = _lost(kept, records)
     assert lost and all(problem.low <= k < problem.high for k in lost)  # type: ignore[operator]
+    return kept
 
 
 def test_an_unreadable_sector_is_a_lost_page_not_an_error(
@@ -267,22 +282,7 @@ def test_a_reference_to_another_branch_page_loses_only_the_subtree_it_replaced(
         for key, value in records:
             txn.put(key, value, db=db)
     env.close()
-    reader, trees = _reader(path)
-    assert trees[b"deep"].depth == 3
-    root = reader.page(trees[b"deep"].root)
-    assert isinstance(root, bytes)
-    children = _children(root)
-    assert len(children) >= 3
-    at = struct.unpack_from("=H", root, 16 + 2 * 1)[0]
-    with open(path / "data.mdb", "r+b") as f:
-        f.seek(trees[b"deep"].root * PAGE + at)
-        f.write(struct.pack("=HH", children[2] & 0xFFFF, children[2] >> 16 & 0xFFFF))
-    reader, trees = _reader(path)
-    items = list(reader.records("deep", trees[b"deep"]))
-    [problem] = _problems(items)
-    assert "damaged reference" in problem.what
-    kept = _records(items)
-    assert _a_subsequence(kept, records)
-    lost = _lost(kept, records)
-    assert lost and all(problem.low <= k < problem.high for k in lost)  # type: ignore[operator]
+    assert _reader(path)[1][b"deep"].depth == 3
+    _redirect(path, b"deep", 1, 2)
+    kept = _assert_one_misplaced_page(path, b"deep", records)
     assert len(kept) > len(records) // 2
