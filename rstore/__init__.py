@@ -99,8 +99,10 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         read_rdb_range,
     )
     from rstore.snapshot.rdb_index import RDBStream, index_rdb, read_rdb_nodes, read_rdb_streams
+    from rstore.snapshot.salvage import SalvageReport, salvage_store
     from rstore.store import DEFAULT_PATH, Store, check_store, upgrade_store
     from rstore.streams.columns import iter_columns
+    from rstore.streams.salvage import LostRange, StreamSalvage
     from rstore.streams.view import StoreView
 
 #: Each public name and the module that defines it.
@@ -148,6 +150,10 @@ _LAZY: dict[str, str] = {
     "index_rdb": "rstore.snapshot.rdb_index",
     "read_rdb_nodes": "rstore.snapshot.rdb_index",
     "read_rdb_streams": "rstore.snapshot.rdb_index",
+    "SalvageReport": "rstore.snapshot.salvage",
+    "salvage_store": "rstore.snapshot.salvage",
+    "LostRange": "rstore.streams.salvage",
+    "StreamSalvage": "rstore.streams.salvage",
     "GroupInfo": "rstore.model",
     "AppendReport": "rstore.model",
     "ConsumerInfo": "rstore.model",
@@ -238,6 +244,7 @@ __all__ = [
     "InconsistentSnapshotError",
     "KeyExistsError",
     "LinesSink",
+    "LostRange",
     "Message",
     "NodeFacts",
     "NodeRun",
@@ -254,6 +261,7 @@ __all__ = [
     "ReplayEntry",
     "ReplayReport",
     "ResponseError",
+    "SalvageReport",
     "SelectionError",
     "Sink",
     "SinkError",
@@ -266,6 +274,7 @@ __all__ = [
     "StreamID",
     "StreamInfo",
     "StreamPlan",
+    "StreamSalvage",
     "StreamState",
     "StreamTally",
     "UnsupportedFormatError",
@@ -314,6 +323,7 @@ __all__ = [
     "run_replay",
     "runs_from_rdb",
     "runs_from_store",
+    "salvage_store",
     "select_streams",
     "upgrade_store",
 ]

@@ -49,6 +49,7 @@ def test_the_cli_has_the_commands_of_the_brief() -> None:
         "autoclaim",
         "check",
         "upgrade",
+        "salvage",
     } <= names
 
 
@@ -124,6 +125,7 @@ def test_help_and_version(runner: CliRunner) -> None:
         "inspect",
         "check",
         "upgrade",
+        "salvage",
         "exec",
         "serve",
     ]
