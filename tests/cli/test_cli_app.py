@@ -124,6 +124,7 @@ def test_help_and_version(runner: CliRunner) -> None:
         "inspect",
         "check",
         "upgrade",
+        "compact",
         "exec",
         "serve",
     ]
