@@ -35,11 +35,9 @@ import os
 import struct
 import zlib
 from contextlib import suppress
-from typing import NamedTuple
 
 from rstore.errors import StorageError
 from rstore.storage import wal_log, wal_meta
-from rstore.storage.compaction import exclusive
 from rstore.storage.failures import translate_os
 from rstore.storage.faults import crash_point
 from rstore.storage.opening import DATA_FILE
@@ -61,13 +59,17 @@ _CRC = struct.Struct("<I")
 log = logging.getLogger("rstore.storage")
 
 
-class Intent(NamedTuple):
+class Intent:
     """What the log's header names once the copy is ``data.mdb``: the copy's last transaction,
-    its meta page, and where the log's records start again."""
+    its meta page, and where the log's records start again.  (A plain class: this module is
+    loaded by every process that opens a store, and a NamedTuple costs more to define.)"""
 
-    txnid: int
-    position: Position
-    meta: bytes
+    __slots__ = ("meta", "position", "txnid")
+
+    def __init__(self, txnid: int, position: Position, meta: bytes) -> None:
+        self.txnid = txnid
+        self.position = position
+        self.meta = meta
 
 
 def _encode(intent: Intent) -> bytes:
@@ -209,6 +211,8 @@ def finish_interrupted(store_path: str, log_fd: int | None) -> None:
 def _remove_when_unused(store_path: str) -> None:
     """Format 2: remove a copy left behind when no process has the store open (this one has
     not opened LMDB yet, so closing the lock file drops no lock LMDB holds)."""
+    from rstore.storage.compaction import exclusive  # noqa: PLC0415 -- rare: not at start-up
+
     lock_fd = exclusive.lock_lmdb(store_path)
     if lock_fd is None:
         return  # a compaction runs, or other processes use the store
