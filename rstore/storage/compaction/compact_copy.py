@@ -164,6 +164,7 @@ def _copy(source: Any, fd: int, progress: Callable[[int], None] | None) -> None:
         worker.join()  # ^C: the copy cannot be stopped half-way; the caller removes it
     if failure:
         raise failure[0]
+    progress(os.fstat(fd).st_size)  # the end, even of a copy over before the first look
 
 
 def _finish_copy(copy_path: str, copied: Copied, counts: dict[bytes, int]) -> None:
