@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         RStoreError,
         StorageError,
         StoreClosedError,
+        StoreInUseError,
         StoreNotFoundError,
         UnsupportedFormatError,
         UnsupportedRDBError,
@@ -100,6 +101,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     )
     from rstore.snapshot.rdb_index import RDBStream, index_rdb, read_rdb_nodes, read_rdb_streams
     from rstore.snapshot.salvage import SalvageReport, salvage_store
+    from rstore.storage.compaction.compact import CompactedDatabase, CompactReport, compact_store
     from rstore.store import DEFAULT_PATH, Store, check_store, upgrade_store
     from rstore.streams.columns import iter_columns
     from rstore.streams.salvage import LostRange, StreamSalvage
@@ -126,6 +128,7 @@ _LAZY: dict[str, str] = {
             "ResponseError",
             "StorageError",
             "StoreClosedError",
+            "StoreInUseError",
             "StoreNotFoundError",
             "UnsupportedFormatError",
             "UnsupportedRDBError",
@@ -166,6 +169,9 @@ _LAZY: dict[str, str] = {
     "DEFAULT_PATH": "rstore.store",
     "Store": "rstore.store",
     "check_store": "rstore.store",
+    "compact_store": "rstore.storage.compaction.compact",
+    "CompactReport": "rstore.storage.compaction.compact",
+    "CompactedDatabase": "rstore.storage.compaction.compact",
     "upgrade_store": "rstore.store",
     "Consumer": "rstore.queue.consumer",
     "Message": "rstore.queue.consumer",
@@ -231,6 +237,8 @@ __all__ = [
     "BlockWatch",
     "BlockedCall",
     "Columns",
+    "CompactReport",
+    "CompactedDatabase",
     "Consumer",
     "ConsumerInfo",
     "CorruptDataError",
@@ -268,6 +276,7 @@ __all__ = [
     "StorageError",
     "Store",
     "StoreClosedError",
+    "StoreInUseError",
     "StoreNotFoundError",
     "StoreSink",
     "StoreView",
@@ -286,6 +295,7 @@ __all__ = [
     "check_conflicts",
     "check_store",
     "command_table",
+    "compact_store",
     "copy_groups",
     "decode_entry",
     "decode_lines",

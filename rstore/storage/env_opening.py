@@ -19,6 +19,7 @@ import lmdb
 
 from rstore.errors import StorageError
 from rstore.storage import forks, layout, opening, wal, wal_recovery
+from rstore.storage.compaction import compact_intent
 from rstore.storage.durable import MetaFlusher
 from rstore.storage.failures import refused_for_writing, translate, translate_os
 from rstore.storage.gate import Gate
@@ -66,6 +67,8 @@ class Opening:
                     raise refused_for_writing(self.path, exc.errno) from exc
                 raise translate_os(exc, self.path, "open the store for writing") from exc
         try:
+            if not self.readonly:
+                compact_intent.finish_interrupted(self.path, lock_fd)
             recovering = lock_fd is not None and wal_recovery.needs_recovery(lock_fd)
             if recovering:
                 assert lock_fd is not None

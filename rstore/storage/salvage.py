@@ -295,7 +295,7 @@ def _read_log(path: str) -> tuple[LogRecords, MetaPage | None] | None:
         meta = pagecheck.parse_meta(header.meta, 0, None)
     log = LogRecords(
         header.checkpoint_txnid,
-        header.boot_id != wal.boot_id(),
+        header.boot_id != wal_log.boot_id(),
         [r.txnid for r in records],
         [r.ops for r in records],
     )

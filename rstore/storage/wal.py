@@ -49,7 +49,7 @@ class WriteAheadLog:
         dbs: dict[bytes, Any],
         step: Callable[[], float | None],
     ) -> None:
-        """``step``: what the checkpointer thread runs (:meth:`maybe_checkpoint`, inside the
+        """``step``: what the checkpointer thread runs (:meth:`step`, inside the
         environment's gate)."""
         self._env = env
         self._dbs = dbs
