@@ -14,7 +14,7 @@ import pytest
 from store_formats import downgrade
 
 import rstore
-from rstore.storage import group_records, layout, pagecheck, wal
+from rstore.storage import group_records, layout, pagecheck, wal_checkpoints
 
 PAGE = 4096
 
@@ -189,8 +189,9 @@ def test_after_a_power_loss_the_checkpoint_and_the_log_are_read(
     """``data.mdb`` as a power loss may leave it (each page written since the checkpoint on
     disk or not); a restart since (another boot id).  Salvage reads what recovery would --
     the checkpoint, then the log's records -- without recovering the source."""
-    monkeypatch.setattr(wal, "CHECKPOINT_AGE_S", 1e9)
-    monkeypatch.setattr(wal, "CHECKPOINT_COMMITS", 10**9)
+    monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_AGE_S", 1e9)
+    monkeypatch.setattr(wal_checkpoints, "IDLE_S", 1e9)
+    monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_COMMITS", 10**9)
     path = tmp_path / "s"
     with rstore.Store(path) as s:
         first = [s.xadd("k", {"i": i}) for i in range(50)]
@@ -233,8 +234,9 @@ def test_the_log_brings_an_older_intact_snapshot_up_to_date(
     """The newest tree damaged where only it has pages (the leaf its last XADD rewrote); the
     log's checkpoint -- the snapshot before -- with the log's record of that XADD gives
     everything."""
-    monkeypatch.setattr(wal, "CHECKPOINT_AGE_S", 1e9)
-    monkeypatch.setattr(wal, "CHECKPOINT_COMMITS", 10**9)
+    monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_AGE_S", 1e9)
+    monkeypatch.setattr(wal_checkpoints, "IDLE_S", 1e9)
+    monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_COMMITS", 10**9)
     src = tmp_path / "src"
     with rstore.Store(src, node_max_entries=4) as s:
         for i in range(400):

@@ -51,8 +51,11 @@ from rstore.storage.wal_log import Position
 
 __all__ = ["BEHIND", "CHECKPOINT_AGE_S", "CHECKPOINT_COMMITS", "IDLE_S", "Checkpoints"]
 
-#: A checkpoint is due once this many commits (of every process) were made since the header's.
+#: A checkpoint is due once this many commits (of every process) were made since the header's
+#: and it is CHECKPOINT_MIN_S old (each one flushes data.mdb and the log: a fast writer must not
+#: spend its time on them) ...
 CHECKPOINT_COMMITS = 32
+CHECKPOINT_MIN_S = 0.01
 #: ... or once the header is this old and a commit came since.
 CHECKPOINT_AGE_S = 0.05
 #: At most this many candidates wait for a checkpoint, each opened this many commits after the
@@ -60,9 +63,9 @@ CHECKPOINT_AGE_S = 0.05
 CANDIDATES = 4
 CANDIDATE_SPACING = 8
 #: A writer whose commit is this many checkpoints past the header's makes one itself.
-BEHIND = 4
-#: ... but a process looks again no sooner than this after another process was making one.
-CHECKPOINT_MIN_S = 0.002
+BEHIND = 8
+#: A process looks again this soon after another process was making one.
+RETRY_S = 0.002
 #: A process that made no commit for this long lets its pin go.
 IDLE_S = 0.1
 #: Until then, while no commit came since its last look, its thread looks again this often.
@@ -98,6 +101,7 @@ class Checkpoints:
         #: The header's checkpoint when this process last read or wrote the header.
         self.header_txnid = 0
         self._last_write = 0.0  # time.monotonic() of this process's last commit
+        self._last_txnid = 0  # ... and its transaction
         self._poked = 0.0  # when the thread was last poked
         self._seen = (0.0, 0)  # (time.monotonic(), LMDB's last commit) at the thread's last look
         self._followed = 0.0  # when a writer last looked at the header (_follow)
@@ -134,7 +138,7 @@ class Checkpoints:
         due, or at most every ``CHECKPOINT_AGE_S`` (it may be asleep after an idle spell);
         waking it after every write would cost each write its share of the GIL."""
         now = time.monotonic()
-        self._last_write = now
+        self._last_write, self._last_txnid = now, txnid
         since = now - self._poked
         if since >= CHECKPOINT_AGE_S or (
             txnid - self.header_txnid >= CHECKPOINT_COMMITS and since >= CHECKPOINT_MIN_S
@@ -185,12 +189,16 @@ class Checkpoints:
             self._adopt(header.checkpoint_txnid)
             idle = time.monotonic() - self._last_write
             if idle >= IDLE_S:
+                if self._last_txnid > header.checkpoint_txnid and not self._checkpoint_shared():
+                    return RETRY_S  # its last writes flushed by a checkpoint first
                 return None if self._release() else CHECKPOINT_AGE_S
             latest = int(self._env.info()["last_txnid"])
             since = latest - header.checkpoint_txnid
             age = (time.time_ns() - header.written_ns) / 1e9
-            if since >= CHECKPOINT_COMMITS or (since > 0 and age >= CHECKPOINT_AGE_S):
-                return CHECKPOINT_AGE_S if self._checkpoint_shared() else CHECKPOINT_MIN_S
+            if (since >= CHECKPOINT_COMMITS and age >= CHECKPOINT_MIN_S) or (
+                since > 0 and age >= CHECKPOINT_AGE_S
+            ):
+                return CHECKPOINT_AGE_S if self._checkpoint_shared() else RETRY_S
             self._add_candidate(header.checkpoint_txnid, latest)
             wait = min(self._until_next(latest), CHECKPOINT_AGE_S - age if since > 0 else 1.0)
             return max(CHECKPOINT_MIN_S, min(wait, IDLE_S - idle))
@@ -335,7 +343,9 @@ class Checkpoints:
                 if newer or (
                     replace_equal and current is not None and current.checkpoint_txnid == txnid
                 ):
-                    wal_log.write_header(self._fd, txnid, position, wal_log.boot_id(), meta)
+                    wal_log.write_header(
+                        self._fd, txnid, position, wal_log.boot_id(), meta, current
+                    )
                     os.fdatasync(self._fd)
                     self.header_txnid, written = txnid, True
                 elif current is not None:

@@ -365,13 +365,19 @@ def boot_id() -> bytes:
     before the running kernel booted calls for recovery.  ``RSTORE_TEST_BOOT_ID`` overrides it
     (tests)."""
     text = os.environ.get("RSTORE_TEST_BOOT_ID")
-    if text is None:
+    if text is not None:
+        return uuid.UUID(text).bytes
+    if not _BOOT_ID:  # read once: it changes only with the kernel
         try:
             with open("/proc/sys/kernel/random/boot_id") as f:
                 text = f.read().strip()
         except OSError:
             text = "00000000-0000-0000-0000-000000000000"
-    return uuid.UUID(text).bytes
+        _BOOT_ID.append(uuid.UUID(text).bytes)
+    return _BOOT_ID[0]
+
+
+_BOOT_ID: list[bytes] = []
 
 
 def _decode_header(slot: bytes) -> Header | None:
@@ -395,12 +401,19 @@ def read_header(fd: int) -> Header | None:
 
 
 def write_header(
-    fd: int, checkpoint_txnid: int, position: Position, boot_id: bytes, meta: bytes
+    fd: int,
+    checkpoint_txnid: int,
+    position: Position,
+    boot_id: bytes,
+    meta: bytes,
+    current: Header | None = None,
 ) -> Header:
-    """Write a new header over the slot that is not current (no flush); returns it."""
+    """Write a new header over the slot that is not current (no flush); returns it.
+    ``current``: the current header, if the caller has just read it."""
     if len(boot_id) != 16 or len(meta) > _MAX_META:
         raise ValueError("boot id of 16 bytes and a meta page prefix that fits a slot")
-    current = read_header(fd)
+    if current is None:
+        current = read_header(fd)
     seq = 1 if current is None else current.seq + 1
     gen, offset, lsn, last = position
     when = time.time_ns()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import rstore
-from rstore.storage import layout, wal
+from rstore.storage import layout, wal_checkpoints
 from rstore.storage.salvage import LogRecords, open_source
 
 
@@ -28,8 +28,9 @@ def test_the_records_follow_the_checkpoint_and_every_transaction_they_hold() -> 
 
 def _store_with_records_after_the_checkpoint(path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
     """A store whose log holds records after its checkpoint; the checkpoint's transaction."""
-    monkeypatch.setattr(wal, "CHECKPOINT_AGE_S", 1e9)
-    monkeypatch.setattr(wal, "CHECKPOINT_COMMITS", 10**9)
+    monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_AGE_S", 1e9)
+    monkeypatch.setattr(wal_checkpoints, "IDLE_S", 1e9)
+    monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_COMMITS", 10**9)
     with rstore.Store(path) as s:
         s.xadd("k", {"i": 0})
         s._live_env()._wal.checkpoint()
