@@ -27,8 +27,8 @@ import tempfile
 import time
 from typing import Any
 
-import lmdb
 from common import write_json
+from live_data import live_bytes
 
 import rstore
 from rstore.storage import wal_checkpoints
@@ -54,19 +54,6 @@ def _writer(path: str, who: int, seconds: float, counts: Any) -> None:
             s.xadd(f"s{who % 4}", FIELDS)
             n += 1
     counts[who] = n
-
-
-def _live(path: str) -> int:
-    target = tempfile.mkdtemp()
-    try:
-        env = lmdb.open(path, readonly=True, lock=False, max_dbs=32)
-        try:
-            env.copy(target, compact=True)
-        finally:
-            env.close()
-        return os.path.getsize(os.path.join(target, "data.mdb"))
-    finally:
-        shutil.rmtree(target)
 
 
 def run(kind: str, wal: bool, idle: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -102,7 +89,7 @@ def run(kind: str, wal: bool, idle: str, args: argparse.Namespace) -> dict[str, 
     stop.set()
     if holder is not None:
         holder.join()
-    size, live = os.path.getsize(os.path.join(path, "data.mdb")), _live(path)
+    size, live = os.path.getsize(os.path.join(path, "data.mdb")), live_bytes(path)
     shutil.rmtree(base)
     return {
         "scenario": kind, "format": 3 if wal else 2, "idle process": idle, "commits": commits,

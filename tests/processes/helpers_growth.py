@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import threading
 import time
-
-import lmdb
 
 import rstore
 
@@ -66,18 +61,3 @@ def write_for(path: str, seconds: float, results: Reports, who: int) -> None:
         return count
 
     report(results, who, body)
-
-
-def live_bytes(path: str) -> int:
-    """The bytes of a compacted copy of the store's data file (LMDB's compacting copy keeps
-    only the pages in use): its live data.  The store must not be open in this process."""
-    target = tempfile.mkdtemp()
-    try:
-        env = lmdb.open(path, readonly=True, lock=False, max_dbs=32)
-        try:
-            env.copy(target, compact=True)
-        finally:
-            env.close()
-        return os.path.getsize(os.path.join(target, "data.mdb"))
-    finally:
-        shutil.rmtree(target)

@@ -14,12 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
+from live_data import live_bytes
 
 import rstore
 from rstore.storage import wal_checkpoints
 
 from .children import Children, collect
-from .helpers_growth import FIELDS, idle_after_one_write, live_bytes, write_for
+from .helpers_growth import FIELDS, idle_after_one_write, write_for
 
 XADDS = 3000
 
