@@ -15,6 +15,7 @@ from .jsonout import echo_json
 from .output import echo_entries, echo_ids
 from .params import range_bound, to_bytes
 from .replies import entries_from_reply
+from .timefmt import shown_idle
 
 __all__ = ["COMMANDS", "PENDING_COLUMNS", "PENDING_PAGE", "iter_pending"]
 
@@ -100,12 +101,13 @@ def pending_command(
 
     Without options: a summary -- how many, the lowest and highest ID, and how many per
     consumer.  With any of --start, --end, --count, --consumer or --idle: a table of the
-    pending entries (ID, CONSUMER, IDLE in ms since the last delivery, DELIVERY-COUNT), all
-    of them unless --count; START and END are inclusive unless written (ID.
+    pending entries (ID, CONSUMER, IDLE: how long since the last delivery, as 1m5s or 2h10m;
+    DELIVERY-COUNT), all of them unless --count; START and END are inclusive unless written
+    (ID.
 
     --json prints {"pending": N, "min": ID, "max": ID, "consumers": [{"name": ...,
     "pending": N}]} for the summary, and an array of objects keyed by the column names for
-    the table.  A missing group is an error (NOGROUP), exit status 1.
+    the table (idle in ms).  A missing group is an error (NOGROUP), exit status 1.
 
     \b
     Examples:
@@ -149,7 +151,8 @@ def pending_command(
         echo_json(rows)
     else:
         headers = [c.upper() for c in PENDING_COLUMNS]
-        for line in table_lines(headers, [[r[c] for c in PENDING_COLUMNS] for r in rows]):
+        cells = [[r["id"], r["consumer"], shown_idle(r["idle"]), r["delivery-count"]] for r in rows]
+        for line in table_lines(headers, cells):
             click.echo(line)
 
 
