@@ -21,7 +21,7 @@ import click
 import rstore
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
-from .format import show_path
+from .format import counted, show_path
 from .jsonout import dumps, echo_json
 from .params import range_bound, to_bytes
 from .progress import Progress, progress_option, progress_reporter
@@ -226,9 +226,9 @@ def _summary(tally: _Tally, output: str | None, seconds: float, as_json: bool) -
             click.echo(dumps(report).encode("utf-8"), err=True)
     elif to_file:
         assert output is not None
-        count = len(tally.streams)
+        streams = counted(len(tally.streams), "stream")
         click.echo(
-            f"exported {tally.entries} entries of {count} stream{'s' * (count != 1)} to "
+            f"exported {counted(tally.entries, 'entry', 'entries')} of {streams} to "
             f"{show_path(output)} ({tally.bytes} bytes, {seconds:.2f} s)"
         )
     if not tally.entries:

@@ -13,7 +13,7 @@ import click
 import rstore
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
-from .format import show_path, table_lines, token
+from .format import counted, show_path, table_lines, token
 from .jsonout import echo_json
 from .params import to_bytes
 from .progress import progress_option, progress_reporter
@@ -64,10 +64,6 @@ def _stream_record(s: rstore.StreamInfo, consumers: bool) -> dict[str, Any]:
     }
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 def _text(value: Any) -> str:
     """A summary value in text output: ``-`` for none (Valkey's nil)."""
     return "-" if value is None else str(value)
@@ -87,7 +83,7 @@ def _stream_lines(record: dict[str, Any], consumers: bool) -> Iterator[str]:
     size = f", {record['bytes']} bytes" if record["db"] is not None else ""
     yield (
         f"stream {token(record['key'])}{where}: length {record['length']}, "
-        f"{_count(record['nodes'], 'node')}{size}"
+        f"{counted(record['nodes'], 'node')}{size}"
     )
     expires = record["expire-time"]
     yield (
@@ -101,7 +97,7 @@ def _stream_lines(record: dict[str, Any], consumers: bool) -> Iterator[str]:
         yield (
             f"  group {token(g['name'])}: last delivered {g['last-delivered-id']}, "
             f"entries read {_text(g['entries-read'])}, lag {_text(g['lag'])}, "
-            f"pending {g['pending']}, {_count(n, 'consumer')}"
+            f"pending {g['pending']}, {counted(n, 'consumer')}"
         )
         if consumers:
             for c in g["consumers"]:
@@ -147,7 +143,7 @@ def _file_lines(report: dict[str, Any]) -> Iterator[str]:
         yield f"functions: {report['functions']}, module data: {report['module-aux']}"
     for db, types in report["databases"].items():
         total = sum(t["keys"] for t in types.values())
-        yield f"db {db}: {_count(total, 'key')}"
+        yield f"db {db}: {counted(total, 'key')}"
         rows = [[k, t["keys"], t["bytes"], t["elements"], t["expiring"]] for k, t in types.items()]
         for line in table_lines(["type", "keys", "bytes", "elements", "expiring"], rows):
             yield f"  {line}"
@@ -202,7 +198,7 @@ def inspect_command(
             echo_json(report)
             return
         described = f"format {form}" + (" (write-ahead log)" if logged else "")
-        click.echo(f"{show_path(path)}: store in {described}, {_count(len(records), 'stream')}")
+        click.echo(f"{show_path(path)}: store in {described}, {counted(len(records), 'stream')}")
     else:
         report = _file_report(path, raw_key, progress)
         if raw_key is not None and not report["streams"]:

@@ -8,6 +8,7 @@ import click
 import rstore
 
 from .context import StoreOpener, json_option, pass_opener
+from .format import counted
 from .jsonout import echo_json
 from .progress import progress_reporter
 
@@ -43,8 +44,7 @@ def check_command(opener: StoreOpener, as_json: bool) -> None:
         for problem in problems:
             click.echo(" ".join(problem.split()))
     if problems:
-        noun = "problem" if len(problems) == 1 else "problems"
-        click.echo(f"Error: the store has {len(problems)} {noun}", err=True)
+        click.echo(f"Error: the store has {counted(len(problems), 'problem')}", err=True)
         raise click.exceptions.Exit(1)
 
 
@@ -67,7 +67,7 @@ def upgrade_command(opener: StoreOpener, as_json: bool) -> None:
     if as_json:
         echo_json({"upgraded": records > 0, "records": records})
     elif records:
-        click.echo(f"upgraded: {records} records rewritten with checksums")
+        click.echo(f"upgraded: {counted(records, 'record')} rewritten with checksums")
     else:
         click.echo("already current: nothing to do")
 

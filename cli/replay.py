@@ -7,6 +7,8 @@ the pace and the target come from the options; the engine does the rest (docs/re
 from __future__ import annotations
 
 import contextlib
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -18,7 +20,7 @@ import rstore
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .entry import EXIT_INTERRUPTED
-from .format import show_path
+from .format import counted, show_path
 from .params import range_bound, to_bytes
 from .progress import progress_option
 from .replay_out import echo_plan, line_format, replay_progress, summary
@@ -67,6 +69,44 @@ def _jsonl_lines(path: str) -> Iterator[bytes]:
         raise click.ClickException(f"cannot read {show_path(path)}: {exc.strerror}") from None
     with f:
         yield from f
+
+
+@contextlib.contextmanager
+def _conflicts_explained(hint: str) -> Iterator[None]:
+    """A :class:`rstore.ReplayConflict` as one line that names this command's options."""
+    try:
+        yield
+    except rstore.ReplayConflict as exc:
+        if not exc.avoidable:
+            raise
+        raise click.ClickException(f"{exc.reason} ({hint})") from None
+
+
+def _jsonl_total(path: str, progress: bool | None) -> int | None:
+    """The lines of the file ``path`` (``-``: stdin, when it is a regular file; counted from
+    where it stands, without moving it), the total of the progress bar: ``None`` when no bar
+    is shown, for a pipe, or when the file cannot be read (the import says why)."""
+    if not (progress if progress is not None else sys.stderr.isatty()):
+        return None
+    try:
+        fd = sys.stdin.buffer.fileno() if path == "-" else os.open(path, os.O_RDONLY)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        offset = os.lseek(fd, 0, os.SEEK_CUR)
+        lines, last = 0, b"\n"
+        while chunk := os.pread(fd, 1 << 22, offset):
+            lines += chunk.count(b"\n")
+            offset += len(chunk)
+            last = chunk[-1:]
+        return lines + (last != b"\n")
+    except OSError:
+        return None
+    finally:
+        if path != "-":
+            os.close(fd)
 
 
 def _store_total(store: rstore.Store, keys: list[bytes] | None, low: ID, high: ID) -> int:
@@ -135,7 +175,8 @@ def _run(
         echo_plan(plans, seconds, target_text, as_json, pacer is not None)
         return False
     label = {"replayed": "replaying", "imported": "importing"}.get(verb, verb)
-    with replay_progress(label, progress, total) as report_progress:
+    paced = pacer is not None and pacer.schedule.paced
+    with replay_progress(label, progress, total, paced) as report_progress:
         report = rstore.run_replay(entries, sink, pacer=pacer, progress=report_progress, **options)
     if not (report.delivered or report.resumed or report.skipped or report.interrupted):
         raise click.ClickException(nothing)
@@ -277,6 +318,7 @@ def replay_command(
     # into a store with the IDs kept, whole nodes are copied unchanged where the engine can
     whole_nodes = (to_store is not None or target is not None) and not new_ids
     with contextlib.ExitStack() as stack:
+        stack.enter_context(_conflicts_explained("--on-conflict skip or new-id, or --new-ids"))
         total: int | None = None
         source_store: rstore.Store | None = None
         first_of: Callable[..., Iterator[Any]] | None = None  # a source that can look ahead
@@ -292,6 +334,7 @@ def replay_command(
             total = sum(s.state.length for s in of_db if s.key in chosen)
         elif jsonl is not None:
             name_shown = "stdin" if jsonl == "-" else show_path(jsonl)
+            total = _jsonl_total(jsonl, progress)
             entries = rstore.entries_from_jsonl(
                 _jsonl_lines(jsonl), keys, low, high, name=name_shown
             )
@@ -352,8 +395,9 @@ def replay_command(
             copied = rstore.copy_groups(groups, execute, target=target, existing=existing)
             if not as_json:
                 click.echo(
-                    f"copied {copied.groups} groups, {copied.consumers} consumers, "
-                    f"{copied.pending} pending entries"
+                    f"copied {counted(copied.groups, 'group')}, "
+                    f"{counted(copied.consumers, 'consumer')}, "
+                    f"{counted(copied.pending, 'pending entry', 'pending entries')}"
                 )
 
 
@@ -393,7 +437,8 @@ def import_command(
     """
     name_shown = "stdin" if file == "-" else show_path(file)
     entries = rstore.entries_from_jsonl(_jsonl_lines(file), name=name_shown)
-    with opener.open(create=True) as store:
+    hint = "--on-conflict skip leaves such entries out, --on-conflict new-id gives them new IDs"
+    with _conflicts_explained(hint), opener.open(create=True) as store:
         options: dict[str, Any] = {
             "pacer": None,
             "as_json": as_json,
@@ -406,7 +451,7 @@ def import_command(
         _run(
             entries,
             rstore.StoreSink(store),
-            total=None,
+            total=_jsonl_total(file, progress),
             options=options,
             verb="imported",
             target_text=show_path(opener.store_path),

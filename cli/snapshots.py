@@ -17,7 +17,7 @@ import click
 import rstore
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
-from .format import show_path, token
+from .format import counted, show_path, token
 from .jsonout import echo_json
 from .params import to_bytes
 from .progress import progress_option, progress_reporter
@@ -29,10 +29,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def _mib(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n} bytes"
-
-
-def _count(n: int, noun: str, plural: str | None = None) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
 
 
 def _json_report(
@@ -160,15 +156,16 @@ def save_command(
         )
         return
     click.echo(
-        f"saved {_count(result.streams, 'stream')} "
-        f"({_count(result.entries, 'entry', 'entries')}) to {show_path(result.path)}: "
+        f"saved {counted(result.streams, 'stream')} "
+        f"({counted(result.entries, 'entry', 'entries')}) to {show_path(result.path)}: "
         f"RDB {result.rdb_version}, {_mib(result.bytes)}, {result.seconds:.2f} s"
     )
     if set(result.databases) - {0}:
         click.echo(
             "databases: "
             + ", ".join(
-                f"db {db}: {_count(d.streams, 'stream')} ({_count(d.entries, 'entry', 'entries')})"
+                f"db {db}: {counted(d.streams, 'stream')} "
+                f"({counted(d.entries, 'entry', 'entries')})"
                 for db, d in result.databases.items()
             )
         )
@@ -257,8 +254,8 @@ def restore_command(
         )
         return
     click.echo(
-        f"restored {_count(len(result.streams), 'stream')} "
-        f"({_count(result.entries, 'entry', 'entries')}) from database {result.db} of "
+        f"restored {counted(len(result.streams), 'stream')} "
+        f"({counted(result.entries, 'entry', 'entries')}) from database {result.db} of "
         f"{show_path(result.path)}: RDB {result.rdb_version}, {_mib(result.bytes)}, "
         f"{result.seconds:.2f} s"
     )
@@ -277,7 +274,7 @@ def _notes(exc: BaseException) -> str:
 def _notes_of(result: Any, indent: str) -> None:
     """The lines of a restore report beyond its summary: replaced, expired, TTLs, skipped."""
     if result.replaced:
-        click.echo(f"{indent}replaced: {_count(len(result.replaced), 'existing stream')}")
+        click.echo(f"{indent}replaced: {counted(len(result.replaced), 'existing stream')}")
     notes = (
         ("expired (not imported)", result.expired),
         ("TTL dropped (rstore keys never expire)", result.ttl_dropped),
@@ -310,15 +307,15 @@ def _report_all(result: Any, as_json: bool) -> None:
         )  # fmt: skip
         return
     click.echo(
-        f"restored {_count(len(result.streams), 'stream')} "
-        f"({_count(result.entries, 'entry', 'entries')}) from "
-        f"{_count(len(result.databases), 'database')} of {show_path(result.path)}: "
+        f"restored {counted(len(result.streams), 'stream')} "
+        f"({counted(result.entries, 'entry', 'entries')}) from "
+        f"{counted(len(result.databases), 'database')} of {show_path(result.path)}: "
         f"RDB {result.rdb_version}, {_mib(result.bytes)}, {result.seconds:.2f} s"
     )
     for db, sub in result.databases.items():
         click.echo(
-            f"db {db}: {_count(len(sub.streams), 'stream')} "
-            f"({_count(sub.entries, 'entry', 'entries')})"
+            f"db {db}: {counted(len(sub.streams), 'stream')} "
+            f"({counted(sub.entries, 'entry', 'entries')})"
         )
         _notes_of(sub, "  ")
 

@@ -62,7 +62,17 @@ BATCH_ENTRIES = 5000
 
 
 class ReplayConflict(RStoreError):
-    """A kept ID is not above the target stream's last ID, under ``on_conflict="fail"``."""
+    """A kept ID is not above the target stream's last ID, under ``on_conflict="fail"``.
+
+    ``reason`` says which ID and where; ``str()`` adds the arguments that let such entries
+    through when ``avoidable`` (a front end such as the CLI names its own options instead).
+    A target stream whose IDs are exhausted is not avoidable."""
+
+    def __init__(self, reason: str, *, avoidable: bool = True) -> None:
+        advice = " (on_conflict='skip' or 'new-id', or new_ids=True)" if avoidable else ""
+        super().__init__(reason + advice)
+        self.reason = reason
+        self.avoidable = avoidable
 
 
 @dataclass
@@ -112,7 +122,7 @@ def _next_id(last: ID | None, now_ms: int) -> ID:
         return ms, seq + 1
     if ms < _UINT64_MAX:
         return ms + 1, 0
-    raise ReplayConflict("the target stream has exhausted its IDs")
+    raise ReplayConflict("the target stream has exhausted its IDs", avoidable=False)
 
 
 def _selected(
@@ -168,8 +178,7 @@ class _Ids:
                 raise ReplayConflict(
                     f"entry {entry_id[0]}-{entry_id[1]} of {_shown(source)} is not above the "
                     f"last ID of {_shown(target)} "
-                    f"({_id_text(last)}); nothing of its batch was "
-                    "written (--on-conflict skip or new-id, or --new-ids)"
+                    f"({_id_text(last)}); nothing of its batch was written"
                 )
             chosen = _next_id(last, int(time.time() * 1000))
         self.lasts[target] = chosen
@@ -194,8 +203,7 @@ def check_conflicts(
                          f"(last ID {_id_text(last)})")  # fmt: skip
     if found:
         raise ReplayConflict(
-            f"kept IDs not above the target's last ID: {'; '.join(found)}; nothing was written "
-            "(--on-conflict skip or new-id, or --new-ids)"
+            f"kept IDs not above the target's last ID: {'; '.join(found)}; nothing was written"
         )
 
 
