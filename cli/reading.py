@@ -116,8 +116,8 @@ def range_command(
     if db is not None and dump_file is None:
         raise click.UsageError("--db needs --from-dump")
     key = to_bytes(stream, unescape, "STREAM")
-    low = range_bound(start or since or "-", is_end=False, param="START")
-    high = range_bound(end or until or "+", is_end=True, param="END")
+    low = range_bound(start or since or "-", is_end=False, param="--since" if since else "START")
+    high = range_bound(end or until or "+", is_end=True, param="--until" if until else "END")
     if dump_file is not None:
         _print([dump_entries(dump_file, key, low, high, count, rev, db or 0)], as_json, as_nl)
         return
