@@ -8,12 +8,8 @@ short.  ``-o FILE`` is written under a temporary name and renamed when complete.
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, BinaryIO
 
 import click
@@ -21,6 +17,7 @@ import click
 import rstore
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
+from .files import atomic_output, file_errors
 from .format import counted, show_path
 from .jsonout import dumps, echo_json
 from .params import range_bound, to_bytes
@@ -34,38 +31,6 @@ ID = tuple[int, int]
 def _bound(text: str, *, is_end: bool, param: str) -> ID:
     ms, _, seq = range_bound(text, is_end=is_end, param=param).partition(b"-")
     return int(ms), int(seq)
-
-
-@contextmanager
-def _output(path: str | None, force: bool) -> Iterator[BinaryIO]:
-    """Where the lines go: stdout; a regular FILE written under a temporary name in its
-    directory, fsynced and renamed once complete (removed on failure); or, as they are, a file
-    that is no regular file (``/dev/null``, a FIFO)."""
-    if path is None or path == "-":
-        sys.stdout.flush()
-        yield sys.stdout.buffer
-        sys.stdout.buffer.flush()
-        return
-    if os.path.exists(path) and not os.path.isfile(path):
-        with open(path, "wb") as special:
-            yield special
-        return
-    if os.path.exists(path) and not force:
-        raise click.ClickException(f"{show_path(path)} exists; give --force to replace it")
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, temp = tempfile.mkstemp(prefix=".rstore-export-", dir=folder)
-    except OSError as exc:
-        raise click.ClickException(f"cannot write {show_path(path)}: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as out:
-            yield out
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        os.unlink(temp)
-        raise
 
 
 class _Tally:
@@ -199,19 +164,20 @@ def export_command(
     tally = _Tally()
     with progress_reporter("exporting", progress) as report:
         if dump_file is not None:
-            index = rstore.index_rdb(dump_file)
+            with file_errors(dump_file, "read"):
+                index = rstore.index_rdb(dump_file)
             total = None
             if report is not None:
                 chosen = rstore.select_streams([s.key for s in index if s.db == (db or 0)], keys)
                 total = sum(s.state.length for s in index if s.db == (db or 0) and s.key in chosen)
             batches = rstore.batches_from_rdb(dump_file, keys, low, high, db=db or 0, index=index)
-            with _output(output, force) as out:
+            with atomic_output(output, force) as out:
                 _export(batches, out, tally, report, total)
         else:
             with opener.open(create=False) as store:
                 total = _store_total(store, keys, low, high)[0] if report is not None else None
                 batches = rstore.batches_from_store(store, keys, low, high)
-                with _output(output, force) as out:
+                with atomic_output(output, force) as out:
                     _export(batches, out, tally, report, total)
     _summary(tally, output, time.perf_counter() - began, as_json)
 

@@ -13,6 +13,7 @@ import click
 import rstore
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
+from .files import file_errors
 from .format import counted, show_path, table_lines, token
 from .jsonout import echo_json
 from .params import to_bytes
@@ -108,7 +109,7 @@ def _stream_lines(record: dict[str, Any], consumers: bool) -> Iterator[str]:
 
 
 def _file_report(path: str, key: bytes | None, progress: bool | None) -> dict[str, Any]:
-    with progress_reporter("reading", progress) as report:
+    with progress_reporter("reading", progress) as report, file_errors(path, "read"):
         summary = rstore.inspect_rdb(path, key=key, progress=report)
     return {
         "path": path,

@@ -146,8 +146,10 @@ class RStoreGroup(click.Group):
             raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
         except BrokenPipeError:
             raise  # `rstore range s | head`: click's main() exits quietly
-        except OSError as exc:
-            raise CommandFailed(str(exc)) from exc
+        except OSError as exc:  # a file no command named: its name and the reason in words
+            from .files import os_error_text  # noqa: PLC0415 - only when it happens
+
+            raise CommandFailed(os_error_text(exc)) from exc
         except Exception as exc:
             if os.environ.get(DEBUG_ENV):
                 raise

@@ -14,6 +14,7 @@ import click
 import rstore
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
+from .files import file_errors
 from .format import show_path, token
 from .jsonout import entry_json
 from .output import EntryWriter, RawEntry
@@ -33,7 +34,8 @@ def dump_entries(
     # read_rdb_entries' count 0 means "all"; range's --count 0 means none (XRANGE COUNT 0).
     # The file is still read then, so that a missing stream or a damaged file is reported.
     limit = 1 if count == 0 else count or 0
-    found = rstore.read_rdb_entries(path, key, start, end, limit, db=db, reverse=rev)
+    with file_errors(path, "read"):
+        found = rstore.read_rdb_entries(path, key, start, end, limit, db=db, reverse=rev)
     if found is None:
         raise click.ClickException(f"{show_path(path)} has no stream {token(key)} in database {db}")
     return [] if count == 0 else list(found)

@@ -20,6 +20,7 @@ import rstore
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .entry import EXIT_INTERRUPTED
+from .files import file_errors
 from .format import counted, show_path
 from .params import range_bound, to_bytes
 from .progress import progress_option
@@ -324,7 +325,8 @@ def replay_command(
         first_of: Callable[..., Iterator[Any]] | None = None  # a source that can look ahead
         selected: list[bytes] = []
         if dump_file is not None:
-            index = rstore.index_rdb(dump_file)  # read once: checked whole before anything
+            with file_errors(dump_file, "read"):  # read once: checked whole before anything
+                index = rstore.index_rdb(dump_file)
             read_rdb = rstore.runs_from_rdb if whole_nodes else rstore.entries_from_rdb
             entries: Any = read_rdb(dump_file, keys, low, high, db=db or 0, index=index)
             of_db = [s for s in index if s.db == (db or 0)]
@@ -377,6 +379,8 @@ def replay_command(
                 if dump_file is not None
                 else rstore.groups_of_store(source_store, keys)  # type: ignore[arg-type]
             )
+        if checkpoint is not None and not sink.transactional:  # a file of the user's
+            stack.enter_context(file_errors(checkpoint, "write"))
         if first_of is not None and on_conflict == "fail" and not (new_ids or where or dry_run):
             _check_conflicts(first_of, selected, low, high, sink, options)
         delivered = _run(

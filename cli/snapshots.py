@@ -17,6 +17,7 @@ import click
 import rstore
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
+from .files import atomic_output, file_errors
 from .format import counted, show_path, token
 from .jsonout import echo_json
 from .params import to_bytes
@@ -91,9 +92,9 @@ def _names(names: Sequence[bytes]) -> str:
 
 
 def _readable(path: str) -> None:
-    """Fail with one line (``Error: [Errno 2] No such file or directory: ...``) before any
+    """Fail with one line (``Error: cannot read PATH: No such file or directory``) before any
     store is opened or created."""
-    with open(path, "rb"):
+    with file_errors(path, "read"), open(path, "rb"):
         pass
 
 
@@ -140,7 +141,11 @@ def save_command(
     """
     if os.path.exists(file) and not force:
         raise click.ClickException(f"{show_path(file)} exists; give --force to replace it")
-    with opener.open(create=False) as store, progress_reporter("saving", progress) as report:
+    with (
+        opener.open(create=False) as store,
+        progress_reporter("saving", progress) as report,
+        file_errors(file, "write"),
+    ):
         result = store.save(
             file, rdb_version=int(rdb_version), compress=not no_compress, progress=report,
             databases=dbs or None,
@@ -208,7 +213,11 @@ def restore_command(
     if all_databases and db is not None:
         raise click.UsageError("give --db or --all-databases, not both")
     _readable(file)  # before the store is created
-    with opener.open(create=True) as store, progress_reporter("restoring", progress) as report:
+    with (
+        opener.open(create=True) as store,
+        progress_reporter("restoring", progress) as report,
+        file_errors(file, "read"),
+    ):
         try:
             result = store.restore_file(
                 file, db=None if all_databases else (db or 0), replace=replace, progress=report
@@ -349,7 +358,7 @@ def dump_command(
             raise click.ClickException("the payload is binary: give --output FILE or a pipe")
         sys.stdout.buffer.write(payload)
     else:
-        with open(output, "wb") as f:
+        with atomic_output(output, force=True) as f:
             f.write(payload)
 
 
@@ -389,7 +398,7 @@ def restore_key_command(
     if payload == "-":
         data = sys.stdin.buffer.read()
     else:
-        with open(payload, "rb") as f:  # before the store is created
+        with file_errors(payload, "read"), open(payload, "rb") as f:  # before the store is made
             data = f.read()
     argv: list[Any] = ["RESTORE", key, ttl, data]
     if replace:

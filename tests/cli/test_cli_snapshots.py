@@ -91,7 +91,7 @@ def test_restore_refusals_leave_the_store_alone(
     missing = run("restore", str(tmp_path / "missing.rdb"))
     assert missing.exit_code == 1
     assert missing.stderr == (
-        f"Error: [Errno 2] No such file or directory: '{tmp_path / 'missing.rdb'}'\n"
+        f"Error: cannot read {tmp_path / 'missing.rdb'}: No such file or directory\n"
     )
     assert contents(store_path) == before
     result = run("restore", str(tmp_path / "clash.rdb"), "--replace")
