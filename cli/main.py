@@ -161,6 +161,8 @@ class RStoreGroup(click.Group):
 
 @click.group(
     cls=RStoreGroup,
+    invoke_without_command=True,  # no command: the help, with the commands (_no_command)
+    subcommand_metavar="COMMAND [ARGS]...",
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @global_options
@@ -181,6 +183,23 @@ def cli(ctx: click.Context, /, **settings: Any) -> None:
       rstore range events --since 1h --store /var/lib/queue
     """
     ctx.obj = StoreOpener(**settings)
+    if ctx.invoked_subcommand is None:
+        _no_command(ctx)
+
+
+def _no_command(ctx: click.Context) -> NoReturn:
+    """``rstore`` alone: the help, which lists the commands, on stdout (exit 0).  Global
+    options without a command: the same on stderr, then a usage error (exit 2)."""
+    given = any(
+        ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+        for name in ctx.params
+    )
+    if not given:
+        click.echo(ctx.get_help(), color=ctx.color)
+        ctx.exit(0)
+    click.echo(ctx.get_help(), err=True, color=ctx.color)
+    click.echo("Error: no command given (the commands are above)", err=True)
+    ctx.exit(2)
 
 
 def all_commands() -> dict[str, click.Command]:
