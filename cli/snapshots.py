@@ -28,6 +28,17 @@ __all__ = ["COMMANDS"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+#: Which servers load a file of each RDB version, and what an older version leaves out.
+_LOADS_IN = {
+    11: "loads in Redis 7.2+ and Valkey 7.2+ (Redis 7.0 needs --rdb-version 10, Redis 5.0-6.2 "
+    "--rdb-version 9)",
+    10: "loads in Redis 7.0+ and Valkey 7.2+ (consumers' active times are left out: RDB 10 has "
+    "none)",
+    9: "loads in Redis 5.0+ and Valkey 7.2+ (groups' entries-read and consumers' active times "
+    "are left out: RDB 9 has neither)",
+}
+
+
 def _mib(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n} bytes"
 
@@ -165,6 +176,7 @@ def save_command(
         f"({counted(result.entries, 'entry', 'entries')}) to {show_path(result.path)}: "
         f"RDB {result.rdb_version}, {_mib(result.bytes)}, {result.seconds:.2f} s"
     )
+    click.echo(_LOADS_IN[result.rdb_version])
     if set(result.databases) - {0}:
         click.echo(
             "databases: "
