@@ -14,15 +14,19 @@ from .format import info_lines, table_lines
 from .jsonout import echo_json
 from .output import echo_entries, echo_ids
 from .params import range_bound, to_bytes
-from .replies import entries_from_reply
+from .replies import (
+    PENDING_COLUMNS,
+    autoclaim_result,
+    entries_from_reply,
+    pending_rows,
+    pending_summary,
+)
 from .timefmt import shown_idle
 
-__all__ = ["COMMANDS", "PENDING_COLUMNS", "PENDING_PAGE", "iter_pending"]
+__all__ = ["COMMANDS", "PENDING_PAGE", "iter_pending"]
 
 #: ``pending`` reads this many rows per call when listing pending entries.
 PENDING_PAGE = 1000
-#: The columns of ``pending``'s detail table (and the keys of its JSON objects).
-PENDING_COLUMNS = ("id", "consumer", "idle", "delivery-count")
 _MAX_ID = b"18446744073709551615-18446744073709551615"
 
 _min_idle_option = click.option(
@@ -56,7 +60,7 @@ def iter_pending(
     while remaining is None or remaining > 0:
         page = PENDING_PAGE if remaining is None else min(PENDING_PAGE, remaining)
         rows = store.execute(*head, low, end, page, *tail)
-        yield from (dict(zip(PENDING_COLUMNS, row)) for row in rows)
+        yield from pending_rows(rows)
         if len(rows) < page or rows[-1][0] == _MAX_ID:
             return
         low = b"(" + rows[-1][0]
@@ -121,13 +125,7 @@ def pending_command(
     detail = any(v is not None for v in (start, end, count, consumer, idle))
     with opener.open(create=False) as store:
         if not detail:
-            total, low, high, per_consumer = store.execute(b"XPENDING", key, group_b)
-            summary = {
-                "pending": total,
-                "min": low,
-                "max": high,
-                "consumers": [{"name": n, "pending": int(p)} for n, p in per_consumer or []],
-            }
+            summary = pending_summary(store.execute(b"XPENDING", key, group_b))
             if as_json:
                 echo_json(summary)
             else:
@@ -269,15 +267,15 @@ def autoclaim_command(
     if justid:
         argv.append(b"JUSTID")
     with opener.open(create=False) as store:
-        cursor, claimed, deleted = store.execute(*argv)
-    items: list[Any] = claimed if justid else entries_from_reply(claimed)
+        result = autoclaim_result(store.execute(*argv), justid)
     if as_json:
-        echo_json({"next": cursor, "entries": items, "deleted": deleted})
+        echo_json(result)
         return
+    cursor, deleted = result["next"], result["deleted"]
     if justid:
-        echo_ids(claimed, as_json=False)
+        echo_ids(result["entries"], as_json=False)
     else:
-        echo_entries(items, as_json=False)
+        echo_entries(result["entries"], as_json=False)
     if deleted:
         ids = " ".join(d.decode("ascii", "backslashreplace") for d in deleted)
         click.echo(f"deleted from the stream, no longer pending: {ids}", err=True)

@@ -43,7 +43,7 @@ HELP = (
     "commands:\n{commands}"
 )
 
-Printer = Callable[[Any], None]
+Printer = Callable[[list[bytes], Any], None]  # (argv, reply)
 
 
 def history_path() -> str | None:
@@ -153,7 +153,7 @@ def run(
                 text = " ".join(message.split("\n"))
                 out.write(f"{text}\n\n".encode() if raw_errors else f"(error) {text}\n".encode())
             else:
-                print_reply(reply)
+                print_reply(argv, reply)
             out.flush()
     finally:
         session.close()
