@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     )
     from rstore.glob import key_matches
     from rstore.ids import StreamID, parse_range_bound, parse_time_ms
+    from rstore.interrupts import HeldInterrupts
     from rstore.model import (
         AppendReport,
         ConsumerInfo,
@@ -131,6 +132,7 @@ _LAZY: dict[str, str] = {
         "rstore.errors",
     ),
     "StreamID": "rstore.ids",
+    "HeldInterrupts": "rstore.interrupts",
     "key_matches": "rstore.glob",
     "parse_range_bound": "rstore.ids",
     "parse_time_ms": "rstore.ids",
@@ -234,6 +236,7 @@ __all__ = [
     "EnvelopeError",
     "GroupInfo",
     "GroupsReport",
+    "HeldInterrupts",
     "InconsistentSnapshotError",
     "KeyExistsError",
     "LinesSink",

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from rstore import RStoreError
+from rstore import HeldInterrupts, RStoreError
 
 from .checkpoints import (
     encode_position,
@@ -37,7 +37,6 @@ from .checkpoints import (
     save_checkpoint_file,
 )
 from .envelope import ReplayEntry
-from .interrupts import HeldInterrupts
 from .pacing import Pacer, PaceSchedule
 from .sinks import Sink, SinkError, TargetEntry
 from .sources import NodeRun, field_filter
