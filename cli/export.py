@@ -108,7 +108,9 @@ def _export(
     help="Read the streams from this RDB file instead of the store.",
 )
 @click.option(
-    "--db", type=click.IntRange(min=0), help="With --from-dump: the file's database (default 0)."
+    "--db",
+    type=click.IntRange(min=0),
+    help="The database (default 0): the file's with --from-dump, else the store's.",
 )
 @click.option(
     "-o",
@@ -155,8 +157,8 @@ def export_command(
       rstore export events 'orders:*' --start 2h -o recent.jsonl
       rstore export --from-dump dump.rdb --db 1 events | gzip > events.jsonl.gz
     """
-    if db is not None and dump_file is None:
-        raise click.UsageError("--db needs --from-dump")
+    if db is not None and dump_file is None:  # export's own --db: the store's database
+        opener = opener.with_db(db)
     keys = [to_bytes(s, unescape, "STREAM") for s in streams] or None
     low = _bound(start, is_end=False, param="--start")
     high = _bound(end, is_end=True, param="--end")

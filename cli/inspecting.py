@@ -81,7 +81,7 @@ def _time(value: int | None, now: int) -> str:
 def _stream_lines(record: dict[str, Any], consumers: bool) -> Iterator[str]:
     now = now_ms()
     where = f" (db {record['db']})" if record["db"] is not None else ""
-    size = f", {record['bytes']} bytes" if record["db"] is not None else ""
+    size = f", {record['bytes']} bytes" if record["bytes"] is not None else ""
     yield (
         f"stream {token(record['key'])}{where}: length {record['length']}, "
         f"{counted(record['nodes'], 'node')}{size}"
@@ -135,6 +135,51 @@ def _file_report(path: str, key: bytes | None, progress: bool | None) -> dict[st
     }
 
 
+def _by_name(info: rstore.StreamInfo) -> bytes:
+    return info.key
+
+
+def _store_report(
+    path: str, db: int | None, key: bytes | None, progress: bool | None
+) -> dict[str, Any]:
+    """What a store holds: its format, and per database (each on disk, or ``db`` alone) its
+    streams, in the shape of a file's report (``bytes`` unknown: ``None``)."""
+    with (
+        rstore.Store(path, create=False) as store,
+        progress_reporter("reading", progress) as callback,
+    ):
+        numbers = store.databases() if db is None else [db]
+        if db is not None and db not in store.databases():
+            raise click.ClickException(f"no database {db} in the store at {show_path(path)}")
+        records: list[dict[str, Any]] = []
+        databases: dict[str, Any] = {}
+        for n in numbers:
+            streams = sorted(store.database(n).inspect(key, progress=callback), key=_by_name)
+            for s in streams:
+                records.append({**_stream_record(s, key is not None), "db": n, "bytes": None})
+            elements = sum(s.state.length for s in streams)
+            kinds = {"keys": len(streams), "bytes": None, "elements": elements, "expiring": 0}
+            databases[str(n)] = {"stream": kinds}
+        form, logged = store.format, store.wal
+    return {"path": path, "format": form, "wal": logged, "databases": databases,
+            "streams": records}  # fmt: skip
+
+
+def _store_lines(report: dict[str, Any]) -> Iterator[str]:
+    described = f"format {report['format']}" + (" (write-ahead log)" if report["wal"] else "")
+    databases = report["databases"]
+    yield (
+        f"{show_path(report['path'])}: store in {described}, "
+        f"{counted(len(databases), 'database')}, {counted(len(report['streams']), 'stream')}"
+    )
+    for db, kinds in databases.items():
+        streams = kinds["stream"]
+        yield (
+            f"db {db}: {counted(streams['keys'], 'stream')}, "
+            f"{counted(streams['elements'], 'entry', 'entries')}"
+        )
+
+
 def _file_lines(report: dict[str, Any]) -> Iterator[str]:
     aux = " ".join(f"{k}={token(v)}" for k, v in report["aux"].items())
     where = show_path(report["path"])
@@ -183,23 +228,14 @@ def inspect_command(
     raw_key = None if key is None else to_bytes(key, unescape, "--key")
     path = opener.store_path if target is None else target
     if target is None or os.path.isdir(path):
-        with (
-            rstore.Store(path, create=False) as store,
-            progress_reporter("reading", progress) as callback,
-        ):
-            streams = store.inspect(raw_key, progress=callback)
-            form, logged = store.format, store.wal
-        records = [_stream_record(s, raw_key is not None) for s in streams]
-        for record in records:  # a store has one keyspace, and no file bytes to count
-            record["db"] = record["bytes"] = None
-        report: dict[str, Any] = {"path": path, "format": form, "wal": logged, "streams": records}
-        if raw_key is not None and not records:
+        report = _store_report(path, opener.db, raw_key, progress)
+        if raw_key is not None and not report["streams"]:
             raise click.ClickException(f"no stream {token(raw_key)} in {show_path(path)}")
         if as_json:
             echo_json(report)
             return
-        described = f"format {form}" + (" (write-ahead log)" if logged else "")
-        click.echo(f"{show_path(path)}: store in {described}, {counted(len(records), 'stream')}")
+        for line in _store_lines(report):
+            click.echo(line)
     else:
         report = _file_report(path, raw_key, progress)
         if raw_key is not None and not report["streams"]:

@@ -94,9 +94,13 @@ class CommandFailed(click.ClickException):
 
 def _with_late_options(command: click.Command) -> click.Command:
     """Let ``command`` (and, for a group, its subcommands) take the global options after its
-    name too (see :func:`rstore_cli.context.late_options`)."""
+    name too (see :func:`rstore_cli.context.late_options`), those whose flags it does not have
+    itself (``range --db`` is range's own)."""
     names = {param.name for param in command.params}
-    command.params.extend(o for o in late_options() if o.name not in names)
+    flags = {flag for param in command.params for flag in (*param.opts, *param.secondary_opts)}
+    command.params.extend(
+        o for o in late_options() if o.name not in names and flags.isdisjoint(o.opts)
+    )
     if isinstance(command, click.Group):
         for sub in command.commands.values():
             _with_late_options(sub)

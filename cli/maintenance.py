@@ -35,7 +35,7 @@ def check_command(opener: StoreOpener, as_json: bool) -> None:
       rstore check --json
       rstore --store /var/lib/queue check
     """
-    problems = rstore.check_store(opener.store_path)
+    problems = rstore.check_store(rstore.database_path(opener.store_path, opener.db or 0))
     if as_json:
         echo_json({"ok": not problems, "problems": problems})
     elif not problems:

@@ -66,7 +66,8 @@ def dump_entries(
 @click.option(
     "--db",
     type=click.IntRange(min=0),
-    help="With --from-dump: the file's database (default 0).",
+    help="The database (default 0): the file's with --from-dump, else the store's (as the "
+    "global --db).",
 )
 @unescape_option
 @pass_opener
@@ -115,8 +116,8 @@ def range_command(
         raise click.UsageError("give START or --since, not both")
     if end is not None and until is not None:
         raise click.UsageError("give END or --until, not both")
-    if db is not None and dump_file is None:
-        raise click.UsageError("--db needs --from-dump")
+    if db is not None and dump_file is None:  # range's own --db: the store's database
+        opener = opener.with_db(db)
     key = to_bytes(stream, unescape, "STREAM")
     low = range_bound(start or since or "-", is_end=False, param="--since" if since else "START")
     high = range_bound(end or until or "+", is_end=True, param="--until" if until else "END")

@@ -190,7 +190,11 @@ def _run(
 @click.command("replay", short_help="Re-send stream history: paced, resumable, anywhere.")
 @click.argument("streams", nargs=-1, metavar="[STREAM|GLOB]...")
 @click.option("--from-dump", "dump_file", type=click.Path(dir_okay=False), help="Read an RDB file.")
-@click.option("--db", type=click.IntRange(min=0), help="With --from-dump: the database (0).")
+@click.option(
+    "--db",
+    type=click.IntRange(min=0),
+    help="The source's database (0): the dump's, or the store's.",
+)
 @click.option("--from-jsonl", "jsonl", metavar="FILE|-", help="Read JSON lines (export's).")
 @click.option("--from-url", "from_url", metavar="URL", help="Read a Redis/Valkey server.")
 @click.option("--to-stream", metavar="NAME", help="Write into stream NAME (of this store).")
@@ -277,7 +281,9 @@ def replay_command(
     if len(sources) > 1:
         raise click.UsageError("give one of --from-dump, --from-jsonl, --from-url")
     if db is not None and dump_file is None:
-        raise click.UsageError("--db needs --from-dump")
+        if jsonl is not None or from_url is not None:
+            raise click.UsageError("--db is the database of the dump or of this store")
+        opener = opener.with_db(db)  # replay's own --db: this store's database
     if to_store is not None and to_url is not None:
         raise click.UsageError("give one of --to-store and --to-url")
     if to_stream is not None and prefix is not None:
@@ -458,7 +464,7 @@ def import_command(
             total=_jsonl_total(file, progress),
             options=options,
             verb="imported",
-            target_text=show_path(opener.store_path),
+            target_text=opener.shown,
             to_stdout=False,
             nothing=f"no entries in {name_shown}",
         )

@@ -150,6 +150,8 @@ def serve_command(
       rstore serve --config /etc/rstore/server.conf --check-config
       redis-cli -p 6379 XADD events '*' user 42
     """
+    if opener.db is not None:
+        raise click.UsageError("serve serves every database of the store (SELECT N): no --db")
     try:
         given = {
             "bind": bind, "port": port, "unixsocket": unixsocket, "appendfsync": appendfsync,

@@ -152,8 +152,10 @@ def save_command(
     """
     if os.path.exists(file) and not force:
         raise click.ClickException(f"{show_path(file)} exists; give --force to replace it")
+    if opener.db is not None and not dbs:  # `rstore --db 3 save`: that database only
+        dbs = (opener.db,)
     with (
-        opener.open(create=False) as store,
+        opener._replace(db=None).open(create=False) as store,  # the store, all its databases
         progress_reporter("saving", progress) as report,
         file_errors(file, "write"),
     ):
@@ -208,7 +210,8 @@ def restore_command(
     as_json: bool,
 ) -> None:
     """Import the streams of database --db of FILE (an RDB file from rstore, Redis 5.0-7.4 or
-    Valkey 7.2/8.0) into the store, creating it if needed; with --all-databases, those of
+    Valkey 7.2/8.0) into the store (its database given by the global --db before the command:
+    `rstore --db 3 restore FILE`), creating it if needed; with --all-databases, those of
     every database N of FILE into database N of the store (the store STORE/dbN, SELECT N of
     rstore serve).
 
@@ -224,6 +227,10 @@ def restore_command(
     """
     if all_databases and db is not None:
         raise click.UsageError("give --db or --all-databases, not both")
+    if all_databases and opener.db is not None:
+        raise click.UsageError(
+            "--all-databases restores into the databases of the same numbers: no global --db"
+        )
     _readable(file)  # before the store is created
     with (
         opener.open(create=True) as store,

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from rstore.commands.listing import command_table
     from rstore.commands.reply import NIL_ARRAY
     from rstore.commands.serving import BlockedCall, BlockWatch
+    from rstore.databases import database_path
     from rstore.errors import (
         CorruptDataError,
         CorruptRDBError,
@@ -110,6 +111,7 @@ _LAZY: dict[str, str] = {
     "command_table": "rstore.commands.listing",
     "BlockedCall": "rstore.commands.serving",
     "BlockWatch": "rstore.commands.serving",
+    "database_path": "rstore.databases",
     **dict.fromkeys(
         (
             "CorruptDataError",
@@ -280,6 +282,7 @@ __all__ = [
     "check_store",
     "command_table",
     "copy_groups",
+    "database_path",
     "decode_entry",
     "decode_lines",
     "encode_columns",

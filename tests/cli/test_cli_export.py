@@ -112,7 +112,8 @@ def test_errors_are_one_line(run: Run, events: rstore.Store, tmp_path: Path) -> 
         ("export", "x*"): (1, "Error: no stream matches 'x*'\n"),
         ("export", "--start", "2026-13-01"): (2, None),
         ("export", "--start", "bad"): (2, None),
-        ("export", "--db", "1"): (2, None),
+        ("export", "--db", "1"): (1, None),  # the store has no database 1
+        ("export", "--db", "16"): (2, None),  # a store has databases 0 to 15
     }
     for args, (status, stderr) in cases.items():
         result = run(*args)

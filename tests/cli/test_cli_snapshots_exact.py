@@ -91,13 +91,14 @@ def test_inspect_a_known_store_and_its_file_exactly(
     report = json.loads(result.stdout)
     assert (report["path"], report["format"], report["wal"]) == (str(store_path), 3, True)
     (stream,) = report["streams"]
-    assert stream == {**expected, "db": None, "bytes": None, "groups": [
+    assert stream == {**expected, "db": 0, "bytes": None, "groups": [
         {**expected["groups"][0], "consumers": 2}  # type: ignore[index]
     ]}  # fmt: skip
 
     assert run("inspect").stdout == (
-        f"{store_path}: store in format 3 (write-ahead log), 1 stream\n"
-        "stream events: length 3, 1 node\n"
+        f"{store_path}: store in format 3 (write-ahead log), 1 database, 1 stream\n"
+        "db 0: 1 stream, 3 entries\n"
+        "stream events (db 0): length 3, 1 node\n"
         "  first 1-0, last 4-0, last generated 4-0, entries added 4, max deleted 4-0\n"
         "  group billing: last delivered 3-0, entries read 3, lag -, pending 3, 2 consumers\n"
     )
@@ -222,8 +223,10 @@ def test_range_from_dump_count_zero_and_db(run: Run, events: rstore.Store, tmp_p
     assert (result.exit_code, result.stdout) == (0, "")
     result = run("range", "events", "--count", "0", "--from-dump", str(out), "--json")
     assert result.stdout == run("range", "events", "--count", "0", "--json").stdout == "[]\n"
-    usage = run("range", "events", "--db", "1")
-    assert usage.exit_code == 2 and "--db needs --from-dump" in usage.stderr
+    missing = run("range", "events", "--db", "1")  # the store's database 1: there is none
+    assert (missing.exit_code, missing.stdout) == (1, "")
+    assert missing.stderr.startswith("Error: no database 1 in the store at ")
+    assert run("range", "events", "--db", "16").exit_code == 2  # the store has 0 to 15
 
 
 class _TTY(io.StringIO):
