@@ -3,21 +3,22 @@
 An :class:`OSError` about a file the user named becomes one line saying what could not be done
 to which file, and why, in words: ``cannot read dump.rdb: No such file or directory``
 (:func:`file_errors`); what the library raises already names the user's file, never a
-temporary one.  :func:`atomic_output` writes a file under a temporary name in its directory
-and renames it once complete, with the mode any new file gets (0666 less the umask), as
-``save`` does.
+temporary one.  :func:`atomic_output` writes a file whole or not at all
+(:func:`rstore.atomic_file`: a temporary name in its directory, renamed once complete, with
+the mode any new file gets, 0666 less the umask, as ``save`` writes its file).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import sys
 from collections.abc import Iterator
 from typing import BinaryIO
 
 import click
+
+import rstore
 
 from .format import show_path
 
@@ -65,22 +66,5 @@ def atomic_output(path: str | None, force: bool) -> Iterator[BinaryIO]:
         return
     if os.path.exists(path) and not force:
         raise click.ClickException(f"{show_path(path)} exists; give --force to replace it")
-    folder, name = os.path.split(os.path.abspath(path))
-    temp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    with file_errors(path, "write"):
-        try:
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-        except OSError as exc:
-            raise OSError(exc.errno, exc.strerror, path) from None
-        try:
-            with os.fdopen(fd, "wb") as out:
-                yield out
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temp, path)
-        except BaseException as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            if isinstance(exc, OSError) and exc.filename in (None, temp):
-                raise OSError(exc.errno, exc.strerror, path) from None
-            raise
+    with file_errors(path, "write"), rstore.atomic_file(path) as out:
+        yield out

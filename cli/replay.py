@@ -12,7 +12,7 @@ import stat
 import sys
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Any
+from typing import Any, BinaryIO
 
 import click
 
@@ -29,6 +29,7 @@ from .replay_out import echo_plan, line_format, replay_progress, summary
 __all__ = ["COMMANDS"]
 
 ID = tuple[int, int]
+_MAX_ID = ((1 << 64) - 1, (1 << 64) - 1)
 
 
 def _bound(text: str, *, is_end: bool, param: str) -> ID:
@@ -60,16 +61,27 @@ def _pacer(
     return rstore.Pacer(schedule)
 
 
-def _jsonl_lines(path: str) -> Iterator[bytes]:
+@contextlib.contextmanager
+def _jsonl_file(path: str) -> Iterator[BinaryIO]:
+    """The JSONL file ``path`` (``-``: stdin), open for reading; one that cannot be read is
+    one error line naming it, before any store is opened."""
     if path == "-":
-        yield from sys.stdin.buffer
+        yield sys.stdin.buffer
         return
-    try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below, read lazily
-    except OSError as exc:
-        raise click.ClickException(f"cannot read {show_path(path)}: {exc.strerror}") from None
-    with f:
-        yield from f
+    with file_errors(path, "read"), open(path, "rb") as f:
+        yield f
+
+
+def _jsonl_source(f: BinaryIO, name: str, sink: Any, whole_nodes: bool) -> Iterator[Any]:
+    """A JSONL file's entries: as nodes built with the store's node limits for a store target
+    that takes them whole (the fast path of ``import``), else one by one."""
+    if whole_nodes and isinstance(sink, rstore.StoreSink):
+        config = sink.store.config
+        return rstore.runs_from_jsonl(
+            f, name=name, node_max_bytes=config.node_max_bytes,
+            node_max_entries=config.node_max_entries,
+        )  # fmt: skip
+    return rstore.entries_from_jsonl(f, name=name)
 
 
 @contextlib.contextmanager
@@ -343,9 +355,8 @@ def replay_command(
         elif jsonl is not None:
             name_shown = "stdin" if jsonl == "-" else show_path(jsonl)
             total = _jsonl_total(jsonl, progress)
-            entries = rstore.entries_from_jsonl(
-                _jsonl_lines(jsonl), keys, low, high, name=name_shown
-            )
+            jsonl_file = stack.enter_context(_jsonl_file(jsonl))
+            entries = rstore.entries_from_jsonl(jsonl_file, keys, low, high, name=name_shown)
         elif from_url is not None:
             entries = rstore.entries_from_url(from_url, keys, low, high)
         else:
@@ -378,6 +389,8 @@ def replay_command(
             to_stdout = True
         if options["count"] is not None and total is not None:
             total = min(total, options["count"])
+        if jsonl is not None and keys is None and (low, high) == ((0, 0), _MAX_ID):
+            entries = _jsonl_source(jsonl_file, name_shown, sink, whole_nodes)
         groups = None
         if with_groups:  # read before the replay: the groups as they were when it started
             groups = (
@@ -421,7 +434,7 @@ def replay_command(
     help="An ID not above the stream's last ID: fail (default), skip, new-id.",
 )
 @click.option("--batch", "batch_entries", type=click.IntRange(min=1), default=50_000,
-              help="Entries per transaction (50000).")  # fmt: skip
+              help="Entries per transaction (50000; whole nodes).")  # fmt: skip
 @progress_option
 @json_option
 @pass_opener
@@ -435,10 +448,10 @@ def import_command(
     as_json: bool,
 ) -> None:
     """Add the entries of a JSON lines file (stdin by default) in rstore's envelope -- what
-    `rstore export` writes -- to the store, keeping their IDs, in big batches: each batch one
-    transaction, all or nothing.  A malformed line stops the import before its batch is
-    written.  With --checkpoint NAME the position is recorded in each batch's transaction:
-    rerun the same command to resume, exactly once.
+    `rstore export` writes -- to the store, keeping their IDs, as whole nodes built as XADD
+    builds them, in big batches: each batch one transaction, all or nothing.  A malformed
+    line stops the import before its batch is written.  With --checkpoint NAME the position
+    is recorded in each batch's transaction: rerun the same command to resume, exactly once.
 
     \b
     Examples:
@@ -446,9 +459,13 @@ def import_command(
       rstore import events.jsonl --checkpoint load-events
     """
     name_shown = "stdin" if file == "-" else show_path(file)
-    entries = rstore.entries_from_jsonl(_jsonl_lines(file), name=name_shown)
     hint = "--on-conflict skip leaves such entries out, --on-conflict new-id gives them new IDs"
-    with _conflicts_explained(hint), opener.open(create=True) as store:
+    with (
+        _jsonl_file(file) as source,
+        _conflicts_explained(hint),
+        opener.open(create=True) as store,
+    ):
+        sink = rstore.StoreSink(store)
         options: dict[str, Any] = {
             "pacer": None,
             "as_json": as_json,
@@ -459,8 +476,8 @@ def import_command(
             "batch_entries": batch_entries,
         }
         _run(
-            entries,
-            rstore.StoreSink(store),
+            _jsonl_source(source, name_shown, sink, whole_nodes=True),
+            sink,
             total=_jsonl_total(file, progress),
             options=options,
             verb="imported",

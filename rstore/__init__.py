@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from rstore.version import __version__
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
+    from rstore.atomic_files import atomic_file
     from rstore.codec.columns import Columns
     from rstore.codec.node_validate import NodeFacts, node_facts
     from rstore.commands.listing import command_table
@@ -68,8 +69,10 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         run_replay,
     )
     from rstore.replay.envelope import (
+        ColumnRun,
         EnvelopeError,
         ReplayEntry,
+        decode_blocks,
         decode_entry,
         decode_lines,
         encode_columns,
@@ -90,6 +93,8 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         entries_from_rdb,
         entries_from_store,
         field_filter,
+        jsonl_blocks,
+        runs_from_jsonl,
         runs_from_rdb,
         runs_from_store,
         select_streams,
@@ -103,11 +108,13 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from rstore.snapshot.rdb_index import RDBStream, index_rdb, read_rdb_nodes, read_rdb_streams
     from rstore.store import DEFAULT_PATH, Store, check_store, upgrade_store
     from rstore.streams.columns import iter_columns
+    from rstore.streams.node_build import BuiltNode, NodeBuilder
     from rstore.streams.view import StoreView
 
 #: Each public name and the module that defines it.
 _LAZY: dict[str, str] = {
     "NIL_ARRAY": "rstore.commands.reply",
+    "atomic_file": "rstore.atomic_files",
     "command_table": "rstore.commands.listing",
     "BlockedCall": "rstore.commands.serving",
     "BlockWatch": "rstore.commands.serving",
@@ -146,6 +153,8 @@ _LAZY: dict[str, str] = {
     "NodeFacts": "rstore.codec.node_validate",
     "node_facts": "rstore.codec.node_validate",
     "iter_columns": "rstore.streams.columns",
+    "BuiltNode": "rstore.streams.node_build",
+    "NodeBuilder": "rstore.streams.node_build",
     "StoreView": "rstore.streams.view",
     "RDBStream": "rstore.snapshot.rdb_index",
     "index_rdb": "rstore.snapshot.rdb_index",
@@ -168,8 +177,10 @@ _LAZY: dict[str, str] = {
     "Message": "rstore.queue.consumer",
     **dict.fromkeys(
         (
+            "ColumnRun",
             "EnvelopeError",
             "ReplayEntry",
+            "decode_blocks",
             "decode_entry",
             "decode_lines",
             "encode_columns",
@@ -215,6 +226,8 @@ _LAZY: dict[str, str] = {
             "entries_from_rdb",
             "entries_from_store",
             "field_filter",
+            "jsonl_blocks",
+            "runs_from_jsonl",
             "select_streams",
         ),
         "rstore.replay.sources",
@@ -227,6 +240,8 @@ __all__ = [
     "AppendReport",
     "BlockWatch",
     "BlockedCall",
+    "BuiltNode",
+    "ColumnRun",
     "Columns",
     "Consumer",
     "ConsumerInfo",
@@ -243,6 +258,7 @@ __all__ = [
     "KeyExistsError",
     "LinesSink",
     "Message",
+    "NodeBuilder",
     "NodeFacts",
     "NodeRun",
     "NodeSpan",
@@ -276,6 +292,7 @@ __all__ = [
     "UnsupportedRDBError",
     "UrlSink",
     "__version__",
+    "atomic_file",
     "batches_from_rdb",
     "batches_from_store",
     "check_conflicts",
@@ -283,6 +300,7 @@ __all__ = [
     "command_table",
     "copy_groups",
     "database_path",
+    "decode_blocks",
     "decode_entry",
     "decode_lines",
     "encode_columns",
@@ -301,6 +319,7 @@ __all__ = [
     "iter_columns",
     "iter_range",
     "iter_range_pages",
+    "jsonl_blocks",
     "key_matches",
     "load_checkpoint_file",
     "node_facts",
@@ -316,6 +335,7 @@ __all__ = [
     "read_rdb_range",
     "read_rdb_streams",
     "run_replay",
+    "runs_from_jsonl",
     "runs_from_rdb",
     "runs_from_store",
     "select_streams",

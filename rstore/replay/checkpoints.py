@@ -6,12 +6,9 @@ rewritten atomically after each write (see :mod:`rstore.replay.engine`)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import secrets
 
-from rstore import RStoreError
+from rstore import RStoreError, atomic_file
 
 from .sinks import Sink
 
@@ -64,21 +61,6 @@ def read_checkpoint(sink: Sink, name: str) -> dict[bytes, ID]:
 
 
 def save_checkpoint_file(path: str, value: bytes) -> None:
-    """Write ``value`` to the file ``path`` atomically: under a temporary name in its directory,
-    fsynced, renamed.  The file gets the mode a new file gets (0666 less the umask); an
-    :class:`OSError` names ``path``, never the temporary."""
-    folder, name = os.path.split(os.path.abspath(path))
-    temp = os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
-        with os.fdopen(fd, "wb") as f:
-            f.write(value)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        if isinstance(exc, OSError) and exc.filename in (None, temp):
-            raise OSError(exc.errno, exc.strerror or str(exc), path) from exc
-        raise
+    """Write ``value`` to the file ``path`` atomically (:func:`rstore.atomic_file`)."""
+    with atomic_file(path) as f:
+        f.write(value)

@@ -66,6 +66,9 @@ def test_import_batches_are_all_or_nothing_and_resume(tmp_path: Path) -> None:
     ]
     broken = b"".join(lines[:7]) + b'{"stream":"s"}\n' + b"".join(lines[7:])
     args = ("import", "--batch", "4", "--checkpoint", "load")
+    # entries go in whole nodes (of the store's stream-node-max-entries), a batch is the nodes
+    # that reach --batch entries: nodes of 2 here, so the batches are 1-4 and 5-8
+    rstore.Store(tmp_path / "st", node_max_entries=2).close()
     code, _, err = _invoke(runner, tmp_path / "st", *args, stdin=broken)
     assert (
         code == 1
