@@ -111,8 +111,11 @@ def test_import_from_a_file_and_conflicts(tmp_path: Path) -> None:
     )  # the options import has: not replay's --new-ids
     code, out, err = _invoke(runner, tmp_path / "st", "import", "--on-conflict", "skip", str(path))
     assert code == 0 and out.startswith(b"imported 0 entries to ")
-    code, out, err = _invoke(runner, tmp_path / "st", "import", str(tmp_path / "missing.jsonl"))
-    assert code == 1 and err.startswith("Error: cannot read ")
+    missing = tmp_path / "missing.jsonl"
+    code, out, err = _invoke(runner, tmp_path / "st", "import", str(missing))
+    assert (code, err) == (1, f"Error: cannot read {missing}: No such file or directory\n")
+    code, out, err = _invoke(runner, tmp_path / "new", "import", str(missing))
+    assert code == 1 and not (tmp_path / "new").exists()  # checked before a store is made
 
 
 def test_import_of_nothing_is_one_line(tmp_path: Path) -> None:
