@@ -66,6 +66,8 @@ COMMAND_INDEX: dict[str, str] = {
     "inspect": "inspecting",
     "check": "maintenance",
     "upgrade": "maintenance",
+    "compact": "maintenance",
+    "salvage": "salvage",
     "exec": "execute",
     "serve": "serve",
 }

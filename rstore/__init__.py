@@ -40,12 +40,13 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         RStoreError,
         StorageError,
         StoreClosedError,
+        StoreInUseError,
         StoreNotFoundError,
         UnsupportedFormatError,
         UnsupportedRDBError,
     )
     from rstore.glob import key_matches
-    from rstore.ids import StreamID, parse_range_bound, parse_time_ms
+    from rstore.ids import StreamID, parse_range_bound, parse_time_ms, parse_xadd_id
     from rstore.interrupts import HeldInterrupts
     from rstore.model import (
         AppendReport,
@@ -106,9 +107,12 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         read_rdb_range,
     )
     from rstore.snapshot.rdb_index import RDBStream, index_rdb, read_rdb_nodes, read_rdb_streams
+    from rstore.snapshot.salvage import SalvageReport, salvage_store
+    from rstore.storage.compaction.compact import CompactedDatabase, CompactReport, compact_store
     from rstore.store import DEFAULT_PATH, Store, check_store, upgrade_store
     from rstore.streams.columns import iter_columns
     from rstore.streams.node_build import BuiltNode, NodeBuilder
+    from rstore.streams.salvage import LostRange, StreamSalvage
     from rstore.streams.view import StoreView
 
 #: Each public name and the module that defines it.
@@ -134,6 +138,7 @@ _LAZY: dict[str, str] = {
             "ResponseError",
             "StorageError",
             "StoreClosedError",
+            "StoreInUseError",
             "StoreNotFoundError",
             "UnsupportedFormatError",
             "UnsupportedRDBError",
@@ -145,6 +150,7 @@ _LAZY: dict[str, str] = {
     "key_matches": "rstore.glob",
     "parse_range_bound": "rstore.ids",
     "parse_time_ms": "rstore.ids",
+    "parse_xadd_id": "rstore.ids",
     "RDBSummary": "rstore.snapshot.inspection",
     "StreamInfo": "rstore.model",
     "StreamState": "rstore.model",
@@ -160,6 +166,10 @@ _LAZY: dict[str, str] = {
     "index_rdb": "rstore.snapshot.rdb_index",
     "read_rdb_nodes": "rstore.snapshot.rdb_index",
     "read_rdb_streams": "rstore.snapshot.rdb_index",
+    "SalvageReport": "rstore.snapshot.salvage",
+    "salvage_store": "rstore.snapshot.salvage",
+    "LostRange": "rstore.streams.salvage",
+    "StreamSalvage": "rstore.streams.salvage",
     "GroupInfo": "rstore.model",
     "AppendReport": "rstore.model",
     "ConsumerInfo": "rstore.model",
@@ -172,6 +182,9 @@ _LAZY: dict[str, str] = {
     "DEFAULT_PATH": "rstore.store",
     "Store": "rstore.store",
     "check_store": "rstore.store",
+    "compact_store": "rstore.storage.compaction.compact",
+    "CompactReport": "rstore.storage.compaction.compact",
+    "CompactedDatabase": "rstore.storage.compaction.compact",
     "upgrade_store": "rstore.store",
     "Consumer": "rstore.queue.consumer",
     "Message": "rstore.queue.consumer",
@@ -243,6 +256,8 @@ __all__ = [
     "BuiltNode",
     "ColumnRun",
     "Columns",
+    "CompactReport",
+    "CompactedDatabase",
     "Consumer",
     "ConsumerInfo",
     "CorruptDataError",
@@ -257,6 +272,7 @@ __all__ = [
     "InconsistentSnapshotError",
     "KeyExistsError",
     "LinesSink",
+    "LostRange",
     "Message",
     "NodeBuilder",
     "NodeFacts",
@@ -274,18 +290,21 @@ __all__ = [
     "ReplayEntry",
     "ReplayReport",
     "ResponseError",
+    "SalvageReport",
     "SelectionError",
     "Sink",
     "SinkError",
     "StorageError",
     "Store",
     "StoreClosedError",
+    "StoreInUseError",
     "StoreNotFoundError",
     "StoreSink",
     "StoreView",
     "StreamID",
     "StreamInfo",
     "StreamPlan",
+    "StreamSalvage",
     "StreamState",
     "StreamTally",
     "UnsupportedFormatError",
@@ -298,6 +317,7 @@ __all__ = [
     "check_conflicts",
     "check_store",
     "command_table",
+    "compact_store",
     "copy_groups",
     "database_path",
     "decode_blocks",
@@ -328,6 +348,7 @@ __all__ = [
     "parse_rate",
     "parse_speed",
     "parse_time_ms",
+    "parse_xadd_id",
     "plan_replay",
     "read_checkpoint",
     "read_rdb_entries",
@@ -338,6 +359,7 @@ __all__ = [
     "runs_from_jsonl",
     "runs_from_rdb",
     "runs_from_store",
+    "salvage_store",
     "select_streams",
     "upgrade_store",
 ]

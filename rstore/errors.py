@@ -67,6 +67,7 @@ __all__ = [
     "ResponseError",
     "StorageError",
     "StoreClosedError",
+    "StoreInUseError",
     "StoreNotFoundError",
     "UnsupportedFormatError",
     "UnsupportedRDBError",
@@ -251,6 +252,16 @@ class UnsupportedFormatError(StorageError):
 
 class StoreClosedError(StorageError):
     """The store was used after :meth:`rstore.Store.close`."""
+
+
+class StoreInUseError(StorageError):
+    """An operation that needs the store to itself (:func:`rstore.compact_store`) found it open
+    in other processes.  ``pids`` names them when the system says (``/proc/locks``); nothing
+    was changed."""
+
+    def __init__(self, message: str, hint: str | None = None, pids: tuple[int, ...] = ()):
+        super().__init__(message, hint)
+        self.pids = pids
 
 
 class KeyExistsError(RStoreError):

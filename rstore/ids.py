@@ -124,7 +124,9 @@ def parse_ids(args: list[bytes]) -> list[ID]:
 
 
 def parse_xadd_id(arg: bytes) -> tuple[int, int | None]:
-    """Parse an explicit XADD ID, strict, allowing ``<ms>-*``: the seq is ``None`` for ``*``."""
+    """Parse an explicit XADD ID (``b"<ms>-<seq>"``, ``b"<ms>"`` as ``<ms>-0``, ``b"<ms>-*"``):
+    ``(ms, seq)``, the seq ``None`` for ``*`` (XADD picks it).  Raises :class:`ResponseError`
+    with XADD's line when the ID is invalid.  ``*`` alone is not an explicit ID: it raises."""
     return _parse(arg, True, 0, allow_star=True)
 
 

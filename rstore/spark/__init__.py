@@ -1,4 +1,4 @@
-"""rstore on Spark (PySpark >= 4.0): stores and RDB dumps as DataFrames, a streaming source
+"""rstore on Spark (PySpark >= 4.2): stores and RDB dumps as DataFrames, a streaming source
 whose offsets are stream IDs, and a writer.  ``pip install "rstore[spark]"``; see
 ``docs/spark.md``.
 

@@ -1,8 +1,9 @@
 """``option("output", "rdb")``: every task writes an RDB file, for clusters and for servers.
 
 PATH is a directory (on storage every executor and the driver see, on a cluster).  Each task
-adds its rows to a temporary store of its own on the executor's local disk, exactly as a
-store write would (:meth:`rstore.Store.append_entries`), saves it with :meth:`rstore.Store.save`
+stages its rows and adds them to a temporary store of its own on the executor's local disk,
+exactly as a store write's commit would (explicit IDs in ID order per stream, then the rows
+without IDs: :mod:`rstore.spark.runs`; one transaction), saves it with :meth:`rstore.Store.save`
 into ``PATH/_temporary-<job>/part-<partition>-<attempt>.rdb``, and removes the store.  The
 commit renames each task's file into place as ``PATH/part-<partition>.rdb`` (``os.replace``:
 atomic per file); an abort removes the temporary directory.  Each file is a complete dump of one
@@ -19,28 +20,18 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 import rstore
-from rstore.spark.staging import Layout, entries_of, to_staged
+from rstore.spark.runs import StagedEntries, append_staged
+from rstore.spark.staging import Layout, stage
 from rstore.spark.tasks import Staged, task
 
 __all__ = ["RdbWriter"]
 
 RDB_VERSIONS = ("9", "10", "11")
-
-
-class _BatchEntries:
-    """A staged batch as entries, re-iterable (``append_entries`` may read twice)."""
-
-    def __init__(self, batch: pa.RecordBatch) -> None:
-        self.batch = batch
-
-    def __iter__(self) -> Iterator[tuple[Any, Any, Any]]:
-        return entries_of(self.batch)[1]
 
 
 class RdbWriter(DataSourceArrowWriter):
@@ -67,27 +58,25 @@ class RdbWriter(DataSourceArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         partition, attempt, _ = task()
-        where = f"partition {partition}"
-        rows = 0
         scratch = tempfile.mkdtemp(prefix="rstore-spark-task-")
         try:
-            with rstore.Store(scratch, sync=False) as store:
-                for batch in iterator:
-                    if batch.num_rows:
-                        staged = to_staged(batch, self.layout, where)
-                        try:
-                            store.append_entries(_BatchEntries(staged))
-                        except rstore.ResponseError as exc:
-                            raise ValueError(f"rstore: {where} was refused: {exc.line}") from exc
-                        rows += staged.num_rows
-                if not rows:
-                    return Staged(partition, attempt, None, 0)
+            files = stage(
+                iterator, self.layout, os.path.join(scratch, "rows"), f"partition {partition}"
+            )
+            if not files.rows:
+                return Staged(partition, attempt, None, 0)
+            entries = StagedEntries(
+                [(partition, files.by_id)] if files.by_id else [],
+                [(partition, files.in_order)] if files.in_order else [],
+            )
+            with rstore.Store(os.path.join(scratch, "store"), sync=False) as store:
+                append_staged(store, entries, self.out_dir)
                 os.makedirs(self.temporary, exist_ok=True)
                 path = os.path.join(self.temporary, f"part-{partition:05d}-{attempt}.rdb")
                 store.save(path, self.rdb_version)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-        return Staged(partition, attempt, path, rows)
+        return Staged(partition, attempt, path, files.rows)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         try:

@@ -1,11 +1,18 @@
-"""Rows to append, between Spark's tasks and the commit: checked, normalised and staged as Arrow.
+"""Rows to append, between Spark's tasks and the commit: checked, normalised, sorted and staged.
 
 A task turns each Arrow batch Spark gives it into the *staged* layout -- ``stream`` and ``id`` as
 binary, ``fields`` and ``values`` as two lists of binary with the same offsets (a map and a list
-of pairs both become this; order and duplicate names are kept) -- and appends it to one Arrow IPC
-file of its own.  The commit reads the files back, batch by batch, as the ``(stream, id,
-[field, value, ...])`` entries :meth:`rstore.Store.append_entries` takes: nothing is held but
-the batch being read.  Pure pyarrow: no Spark here, so all of it is tested without a session.
+of pairs both become this; order and duplicate names are kept), the row's place in its partition,
+and an explicit ID's sort key (``ms``, ``seq``, parsed as XADD parses it) -- and stages it in two
+Arrow IPC files of its own:
+
+* the rows without an ID (null or ``*``), in the task's order;
+* the rows with an explicit ID, sorted by stream, ID and row.  They are held in memory up to a
+  limit (:data:`SORT_BUFFER_BYTES`), sorted and spilled as a sorted run when it is passed, and
+  the runs merged into the one file at the end of the task (:mod:`rstore.spark.runs`).
+
+The commit merges the tasks' sorted files and appends (:class:`rstore.spark.runs.StagedEntries`).
+Pure pyarrow: no Spark here, so all of it is tested without a session.
 """
 
 from __future__ import annotations
@@ -13,30 +20,38 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from operator import length_hint
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+import rstore
+from rstore.spark.runs import BATCH_BYTES, merge, write_rows
+
 __all__ = [
+    "SORT_BUFFER_BYTES",
     "STAGED_SCHEMA",
     "Layout",
-    "StagedEntries",
+    "StagedFiles",
     "check_columns",
-    "entries_of",
     "stage",
     "to_staged",
 ]
 
+_BINARY_LIST = pa.list_(pa.field("item", pa.binary(), nullable=False))
 STAGED_SCHEMA = pa.schema(
     [
         pa.field("stream", pa.binary(), nullable=False),
         pa.field("id", pa.binary()),
-        pa.field("fields", pa.list_(pa.field("item", pa.binary(), nullable=False)), False),
-        pa.field("values", pa.list_(pa.field("item", pa.binary(), nullable=False)), False),
+        pa.field("fields", _BINARY_LIST, False),
+        pa.field("values", _BINARY_LIST, False),
+        pa.field("row", pa.int64(), nullable=False),  # the row's place in its partition
+        pa.field("ms", pa.uint64()),  # an explicit ID's: null without one (0 when invalid)
+        pa.field("seq", pa.uint64()),  # null without an explicit ID, and for "<ms>-*"
     ]
 )
+#: Rows with explicit IDs a task holds (as staged Arrow data) before it sorts and spills them.
+SORT_BUFFER_BYTES = 64 * 1024 * 1024
 
 _TEXT = ("string", "binary")
 ACCEPTED = (
@@ -102,107 +117,205 @@ def _pairs(arr: pa.Array) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
     return pc.list_value_length(arr), offsets, names, values
 
 
-def to_staged(batch: pa.RecordBatch, layout: Layout, where: str) -> pa.RecordBatch:
-    """One of Spark's batches in the staged layout; ``ValueError`` naming the first row that
-    cannot be an entry (``where`` says which task, for the message)."""
+#: The common ``<ms>-<seq>`` form, read in Arrow as :func:`rstore.parse_xadd_id` reads it
+#: without its general path (up to 19 digits each always fit in 64 bits); every other ID goes
+#: through ``parse_xadd_id`` itself.
+_PLAIN_ID = r"^(?P<ms>[0-9]{1,19})-(?P<seq>[0-9]{1,19})$"
+
+
+def _id_keys(ids: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """The sort key ``(ms, seq)`` of each ID, as XADD parses it: null for no ID (null or
+    ``*``), seq null for ``<ms>-*``, ``(0, 0)`` for an ID XADD refuses (the commit then fails
+    with XADD's line, naming the row)."""
+    n = len(ids)
+    if ids.null_count == n:
+        return pa.nulls(n, pa.uint64()), pa.nulls(n, pa.uint64())
+    plain = pc.extract_regex(ids, _PLAIN_ID)
+    matched = pc.fill_null(pc.is_valid(plain), False)
+
+    def number(part: str) -> pa.Array:  # 0 where the ID is not plain (replaced below)
+        digits = pc.if_else(matched, pc.struct_field(plain, part), b"0")
+        return pc.cast(pc.cast(digits, pa.string()), pa.uint64())
+
+    ms, seq = number("ms"), number("seq")
+    others = pc.and_(pc.is_valid(ids), pc.invert(matched))
+    if not pc.any(others).as_py():  # (null where there is no ID)
+        return pc.if_else(matched, ms, None), pc.if_else(matched, seq, None)
+    ms_list, seq_list = ms.to_pylist(), seq.to_pylist()
+    raw = ids.to_pylist()
+    for k in pc.indices_nonzero(pc.invert(matched)).to_pylist():
+        key: tuple[int | None, int | None] = (None, None)
+        if raw[k] is not None and raw[k] != b"*":
+            try:
+                key = rstore.parse_xadd_id(raw[k])
+            except rstore.ResponseError:
+                key = (0, 0)
+        ms_list[k], seq_list[k] = key
+    return pa.array(ms_list, pa.uint64()), pa.array(seq_list, pa.uint64())
+
+
+def to_staged(
+    batch: pa.RecordBatch, layout: Layout, where: str, first_row: int = 0
+) -> pa.RecordBatch:
+    """One of Spark's batches in the staged layout, its rows numbered from ``first_row``;
+    ``ValueError`` naming the first row that cannot be an entry (``where`` says which task,
+    for the message)."""
     stream = batch.column(layout.stream)
     fields = batch.column(layout.fields)
     n = batch.num_rows
     ids = pa.nulls(n, pa.binary()) if layout.id is None else _binary(batch.column(layout.id))
     for name, col in (("stream", stream), ("fields", fields)):
         if col.null_count:
-            row = pc.index(pc.is_null(col), True).as_py()
+            row = first_row + pc.index(pc.is_null(col), True).as_py()
             raise ValueError(f"rstore: {where}, row {row}: `{name}` is null")
     lengths, offsets, names, values = _pairs(fields)
     if values.null_count or names.null_count:
         bad = pc.is_null(values) if values.null_count else pc.is_null(names)
         pair = pc.index(bad, True).as_py()
-        row = pc.index(pc.greater(offsets, pair), True).as_py() - 1
+        row = first_row + pc.index(pc.greater(offsets, pair), True).as_py() - 1
         what = "a value" if values.null_count else "a field name"
         raise ValueError(f"rstore: {where}, row {row}: {what} in `fields` is null")
     empty = pc.equal(lengths, 0)
     if pc.any(empty).as_py():
-        row = pc.index(empty, True).as_py()
+        row = first_row + pc.index(empty, True).as_py()
         raise ValueError(f"rstore: {where}, row {row}: `fields` is empty (XADD needs a pair)")
     names, values = _binary(names), _binary(values)
+    ms, seq = _id_keys(ids)
     return pa.RecordBatch.from_arrays(
         [
             _binary(stream),
             ids,
             pa.ListArray.from_arrays(offsets, names),
             pa.ListArray.from_arrays(offsets, values),
+            pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), n), start=first_row - 1),
+            ms,
+            seq,
         ],
         schema=STAGED_SCHEMA,
     )
 
 
-def stage(batches: Iterator[pa.RecordBatch], layout: Layout, path: str, where: str) -> int:
-    """Write ``batches`` (Spark's) to ``path`` in the staged layout; the number of rows.  No
-    file is made for zero rows (an empty partition gives no batch at all)."""
+def _sort_keys(table: pa.Table) -> pa.Table:
+    """The merge key of :mod:`rstore.spark.runs` as columns to sort on: stream, ms, then a
+    ``<ms>-*`` ID after every seq of its ms, seq, row (unique: no two rows tie)."""
+    seq = table.column("seq")
+    return pa.table(
+        {
+            "stream": table.column("stream"),
+            "ms": table.column("ms"),
+            "star": pc.is_null(seq),
+            "seq": pc.fill_null(seq, 0),
+            "row": table.column("row"),
+        }
+    )
+
+
+class StagedFiles(NamedTuple):
+    """What a task staged: its rows, and its two files (``None`` where it had no such row)."""
+
+    rows: int
+    in_order: str | None  # rows without an ID, in the task's order
+    by_id: str | None  # rows with an explicit ID, sorted by stream, ID and row
+
+
+class _InOrder:
+    """The file of rows without IDs, made on its first row."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.writer: Any = None
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        if self.writer is None:
+            self.writer = pa.ipc.new_file(self.path, STAGED_SCHEMA)
+        self.writer.write_batch(batch)
+
+    def finish(self) -> str | None:
+        if self.writer is None:
+            return None
+        self.writer.close()
+        self.writer = None
+        return self.path
+
+
+class _ById:
+    """The rows with explicit IDs, sorted in bounded memory: held up to ``limit`` bytes, then
+    sorted and spilled as a run beside ``path``; at the end the runs are merged into ``path``."""
+
+    def __init__(self, path: str, limit: int) -> None:
+        self.path = path
+        self.limit = limit
+        self.held: list[pa.RecordBatch] = []
+        self.held_bytes = 0
+        self.runs: list[str] = []
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        self.held.append(batch)
+        self.held_bytes += batch.nbytes
+        if self.held_bytes >= self.limit:
+            self._spill(f"{self.path}.run-{len(self.runs)}")
+
+    def _spill(self, path: str) -> None:
+        table = pa.Table.from_batches(self.held, STAGED_SCHEMA)
+        keys = _sort_keys(table)
+        table = table.take(
+            pc.sort_indices(keys, sort_keys=[(k, "ascending") for k in keys.column_names])
+        )
+        rows_per_batch = max(1, min(65536, BATCH_BYTES * table.num_rows // max(1, table.nbytes)))
+        with pa.ipc.new_file(path, STAGED_SCHEMA) as writer:
+            for batch in table.to_batches(max_chunksize=rows_per_batch):
+                writer.write_batch(batch)
+        self.runs.append(path)
+        self.held, self.held_bytes = [], 0
+
+    def finish(self) -> str | None:
+        if not self.runs:
+            if not self.held:
+                return None
+            self._spill(self.path)
+            return self.path
+        if self.held:
+            self._spill(f"{self.path}.run-{len(self.runs)}")
+        write_rows(merge([(0, run) for run in self.runs]), self.path, STAGED_SCHEMA)
+        for run in self.runs:
+            os.unlink(run)
+        return self.path
+
+
+def stage(
+    batches: Iterator[pa.RecordBatch],
+    layout: Layout,
+    path: str,
+    where: str,
+    sort_buffer: int = SORT_BUFFER_BYTES,
+) -> StagedFiles:
+    """Stage ``batches`` (Spark's) as ``<path>.arrow`` (rows without an ID, in order) and
+    ``<path>.ids.arrow`` (rows with an explicit ID, sorted), each made only when it has rows,
+    holding at most about ``sort_buffer`` bytes of rows in memory.  On an error no file is
+    left behind."""
     rows = 0
-    writer: Any = None
+    in_order = _InOrder(f"{path}.arrow")
+    by_id = _ById(f"{path}.ids.arrow", sort_buffer)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
         for batch in batches:
             if not batch.num_rows:
                 continue
-            staged = to_staged(batch, layout, where)
-            if writer is None:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                writer = pa.ipc.new_file(path, STAGED_SCHEMA)
-            writer.write_batch(staged)
+            staged = to_staged(batch, layout, where, rows)
             rows += staged.num_rows
+            explicit = pc.is_valid(staged.column("ms"))
+            if pc.all(explicit).as_py():
+                by_id.add(staged)
+            elif not pc.any(explicit).as_py():
+                in_order.add(staged)
+            else:
+                by_id.add(staged.filter(explicit))
+                in_order.add(staged.filter(pc.invert(explicit)))
+        return StagedFiles(rows, in_order.finish(), by_id.finish())
     except BaseException:
-        if writer is not None:
-            writer.close()
-            os.unlink(path)
+        if in_order.writer is not None:
+            in_order.writer.close()
+        for leftover in (in_order.path, by_id.path, *by_id.runs):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
         raise
-    if writer is not None:
-        writer.close()
-    return rows
-
-
-def entries_of(batch: pa.RecordBatch) -> tuple[int, Iterator[tuple[Any, Any, Any]], Any]:
-    """``(rows, entries, cursor)`` of a staged batch: the entries as ``append_entries`` takes
-    them, and an iterator whose remaining length tells how many were taken."""
-    streams = batch.column(0).to_pylist()
-    ids = batch.column(1).to_pylist()
-    fcol = batch.column(2)
-    names = fcol.values.to_pylist()
-    values = batch.column(3).values.to_pylist()
-    flat: list[Any] = [None] * (2 * len(names))
-    flat[0::2] = names
-    flat[1::2] = values
-    bounds = [2 * o for o in fcol.offsets.to_pylist()]
-    cursor = iter(streams)
-    entries = zip(cursor, ids, map(flat.__getitem__, map(slice, bounds, bounds[1:])))
-    return len(streams), entries, cursor
-
-
-class StagedEntries:
-    """The entries of staged files, in the order given (by partition, then row), read one
-    batch at a time.  Re-iterable (each pass starts over), as ``append_entries`` may need.
-
-    After a refused entry, :meth:`position` names it: ``(file index, row in file)``."""
-
-    def __init__(self, files: Sequence[str]) -> None:
-        self.files = list(files)
-        self._file = -1
-        self._row0 = 0
-        self._rows = 0
-        self._cursor: Any = None
-
-    def __iter__(self) -> Iterator[tuple[Any, Any, Any]]:
-        for i, path in enumerate(self.files):
-            self._file, self._row0 = i, 0
-            with pa.memory_map(path) as source:
-                reader = pa.ipc.open_file(source)
-                for k in range(reader.num_record_batches):
-                    rows, entries, self._cursor = entries_of(reader.get_batch(k))
-                    self._rows = rows
-                    yield from entries
-                    self._row0 += rows
-
-    def position(self) -> tuple[int, int]:
-        """Where the entry taken last lies: ``(file index, row in that file)``."""
-        taken = self._rows - length_hint(self._cursor) if self._cursor is not None else 0
-        return self._file, self._row0 + taken - 1

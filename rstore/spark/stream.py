@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
 import rstore
@@ -25,14 +26,6 @@ from rstore.spark import offsets as off
 from rstore.spark.arrow import read_part
 from rstore.spark.group import commit_group
 from rstore.spark.plan import _pack, plan_store_ranges
-
-try:  # pyspark 4.2+: admission control and Trigger.AvailableNow for Python sources
-    from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
-except ImportError:  # pragma: no cover - pyspark 4.0 / 4.1
-
-    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
-        """Stand-in: these versions call ``latestOffset()`` without a start or a limit."""
-
 
 __all__ = ["DataLossError", "RStoreStreamReader", "make_stream_reader"]
 
@@ -94,7 +87,7 @@ class RStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target = _store(self._path).view(last_ids)
 
     def getDefaultReadLimit(self) -> Any:
-        from pyspark.sql.streaming.datasource import (  # noqa: PLC0415 - 4.2+ only
+        from pyspark.sql.streaming.datasource import (  # noqa: PLC0415
             ReadAllAvailable,
             ReadMaxRows,
         )

@@ -17,13 +17,18 @@ __all__ = ["Staged", "remove_staging", "staging_root", "task"]
 
 @dataclass
 class Staged(WriterCommitMessage):
-    """One task's output: its staged file (``None`` when it had no rows)."""
+    """One task's output: its file (its rows without an ID in its order, or its RDB file) and
+    its sorted file of rows with explicit IDs; ``None`` where it has no such row."""
 
     partition: int
     attempt: int
     path: str | None
     rows: int
     query: str | None = None
+    by_id: str | None = None
+
+    def files(self) -> list[str]:
+        return [p for p in (self.path, self.by_id) if p is not None]
 
 
 def staging_root(store: str) -> str:

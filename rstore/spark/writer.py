@@ -3,13 +3,18 @@
 * ``writer()`` / ``streamWriter()`` run in Spark's planner (driver host): the columns are checked
   there (:func:`rstore.spark.staging.check_columns`), and a staging directory is chosen beside
   the store: ``<parent>/.<store name>.rstore-staging/<job>``.
-* ``write()`` runs once per task on an executor: the task's rows are checked and staged as one
-  Arrow IPC file, ``part-<partition>-<attempt>.arrow`` (retried or speculative attempts never
-  collide), and a :class:`Staged` message names it.  Nothing touches the store yet.
+* ``write()`` runs once per task on an executor: the task's rows are checked and staged as
+  Arrow IPC files, ``part-<partition>-<attempt>.arrow`` (rows without an ID, in the task's
+  order) and ``part-<partition>-<attempt>.ids.arrow`` (rows with explicit IDs, sorted by stream
+  and ID, in bounded memory: :mod:`rstore.spark.staging`) -- retried or speculative attempts
+  never collide -- and a :class:`Staged` message names them.  Nothing touches the store yet.
 * ``commit()`` runs in the planner once every task succeeded: the staged files are read back
-  batch by batch, by partition then row, and appended with :meth:`rstore.Store.append_entries`
-  -- ONE write transaction, all or nothing, each entry as XADD would add it.  The staging
-  directory is removed whether the commit succeeded or not; ``abort()`` removes it too.
+  batch by batch -- the sorted files merged, so that each stream's explicit IDs come in ID
+  order whatever the partitioning, then the rows without IDs by partition and row
+  (:class:`rstore.spark.runs.StagedEntries`) -- and appended with
+  :meth:`rstore.Store.append_entries`: ONE write transaction, all or nothing, each entry as
+  XADD would add it.  The staging directory is removed whether the commit succeeded or not;
+  ``abort()`` removes it too.
 * Streaming: the same per micro-batch, with ``batch=("spark:<query id>", batchId)``: a batch
   Spark replays after a failure is skipped if it was committed (exactly once per query and
   batch).
@@ -35,7 +40,8 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 import rstore
-from rstore.spark.staging import Layout, StagedEntries, check_columns, stage
+from rstore.spark.runs import StagedEntries, append_staged
+from rstore.spark.staging import Layout, check_columns, stage
 from rstore.spark.tasks import Staged, remove_staging, staging_root, task
 
 __all__ = ["Staged", "make_stream_writer", "make_writer"]
@@ -65,31 +71,27 @@ def _stage_task(
     batches: Iterator[pa.RecordBatch], layout: Layout, staging: str, unique: str = ""
 ) -> Staged:
     partition, attempt, _ = task()
-    path = os.path.join(staging, f"part-{partition:05d}-{attempt}{unique}.arrow")
-    rows = stage(batches, layout, path, f"partition {partition}")
-    return Staged(partition, attempt, path if rows else None, rows)
+    path = os.path.join(staging, f"part-{partition:05d}-{attempt}{unique}")
+    files = stage(batches, layout, path, f"partition {partition}")
+    return Staged(partition, attempt, files.in_order, files.rows, by_id=files.by_id)
+
+
+def staged_entries(messages: Sequence[WriterCommitMessage | None]) -> StagedEntries:
+    """The entries of the tasks' messages, in the order a commit appends them."""
+    staged = [m for m in messages if isinstance(m, Staged)]
+    return StagedEntries(
+        [(m.partition, m.by_id) for m in staged if m.by_id is not None],
+        [(m.partition, m.path) for m in staged if m.path is not None],
+    )
 
 
 def commit_staged(
     store_path: str, messages: Sequence[WriterCommitMessage | None], batch: Any = None
 ) -> rstore.AppendReport:
-    """Append the staged files of ``messages`` to the store in one transaction (by partition,
-    then row).  A refused entry raises ``ValueError`` naming its partition and row, with
-    XADD's error line; then nothing was written."""
-    staged = sorted(
-        (m for m in messages if isinstance(m, Staged) and m.path is not None),
-        key=lambda m: m.partition,
-    )
-    entries = StagedEntries([m.path for m in staged if m.path is not None])
+    """Append the staged files of ``messages`` to the store in one transaction (see
+    :func:`append_staged`)."""
     with rstore.Store(store_path) as store:
-        try:
-            return store.append_entries(entries, batch=batch)
-        except rstore.ResponseError as exc:
-            index, row = entries.position()
-            raise ValueError(
-                f"rstore: nothing was written to {store_path}: the row {row} of partition "
-                f"{staged[index].partition} was refused: {exc.line}"
-            ) from exc
+        return append_staged(store, staged_entries(messages), store_path, batch)
 
 
 class RStoreWriter(DataSourceArrowWriter):
@@ -106,7 +108,7 @@ class RStoreWriter(DataSourceArrowWriter):
     def _cleanup(self, messages: list[WriterCommitMessage | None]) -> None:
         # The messages' directories too: Spark may commit through another copy of the writer.
         for staging in {self.staging} | {
-            os.path.dirname(m.path) for m in messages if isinstance(m, Staged) and m.path
+            os.path.dirname(f) for m in messages if isinstance(m, Staged) for f in m.files()
         }:
             remove_staging(staging)
 
@@ -149,7 +151,7 @@ class RStoreStreamWriter(DataSourceStreamArrowWriter):
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         try:
             staged = [m for m in messages if isinstance(m, Staged)]
-            if not any(m.path for m in staged):
+            if not any(m.rows for m in staged):
                 return  # no rows in this micro-batch: nothing to add
             queries = {m.query for m in staged}
             if None in queries or len(queries) != 1:

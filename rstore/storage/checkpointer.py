@@ -5,7 +5,7 @@ writes, or its file grows (a pin keeps pages from reuse).  Making one flushes ``
 which takes milliseconds: done by the writer after its write, it added that to one write in
 every few dozen.  Instead each process that writes has one daemon thread, started on its
 first write: a writer only pokes it (an Event), and the thread runs the step it was given --
-:meth:`~rstore.storage.wal.WriteAheadLog.maybe_checkpoint` inside the environment's gate -- and
+:meth:`~rstore.storage.wal_checkpoints.Checkpoints.step` inside the environment's gate -- and
 looks again after the delay the step returns, until there is nothing left to do.
 """
 

@@ -49,9 +49,11 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
         try:
             if env._forked:
                 env._reopen_after_fork()
+            wal = env._wal
+            if wal is not None:
+                _prepare(env, wal)  # a pin before the transaction (docs/durability.md)
             raw = env._begin(True)
             txnid = int(raw.id())
-            wal = env._wal
             position = None
             bulk = wal is not None and len(batch) == 1 and batch[0].bulk
             try:
@@ -112,6 +114,15 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
             env._grow_map()
         else:
             env._adopt_map_size()
+
+
+def _prepare(env: Env, wal: WriteAheadLog) -> None:
+    """The log's pin, taken before the write transaction begins: nothing is written yet, so a
+    failure (a checkpoint's flush) fails the write as not stored."""
+    try:
+        wal.prepare()
+    except OSError as exc:
+        raise translate_os(exc, env.path, "write the log of") from exc
 
 
 def _log_durable(wal: WriteAheadLog, position: Position, readers_woken: bool) -> None:

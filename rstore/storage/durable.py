@@ -38,7 +38,7 @@ from contextlib import suppress
 
 from rstore.errors import StorageError
 
-__all__ = ["FILE_NAME", "READER_GRACE_S", "MetaFlusher", "counters"]
+__all__ = ["FILE_NAME", "READER_GRACE_S", "MetaFlusher", "counters", "decode_word", "read_word"]
 
 FILE_NAME = "durable.shm"
 _MAGIC = b"rsdurab1"
@@ -65,6 +65,33 @@ class _Counters:
 
 
 counters = _Counters()
+
+
+def decode_word(data: bytes, identity: tuple[int, int]) -> int:
+    """The transaction id (or log sequence number) a shared word's bytes say is durable for the
+    file ``identity`` (device, inode); 0 for a word that is torn, damaged or another file's."""
+    if len(data) < _RECORD.size:
+        return 0
+    magic, dev, ino, txnid, check = _RECORD.unpack_from(data)
+    if magic != _MAGIC or (dev, ino) != identity or check != dev ^ ino ^ txnid ^ _CHECK:
+        return 0
+    return int(txnid)
+
+
+def read_word(path: str, fd: int) -> int:
+    """What the shared word at ``path`` says is durable of the file open as ``fd`` (0 when the
+    word is missing, unreadable or not that file's)."""
+    st = os.fstat(fd)
+    try:
+        word = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return 0
+    try:
+        return decode_word(os.pread(word, _RECORD.size, 0), (st.st_dev, st.st_ino))
+    except OSError:
+        return 0
+    finally:
+        os.close(word)
 
 
 class MetaFlusher:
@@ -118,10 +145,7 @@ class MetaFlusher:
         """The durable txnid in the word's bytes (``data`` may run past them); 0 if invalid."""
         if len(data) < _RECORD.size:
             return 0
-        magic, dev, ino, txnid, check = _RECORD.unpack_from(data)
-        if magic != _MAGIC or (dev, ino) != self._identity or check != dev ^ ino ^ txnid ^ _CHECK:
-            return 0
-        return int(txnid)
+        return decode_word(data, self._identity)
 
     def _publish(self, txnid: int, shared: int | None = None) -> None:
         """``shared``: the word's value if the caller has just read it (no second read)."""
@@ -215,6 +239,19 @@ class MetaFlusher:
                 hint="check the disk; the store stays consistent",
             ) from exc
         counters.flushes += 1
+
+    def abandon(self) -> None:
+        """In a forked child: close the child's copies of the descriptors, nothing else (no
+        flush, and no lock: a parent thread may have held one at the fork)."""
+        if self._closed:
+            return  # closed already: the numbers may be another file's now
+        self._closed = True
+        fds = [self._fd] if self._own_fd else []
+        if self._shared is not None:
+            fds.append(self._shared)
+        for fd in fds:
+            with suppress(OSError):
+                os.close(fd)
 
     def close(self) -> None:
         """Flush what was committed (a write whose own flush has not run yet is covered by

@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import lmdb
 
 from rstore.errors import CorruptStoreError, ReadOnlyStoreError, StorageError
-from rstore.storage import layout, upgrade, wal
+from rstore.storage import forks, layout, upgrade, wal, wal_position
 from rstore.storage.combine import Combiner, Request
 from rstore.storage.commit import commit_batch
 from rstore.storage.durable import MetaFlusher
@@ -65,10 +65,20 @@ _all_envs: weakref.WeakSet[Env] = weakref.WeakSet()
 
 def _after_fork_in_child() -> None:
     """The child has one thread: locks held by other parent threads would never be released,
-    and transactions they had open are gone.  Fresh locks and gates; handles reopen lazily
-    (the Env stays registered, because py-lmdb still counts the inherited handle as open)."""
+    and transactions they had open are gone.  Fresh locks and gates; the inherited LMDB handle
+    is abandoned, never closed (:mod:`rstore.storage.forks`), and so are the log's and the
+    flusher's objects, whose locks a parent thread may hold; handles reopen lazily."""
     for env in list(_all_envs):
         env._forked = True
+        if env.closed:
+            continue  # its descriptors were closed: their numbers may be another file's now
+        forks.abandon(getattr(env, "_env", None))
+        log, flusher = env._wal, env._flusher
+        env._wal = env._flusher = None
+        if log is not None:
+            log.abandon()  # its flusher too
+        elif flusher is not None:
+            flusher.abandon()
         env._gate = Gate(env.path)
         env._notifier_lock = threading.Lock()
         env._carry = None
@@ -145,13 +155,11 @@ class Env(Opening, Wakeups):
         )
 
     def _reopen_after_fork(self) -> None:
-        # py-lmdb knows the handle was inherited: close() releases it without touching the
-        # parent's locks or reader slots.  Then open our own.
-        with suppress(lmdb.Error):
-            self._env.close()
+        # The inherited handle was abandoned at the fork (never closed: closing it would
+        # release the parent's reader slots); open our own beside it.
         self._forked = False
         self._notifier = None  # its flock and fd belong to the parent's open file
-        self._open()
+        self._open(inherited=True)
 
     # ------------------------------------------------------------------ transactions
 
@@ -330,7 +338,7 @@ class Env(Opening, Wakeups):
         ``sync=True`` (for tests and diagnostics).  With the write-ahead log both are log
         sequence numbers; in a format-2 store, LMDB transaction ids."""
         if self._wal is not None:
-            last = wal.read_position_of(self).lsn - 1
+            last = wal_position.read_of(self).lsn - 1
         else:
             last = int(self._env.info()["last_txnid"])
         return last, 0 if self._flusher is None else self._flusher.known_durable()

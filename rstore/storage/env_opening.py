@@ -12,12 +12,14 @@ from __future__ import annotations
 import errno
 import logging
 import os
+from contextlib import nullcontext
 from typing import Any
 
 import lmdb
 
 from rstore.errors import StorageError
-from rstore.storage import layout, opening, wal, wal_recovery
+from rstore.storage import forks, layout, opening, wal, wal_recovery
+from rstore.storage.compaction import compact_intent
 from rstore.storage.durable import MetaFlusher
 from rstore.storage.failures import refused_for_writing, translate, translate_os
 from rstore.storage.gate import Gate
@@ -47,7 +49,8 @@ class Opening:
     _wal: wal.WriteAheadLog | None
     _flusher: MetaFlusher | None
 
-    def _open(self, *, verify: bool = True) -> None:
+    def _open(self, *, verify: bool = True, inherited: bool = False) -> None:
+        """``inherited``: in a forked child, beside the abandoned handle of its parent."""
         opening.check_directory(self.path, create=self._create, readonly=self.readonly)
         self._data_path = os.path.join(self.path, opening.DATA_FILE)
         logged = opening.uses_log(
@@ -64,9 +67,12 @@ class Opening:
                     raise refused_for_writing(self.path, exc.errno) from exc
                 raise translate_os(exc, self.path, "open the store for writing") from exc
         try:
+            if not self.readonly:
+                compact_intent.finish_interrupted(self.path, lock_fd)
             recovering = lock_fd is not None and wal_recovery.needs_recovery(lock_fd)
             if recovering:
                 assert lock_fd is not None
+                wal_recovery.check_loss(lock_fd, self.path, self._data_path)
                 wal_recovery.restore_checkpoint(lock_fd, self._data_path)
             elif logged and self.readonly and opening.log_needs_recovery(self.path):
                 raise StorageError(
@@ -74,7 +80,7 @@ class Opening:
                     "it must be recovered before it can be read",
                     hint="open it once for writing (as a user who may write it)",
                 )
-            self._open_lmdb(verify=verify, logged=logged)
+            self._open_lmdb(verify=verify, logged=logged, inherited=inherited)
             if lock_fd is not None:
                 try:
                     self._attach_log(lock_fd, recovering)
@@ -86,11 +92,12 @@ class Opening:
                 os.close(lock_fd)  # releases the lock
         self._start_flushing(logged)
 
-    def _open_lmdb(self, *, verify: bool, logged: bool) -> None:
-        self._env, self.locked = opening.open_lmdb(
-            self.path, sync=self.sync_mode and not logged, map_size=self._map_size,
-            create=self._create, readonly=self.readonly, max_dbs=len(layout.ALL_DBS) + 2,
-        )  # fmt: skip
+    def _open_lmdb(self, *, verify: bool, logged: bool, inherited: bool) -> None:
+        with forks.beside_inherited() if inherited else nullcontext():
+            self._env, self.locked = opening.open_lmdb(
+                self.path, sync=self.sync_mode and not logged, map_size=self._map_size,
+                create=self._create, readonly=self.readonly, max_dbs=len(layout.ALL_DBS) + 2,
+            )  # fmt: skip
         try:
             if not self.readonly:
                 self._env.reader_check()  # free reader slots of processes that died
@@ -135,7 +142,7 @@ class Opening:
             return None
         try:
             current = self._wal
-            return None if current is None or self._forked else current.maybe_checkpoint()
+            return None if current is None or self._forked else current.step()
         except lmdb.Error as exc:
             raise translate(exc, self.path, writing=True) from exc
         finally:

@@ -13,7 +13,7 @@ import signal
 
 __all__ = ["POINTS", "arm", "crash_point"]
 
-#: Every point, in the order a write, a checkpoint and a recovery reach them.
+#: Every point, in the order a write, a checkpoint, a recovery and a compaction reach them.
 POINTS = (
     "log-written",  # the record is in the log file; LMDB has not committed
     "lmdb-committed",  # LMDB committed; the record is not marked committed
@@ -22,6 +22,10 @@ POINTS = (
     "checkpoint-data-flushed",  # data.mdb flushed for a checkpoint; the header is not written
     "recovery-meta-restored",  # recovery wrote the checkpoint's meta page back; nothing redone
     "recovery-redone",  # the redo committed in LMDB; the new header is not written
+    "compact-copied",  # a compaction's copy written and flushed; data.mdb untouched
+    "compact-intent-written",  # format 3: the intent record flushed; the copy not renamed
+    "compact-renamed",  # the copy renamed over data.mdb; format 3: the log's header not written
+    "compact-header-written",  # format 3: the new header flushed; the intent not removed
 )
 
 _armed = [os.environ.get("RSTORE_CRASH_AT")]

@@ -78,6 +78,25 @@ class LogFlusher(MetaFlusher):
         marked = int(lsn) if magic == _MAGIC and check == lsn ^ _CHECK else 0
         return self._decode_shared(data), marked
 
+    def note_flushed(self, lsn: int) -> None:
+        """A flush of the log made elsewhere -- a checkpoint's, after its header -- put every
+        record up to ``lsn`` on disk: publish it (under the lock, as a flush would).  Writers
+        waiting for a flush then find their records covered; and recovery knows that much of
+        the log was on disk, also of a store written with ``sync=False``
+        (:func:`rstore.storage.wal_recovery.check_loss`)."""
+        shared = self._shared
+        if shared is None or lsn <= 0:
+            return
+        with suppress(OSError):
+            fcntl.lockf(shared, fcntl.LOCK_EX, 1, 0)
+        try:
+            durable, _ = self._read_words()
+            if lsn > durable:
+                self._publish(lsn, durable)
+        finally:
+            with suppress(OSError):
+                fcntl.lockf(shared, fcntl.LOCK_UN, 1, 0)
+
     def _flush_covering(self, txnid: int) -> None:
         """Flush the log, one process at a time, unless the flush waited for covered record
         ``txnid`` (a log sequence number); publish the highest record marked before it."""

@@ -9,6 +9,8 @@ In order:
    clear error;
 2. LMDB's environment, read-only when asked; a read-only store whose lock file cannot be used
    (another user's store, read-only media) is opened without locking (see ``docs/durability.md``);
+   a read-only opener whose ``data.mdb`` was replaced by a compaction while LMDB waited for its
+   lock opens again;
 3. the structure (:mod:`rstore.storage.pagecheck`): every tree of the current snapshot walked
    from the file, with the snapshot pinned by a read transaction so no writer reuses its pages
    meanwhile; a damaged or truncated file is refused with :class:`CorruptStoreError`;
@@ -21,6 +23,7 @@ import contextlib
 import os
 import stat
 import time
+from collections.abc import Callable
 from typing import Any
 
 import lmdb
@@ -36,7 +39,10 @@ from rstore.storage import layout, pagecheck
 from rstore.storage.failures import translate, translate_os
 from rstore.storage.layout import StoreConfig
 
-__all__ = ["DATA_FILE", "check_directory", "open_dbs", "open_lmdb", "verify_structure"]
+__all__ = [
+    "DATA_FILE", "LOCK_FILE", "allocate_lock_file", "check_directory", "open_dbs", "open_lmdb",
+    "verify_structure",
+]  # fmt: skip
 
 DATA_FILE = "data.mdb"
 LOCK_FILE = "lock.mdb"
@@ -44,6 +50,9 @@ MAX_READERS = 1024
 #: The size LMDB gives ``lock.mdb`` for MAX_READERS readers on Linux x86-64: its 192-byte
 #: header, then 64 bytes per reader slot after the first.
 LOCK_FILE_BYTES = 192 + (MAX_READERS - 1) * 64
+#: How many times a read-only opener looks again when ``data.mdb`` was replaced (compacted)
+#: while LMDB waited for its lock.
+_REPLACED_ATTEMPTS = 3
 _LMDB_FILES = (DATA_FILE, LOCK_FILE)
 _CHECK_HINT = "the store was not opened; `rstore check` lists every damaged place"
 
@@ -109,13 +118,15 @@ def open_lmdb(
     }  # fmt: skip
     target = os.fsencode(path)  # a name that is not UTF-8 must reach LMDB byte for byte
     if not readonly:
-        _allocate_lock_file(path)
+        allocate_lock_file(path)
         try:
             return lmdb.open(target, create=create, **options), True
         except lmdb.Error as exc:
             raise translate(exc, path) from exc
     try:
-        return lmdb.open(target, readonly=True, create=False, **options), True
+        return _open_current(
+            path, lambda: lmdb.open(target, readonly=True, create=False, **options)
+        ), True
     except lmdb.Error as exc:
         first = exc
     try:  # the lock file is not ours to use: another user's store, or read-only media
@@ -124,7 +135,38 @@ def open_lmdb(
         raise translate(first, path) from exc
 
 
-def _allocate_lock_file(path: str) -> None:
+def _open_current(path: str, open_env: Callable[[], Any]) -> Any:
+    """A read-only environment on the ``data.mdb`` the directory holds once LMDB's lock is
+    taken.  A read-only LMDB opens the data file *before* it takes its lock (it may wait
+    there): a compaction holding that lock meanwhile (``storage.compaction``) replaces the
+    file, and the opener would read the old one forever.  So the file is looked at before and
+    after: held open before (its inode cannot be reused), the same file afterwards means LMDB
+    opened it, and no compaction can replace it while LMDB's lock is held."""
+    data = os.path.join(path, DATA_FILE)
+    for _ in range(_REPLACED_ATTEMPTS):
+        try:
+            held = os.open(data, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return open_env()  # LMDB says what is wrong with it
+        try:
+            env = open_env()
+            try:
+                same = _same_file(os.fstat(held), os.stat(data))
+            except OSError:
+                same = False
+            if same:
+                return env
+            env.close()  # replaced while LMDB waited for its lock: open the new one
+        finally:
+            os.close(held)
+    raise StorageError(f"{path}: data.mdb was replaced while it was being opened; try again")
+
+
+def _same_file(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def allocate_lock_file(path: str) -> None:
     """Create ``lock.mdb`` with its space allocated, before LMDB maps it.
 
     LMDB sizes a new lock file with ``ftruncate`` (a sparse file) and writes into it through

@@ -39,9 +39,12 @@ import os
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["ACCELERATED", "DbRecord", "Problem", "Report", "StaleSnapshot", "verify"]
+__all__ = [
+    "ACCELERATED", "DB_RECORD_SIZE", "META_SIZE", "DbRecord", "MetaPage", "Problem", "Report",
+    "StaleSnapshot", "parse_meta", "verify",
+]  # fmt: skip
 
 
 def _load_c_walk() -> Callable[..., Any] | None:
@@ -91,6 +94,10 @@ _U16 = struct.Struct("=H")
 _U64 = struct.Struct("=Q")
 _META_DBS = HEADER_SIZE + _META.size
 _META_LAST = _META_DBS + 2 * _DB.size
+#: The bytes of a meta page that LMDB reads, its page header included.
+META_SIZE = _META_LAST + 16
+#: The size of LMDB's record of a tree (``MDB_db``), as the main tree holds it.
+DB_RECORD_SIZE = _DB.size
 
 
 @dataclass(frozen=True)
@@ -143,17 +150,38 @@ class StaleSnapshot(Exception):
     """The meta page of the requested transaction was overwritten meanwhile: walk again."""
 
 
+class MetaPage(NamedTuple):
+    """A valid meta page: its transaction, the last page in use, the two trees it names, and
+    the page size it records (the free tree's ``pad`` field)."""
+
+    txnid: int
+    last_page: int
+    free: DbRecord
+    main: DbRecord
+    page_size: int
+
+
+def parse_meta(buf: bytes | mmap.mmap, offset: int, slot: int | None) -> MetaPage | None:
+    """The meta page at ``offset`` of ``buf`` (at least :data:`META_SIZE` bytes from there),
+    or ``None`` when it is not a valid one; ``slot``: the page number it must carry (``None``:
+    any, for a copy of a meta page kept elsewhere)."""
+    pgno, _, flags, _, _ = _HEADER.unpack_from(buf, offset)
+    magic, version, _, _ = _META.unpack_from(buf, offset + HEADER_SIZE)
+    if (slot is not None and pgno != slot) or not flags & P_META:
+        return None
+    if magic != MAGIC or version != DATA_VERSION:
+        return None
+    free = DbRecord.unpack(buf, offset + _META_DBS)
+    main = DbRecord.unpack(buf, offset + _META_DBS + _DB.size)
+    last, txnid = struct.unpack_from("=QQ", buf, offset + _META_LAST)
+    psize = int(_DB.unpack_from(buf, offset + _META_DBS)[0])
+    return MetaPage(txnid, last, free, main, psize)
+
+
 def _meta(buf: mmap.mmap, page: int, psize: int) -> tuple[int, int, DbRecord, DbRecord] | None:
     """``(txnid, last page, free db, main db)`` of a valid meta page, else ``None``."""
-    off = page * psize
-    pgno, _, flags, _, _ = _HEADER.unpack_from(buf, off)
-    magic, version, _, _ = _META.unpack_from(buf, off + HEADER_SIZE)
-    if pgno != page or not flags & P_META or magic != MAGIC or version != DATA_VERSION:
-        return None
-    free = DbRecord.unpack(buf, off + _META_DBS)
-    main = DbRecord.unpack(buf, off + _META_DBS + _DB.size)
-    last, txnid = struct.unpack_from("=QQ", buf, off + _META_LAST)
-    return txnid, last, free, main
+    meta = parse_meta(buf, page * psize, page)
+    return None if meta is None else (meta.txnid, meta.last_page, meta.free, meta.main)
 
 
 def _page_size(buf: mmap.mmap) -> int:

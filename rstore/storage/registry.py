@@ -5,6 +5,11 @@ LMDB forbids two handles on one environment in a process (their locks would clas
 reference-counted: the first :func:`acquire` opens it, the last :func:`release` closes it
 (after the transactions in flight).  Stores on one directory in one process must agree on
 ``sync`` and ``readonly``.
+
+A compaction (:mod:`rstore.storage.compaction.compact`) needs its directories closed in this
+process and kept closed while it runs (its LMDB lock is the process's, which another handle of
+the process would share): :func:`reserve` checks and marks them, :func:`acquire` refuses a
+marked one.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from rstore.errors import StorageError
 from rstore.storage import opening
 from rstore.storage.env import DEFAULT_MAP_SIZE, Env
 
-__all__ = ["acquire", "open_mode", "release"]
+__all__ = ["acquire", "open_mode", "release", "reserve", "unreserve"]
 
 
 class _Registry:
@@ -25,6 +30,7 @@ class _Registry:
     def __init__(self) -> None:
         self.envs: dict[str, Env] = {}
         self.refs: dict[str, int] = {}  # Stores holding each Env
+        self.reserved: set[str] = set()  # directories a compaction of this process holds
         self.lock = threading.Lock()
 
 
@@ -33,8 +39,9 @@ _REGISTRY = _Registry()
 
 def _after_fork_in_child() -> None:
     """A fresh lock: one held by another parent thread would never be released in the child
-    (the Envs themselves are marked stale by :mod:`rstore.storage.env`)."""
+    (the Envs themselves are marked stale by :mod:`rstore.storage.env`); no compaction."""
     _REGISTRY.lock = threading.Lock()
+    _REGISTRY.reserved = set()  # a compaction runs in the parent's thread, not here
 
 
 if hasattr(os, "register_at_fork"):
@@ -61,6 +68,11 @@ def acquire(
     """The process's Env for ``path``, opened on first use and reference-counted."""
     real = os.path.realpath(path)
     with _REGISTRY.lock:
+        if real in _REGISTRY.reserved:
+            raise StorageError(
+                f"{path} is being compacted by this process",
+                hint="open it once the compaction has returned",
+            )
         env = _REGISTRY.envs.get(real)
         if env is not None and env.closed:  # its last release was interrupted: finish it
             env.close()
@@ -99,3 +111,26 @@ def release(env: Env) -> None:
         _REGISTRY.refs[env.path] = 0
         env.close()  # interrupted, the Env stays here, closed: a release or acquire finishes
         del _REGISTRY.envs[env.path], _REGISTRY.refs[env.path]
+
+
+def reserve(paths: list[str]) -> list[str]:
+    """Mark the store directories ``paths`` as held by a compaction of this process (their real
+    paths, returned for :func:`unreserve`); refused when one is open in this process."""
+    reals = [os.path.realpath(p) for p in paths]
+    with _REGISTRY.lock:
+        for path, real in zip(paths, reals, strict=True):
+            if real in _REGISTRY.reserved:
+                raise StorageError(f"{path} is being compacted by another thread of this process")
+            if real in _REGISTRY.envs:
+                raise StorageError(
+                    f"{path} is open in this process; compacting needs the store to itself",
+                    hint="close every Store on it first (and its databases' stores)",
+                )
+        _REGISTRY.reserved.update(reals)
+    return reals
+
+
+def unreserve(reals: list[str]) -> None:
+    """The compaction holding ``reals`` (from :func:`reserve`) is over."""
+    with _REGISTRY.lock:
+        _REGISTRY.reserved.difference_update(reals)

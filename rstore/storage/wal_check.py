@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from rstore.storage import wal, wal_log
+from rstore.storage import wal, wal_log, wal_position
 from rstore.storage.wal_log import Position
 
 __all__ = ["check_log"]
@@ -38,7 +38,7 @@ def check_log(store_path: str, env: Any) -> list[str]:
             header = wal_log.read_header(fd)
             if header is None:
                 return [f"{wal.LOG_FILE}: no valid header (both slots damaged)"]
-            committed = wal.read_position_of(env)  # read after the header: not older than it
+            committed = wal_position.read_of(env)  # read after the header: not older than it
             problems = _chain_problems(fd, header.position, committed)
             if not problems or wal_log.read_header(fd) == header:
                 return problems

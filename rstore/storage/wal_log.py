@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import struct
 import time
+import uuid
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
@@ -45,6 +46,7 @@ __all__ = [
     "Record",
     "RecordWriter",
     "after",
+    "boot_id",
     "chain",
     "decode_ops",
     "encode_record",
@@ -356,6 +358,20 @@ def redoable(fd: int, start: Position) -> Iterator[Record]:
 
 
 # ---------------------------------------------------------------------------- header
+
+
+def boot_id() -> bytes:
+    """The running kernel's boot id (16 bytes), which the header carries: a header written
+    before the running kernel booted calls for recovery.  ``RSTORE_TEST_BOOT_ID`` overrides it
+    (tests)."""
+    text = os.environ.get("RSTORE_TEST_BOOT_ID")
+    if text is None:
+        try:
+            with open("/proc/sys/kernel/random/boot_id") as f:
+                text = f.read().strip()
+        except OSError:
+            text = "00000000-0000-0000-0000-000000000000"
+    return uuid.UUID(text).bytes
 
 
 def _decode_header(slot: bytes) -> Header | None:

@@ -10,6 +10,8 @@ higher transaction id (``mdb_env_read_header``).  A commit writes the slot ``txn
   the other one labelled one transaction older), so that LMDB opens exactly that transaction's
   trees whatever the slots held before (a newer meta page whose pages never reached the disk,
   or a torn one).
+* :func:`relabel` gives a meta page another transaction id (a compacted copy, whose ids LMDB
+  restarts at 1, keeps its store's).
 
 The layout is LMDB 0.9's on a 64-bit build, as :mod:`rstore.storage.pagecheck` reads it: a
 16-byte page header (page number, padding, flags, bounds), then ``magic, version, address,
@@ -23,7 +25,9 @@ import struct
 
 from rstore.storage import pagecheck
 
-__all__ = ["META_BYTES", "capture", "page_size", "restore", "txnid_of"]
+__all__ = [
+    "META_BYTES", "capture", "newest_txnid", "page_size", "relabel", "restore", "txnid_of",
+]  # fmt: skip
 
 _PGNO = struct.Struct("=Q")
 _DB = struct.Struct("=IHHQQQQQ")
@@ -55,6 +59,12 @@ def txnid_of(meta: bytes) -> int:
     return int(struct.unpack_from("=Q", meta, _TXNID_AT)[0])
 
 
+def relabel(meta: bytes, txnid: int) -> bytes:
+    """``meta`` naming transaction ``txnid`` instead (its trees unchanged): a compacted copy
+    keeps its store's transaction ids going (:mod:`rstore.storage.compaction.compact`)."""
+    return meta[:_TXNID_AT] + _PGNO.pack(txnid) + meta[_TXNID_AT + 8 :]
+
+
 def page_size(meta: bytes) -> int:
     """The page size a meta page records (the free tree's padding field)."""
     return int(_DB.unpack_from(meta, _META_DBS)[0])
@@ -70,6 +80,17 @@ def capture(fd: int, txnid: int) -> bytes:
         if _valid(meta, slot) and txnid_of(meta) == txnid:
             return meta
     raise MetaError(f"no meta page of the data file holds transaction {txnid}")
+
+
+def newest_txnid(fd: int) -> int | None:
+    """The transaction of the newer valid meta page of the data file ``fd`` -- the last commit
+    LMDB wrote a meta page for -- or ``None`` when neither slot is valid."""
+    first = os.pread(fd, META_BYTES, 0)
+    if not _valid(first, 0):
+        return None
+    second = os.pread(fd, META_BYTES, page_size(first))
+    found = [txnid_of(m) for slot, m in ((0, first), (1, second)) if _valid(m, slot)]
+    return max(found) if found else None
 
 
 def restore(fd: int, meta: bytes) -> None:

@@ -11,16 +11,23 @@ before LMDB opens, and :func:`recover` redoes the records after it.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 from typing import Any
 
-from rstore.errors import StorageError
+from rstore.errors import CorruptStoreError, StorageError
 from rstore.storage import layout, wal_capture, wal_log, wal_meta
+from rstore.storage.durable import read_word
 from rstore.storage.faults import crash_point
-from rstore.storage.wal import LOG_FILE, META_WAL, boot_id, read_position, write_position
-from rstore.storage.wal_log import Position
+from rstore.storage.wal import LOG_FILE, SHARED_FILE
+from rstore.storage.wal_log import Position, boot_id
+from rstore.storage.wal_position import META_WAL
+from rstore.storage.wal_position import read as read_position
+from rstore.storage.wal_position import write as write_position
 
-__all__ = ["create", "needs_recovery", "open_lock", "recover", "restore_checkpoint"]
+__all__ = ["check_loss", "create", "needs_recovery", "open_lock", "recover", "restore_checkpoint"]
+
+log = logging.getLogger("rstore.storage")
 
 
 def open_lock(store_path: str) -> int:
@@ -65,6 +72,44 @@ def needs_recovery(fd: int) -> bool:
     """Whether the log's header was written before the running kernel booted."""
     header = wal_log.read_header(fd)
     return header is not None and header.boot_id != boot_id()
+
+
+def check_loss(fd: int, store_path: str, data_path: str) -> None:
+    """Before recovery changes anything: refuse when it would lose a write acknowledged as
+    durable -- the log's shared word (``wal.shm``) says records up to some sequence number were
+    flushed, and the log's chain of records ends before it (a damaged or truncated log).  When
+    only ``data.mdb`` names later commits than the log holds, those were never made durable
+    (``sync=False`` writes since the last flush, a bulk write that did not return): recovery
+    drops them as documented, and says so in the log of the ``rstore.storage`` logger."""
+    header = wal_log.read_header(fd)
+    if header is None:
+        raise StorageError(f"{data_path}: the write-ahead log has no valid header")
+    last_lsn, last_txnid = header.position.lsn - 1, header.checkpoint_txnid
+    for record in wal_log.redoable(fd, header.position):
+        last_lsn, last_txnid = record.position.lsn, record.txnid
+    durable = read_word(os.path.join(store_path, SHARED_FILE), fd)
+    data = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        committed = wal_meta.newest_txnid(data)
+    finally:
+        os.close(data)
+    if durable > last_lsn:
+        named = f" (data.mdb names transaction {committed})" if committed else ""
+        raise CorruptStoreError(
+            f"the write-ahead log was flushed up to record {durable}, but its records end at "
+            f"record {last_lsn} (transaction {last_txnid}){named}: recovering after the "
+            f"restart would lose {durable - last_lsn} acknowledged transactions, so the store "
+            "was not opened and nothing in it was changed",
+            path=os.path.join(store_path, LOG_FILE),
+            hint=f"copy out what data.mdb holds with `rstore salvage {store_path} NEW_STORE` "
+            "(rstore.salvage_store)",
+        )
+    if committed is not None and committed > last_txnid:
+        log.warning(
+            "%s: recovery after a restart drops transactions %d to %d: committed but not in "
+            "the log on disk (never made durable: sync=False writes since the last flush, or a "
+            "bulk write that did not return)", store_path, last_txnid + 1, committed,
+        )  # fmt: skip
 
 
 def restore_checkpoint(fd: int, data_path: str) -> None:

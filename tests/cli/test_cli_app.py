@@ -49,6 +49,8 @@ def test_the_cli_has_the_commands_of_the_brief() -> None:
         "autoclaim",
         "check",
         "upgrade",
+        "compact",
+        "salvage",
     } <= names
 
 
@@ -124,6 +126,8 @@ def test_help_and_version(runner: CliRunner) -> None:
         "inspect",
         "check",
         "upgrade",
+        "compact",
+        "salvage",
         "exec",
         "serve",
     ]

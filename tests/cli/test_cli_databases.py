@@ -193,8 +193,9 @@ def test_save_restore_check_and_serve_with_db(
     both = run("--db", "4", "restore", str(out), "--all-databases")
     assert both.exit_code == 2 and "--all-databases" in both.stderr
     assert run("--db", "3", "check").stdout == "OK\n"
-    served = run("--db", "3", "serve", "--check-config")
-    assert served.exit_code == 2 and "SELECT" in served.stderr
+    for command in (["serve", "--check-config"], ["compact"], ["salvage", "a", "b"]):
+        refused = run("--db", "3", *command)  # they work on every database of the store
+        assert refused.exit_code == 2 and "no --db" in refused.stderr, command
 
 
 def test_inspect_of_a_store_lists_its_databases(

@@ -7,6 +7,8 @@ raise anything but an ``rstore.RStoreError``, or answer wrongly while ``check()`
   overwritten bytes), each mutation replayable from ``(seed, case)``;
 * ``battery`` opens the damaged copy, reads everything, runs ``check()``, writes and reads back;
 * ``isolate`` runs the battery in a forked child with a time limit; ``outcome`` classifies it;
+* ``salvaging`` checks a salvage of a damaged copy against the intact store
+  (``test_salvage``, ``test_salvage_campaign``);
 * ``campaign`` ties them together and is the command line for people:
   ``python -m tests.damage.campaign --mutations 280 --seed 1``.
 

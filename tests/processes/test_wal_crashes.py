@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 import rstore
-from rstore.storage import wal, wal_capture, wal_log
+from rstore.storage import wal, wal_capture, wal_checkpoints, wal_log, wal_position
 
 PAGE = 4096
 
@@ -159,8 +159,9 @@ def _pages(data: bytes) -> list[bytes]:
 def test_power_loss_after_a_checkpoint_with_any_pages_on_disk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(wal, "CHECKPOINT_AGE_S", 1e9)
-    monkeypatch.setattr(wal, "CHECKPOINT_COMMITS", 10**9)
+    monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_AGE_S", 1e9)
+    monkeypatch.setattr(wal_checkpoints, "IDLE_S", 1e9)
+    monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_COMMITS", 10**9)
     path = str(tmp_path / "s")
     with rstore.Store(path, wal=True) as s:
         before = [s.xadd("k", {"i": i}) for i in range(50)]
@@ -281,7 +282,7 @@ def test_the_log_starts_again_at_the_front_and_a_restart_follows_it(
     path = str(tmp_path / "s")
     with rstore.Store(path, wal=True) as s:
         ids = [s.xadd("k", {"i": i, "pad": "p" * 500}) for i in range(600)]  # ~6 times over
-        generation = wal.read_position_of(s._live_env())[0]
+        generation = wal_position.read_of(s._live_env())[0]
     assert generation > 3
     assert os.path.getsize(os.path.join(path, "wal.log")) < 4 * 64 * 1024
     _new_boot(monkeypatch)
@@ -293,8 +294,11 @@ def test_a_large_transaction_written_in_pieces_comes_back_whole_or_not_at_all(
 ) -> None:
     """A transaction larger than the piece size (wal_capture.SPILL_BYTES) is written into the
     log as it runs; a restart redoes it whole, and a log cut anywhere inside it drops it whole."""
-    monkeypatch.setattr(wal, "CHECKPOINT_AGE_S", 1e9)
-    monkeypatch.setattr(wal, "CHECKPOINT_COMMITS", 10**9)  # the log, not a checkpoint, has it
+    monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_AGE_S", 1e9)
+    monkeypatch.setattr(wal_checkpoints, "IDLE_S", 1e9)
+    monkeypatch.setattr(
+        wal_checkpoints, "CHECKPOINT_COMMITS", 10**9
+    )  # the log, not a checkpoint, has it
     path = str(tmp_path / "s")
     with rstore.Store(path, wal=True) as s:
         s.xadd("k", {"i": "first"})
@@ -327,15 +331,18 @@ def test_writes_of_two_processes_in_turn_each_go_after_the_others_record(
     """A process that wrote the last record knows where the next one goes without reading
     it back -- unless another process committed since: then its record must not overwrite the
     other's (a restart redoes both, from a checkpoint before them)."""
-    monkeypatch.setattr(wal, "CHECKPOINT_AGE_S", 1e9)
-    monkeypatch.setattr(wal, "CHECKPOINT_COMMITS", 10**9)  # the log, not a checkpoint, has them
+    monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_AGE_S", 1e9)
+    monkeypatch.setattr(wal_checkpoints, "IDLE_S", 1e9)
+    monkeypatch.setattr(
+        wal_checkpoints, "CHECKPOINT_COMMITS", 10**9
+    )  # the log, not a checkpoint, has them
     path = str(tmp_path / "s")
     other = textwrap.dedent(
         """
         import sys
         import rstore
-        from rstore.storage import wal
-        wal.CHECKPOINT_AGE_S, wal.CHECKPOINT_COMMITS = 1e9, 10**9
+        from rstore.storage import wal_checkpoints as c
+        c.CHECKPOINT_AGE_S, c.CHECKPOINT_COMMITS, c.IDLE_S = 1e9, 10**9, 1e9
         with rstore.Store(sys.argv[1], wal=True) as s:
             print(s.xadd("k", {"i": "other"}).decode())
         """

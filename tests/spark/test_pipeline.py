@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import datetime
 import importlib.util
+import io
 import itertools
 import subprocess
 import sys
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from types import ModuleType
@@ -49,11 +51,49 @@ def test_help_and_bad_arguments_need_no_spark(tmp_path: Path) -> None:
     assert done.returncode == 0
     for option in ("--store", "--events", "--dumps", "--out", "--master", "--session-gap"):
         assert option in done.stdout
+    assert "Reruns give the same results" in " ".join(done.stdout.split())
     assert _run("--events", "many").returncode == 2
     assert _run("--users", "0").returncode == 2
+    both = _run("--regenerate", "--dumps", str(tmp_path))
+    assert both.returncode == 2 and "--regenerate generates events into the store" in both.stderr
     missing = _run("--dumps", str(tmp_path / "nowhere"), "--store", str(tmp_path / "s"))
     assert missing.returncode == 1
     assert "no such directory" in missing.stderr
+
+
+class _Stage:
+    numTasks = 10
+    numCompletedTasks = 4
+
+
+class _Tracker:
+    """Spark's StatusTracker, as far as the progress lines use it: one stage running."""
+
+    def getActiveStageIds(self) -> list[int]:
+        return [3]
+
+    def getStageInfo(self, stage: int) -> _Stage:
+        return _Stage()
+
+
+def test_progress_names_each_step_and_speaks_while_it_runs() -> None:
+    pipeline = _load_script()
+    out = io.StringIO()
+    progress = pipeline.Progress(every=0.05, out=out)
+    progress.tracker = _Tracker()
+    with progress.step("reading 'clicks'"):
+        time.sleep(0.3)
+    lines = out.getvalue().splitlines()
+    assert lines[0].endswith("] reading 'clicks' ...")
+    beats = lines[1:]
+    assert len(beats) >= 2  # at least one line per interval while the step runs
+    assert all("still reading 'clicks'" in line for line in beats)
+    assert beats[0].endswith(": Spark has done 4 of 10 tasks of 1 stage(s)")
+    with progress.step("quick"):
+        pass
+    time.sleep(0.15)  # a step that is over says nothing more
+    after = out.getvalue().splitlines()[len(lines) :]
+    assert [line.split("] ", 1)[1] for line in after] == ["quick ..."]
 
 
 def _expected(store_path: Path) -> tuple[dict[tuple[int, str], int], dict[str, tuple[int, int]]]:
@@ -94,7 +134,7 @@ def _parquet(out: Path) -> tuple[dict[tuple[int, str], int], dict[str, tuple[int
 
 
 def _streams(store_path: Path) -> tuple[dict[tuple[int, str], int], dict[str, tuple[int, int]]]:
-    """The results the pipeline wrote back into the store, one entry per row."""
+    """The results the pipeline wrote back into the store, one entry per row (each row once)."""
     with rstore.Store(store_path, decode_responses=True) as store:
         minutes = [f for _, f in store.xrange("stats:actions_per_minute")]
         users = [f for _, f in store.xrange("stats:sessions_per_user")]
@@ -110,32 +150,74 @@ def _streams(store_path: Path) -> tuple[dict[tuple[int, str], int], dict[str, tu
         ): int(f["events"])
         for f in minutes
     }
-    return per_minute, {f["user"]: (int(f["sessions"]), int(f["events"])) for f in users}
+    per_user = {f["user"]: (int(f["sessions"]), int(f["events"])) for f in users}
+    assert (len(per_minute), len(per_user)) == (len(minutes), len(users)), "a row written twice"
+    return per_minute, per_user
+
+
+def _part_files(out: Path) -> dict[str, int]:
+    return {d.name: len(list(d.glob("part-*.parquet"))) for d in sorted(out.iterdir())}
+
+
+def _keys(store_path: Path) -> list[bytes]:
+    with rstore.Store(store_path) as store:
+        return sorted(store.execute("KEYS", "*"))
 
 
 @pytest.mark.spark
-def test_pipeline_on_the_store_then_on_its_dump(spark: Any, tmp_path: Path) -> None:
+def test_pipeline_reruns_on_the_store_then_on_its_dump(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pipeline = _load_script()
     store_path = tmp_path / "rstore-data"
-    common = ["--session-gap", str(GAP_MINUTES)]
-    argv = ["--store", str(store_path), "--events", "3000", "--users", "40", "--minutes", "90",
-            "--seed", "7", "--out", str(tmp_path / "out"), *common]  # fmt: skip
-    assert pipeline.main(argv, spark=spark) == 0
+    out = tmp_path / "out"
+    common = ["--store", str(store_path), "--out", str(out), "--session-gap", str(GAP_MINUTES)]
+    argv = [*common, "--events", "3000", "--users", "40", "--minutes", "90", "--seed", "7"]
+    keys = [b"clicks", b"stats:actions_per_minute", b"stats:sessions_per_user"]
+    # Spark's default is 200 shuffle partitions (these tests' session has 2): results of a few
+    # hundred rows must still be one Parquet file each, whatever the session says.
+    shuffle = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "8")
+    try:
+        assert pipeline.main(argv, spark=spark) == 0
+        said = capsys.readouterr().out
+        expected = _expected(store_path)
+        assert sum(expected[0].values()) == 3000
+        assert any(sessions > 1 for sessions, _ in expected[1].values())  # the gap rule matters
+        assert _parquet(out) == expected
+        assert _part_files(out) == {"actions_per_minute.parquet": 1, "sessions_per_user.parquet": 1}
+        assert _streams(store_path) == expected
+        assert _keys(store_path) == keys  # no temporary stream left behind
+        with rstore.Store(store_path, decode_responses=True) as store:  # in the result's order
+            rows = [(f["minute"], f["action"]) for _, f in store.xrange("stats:actions_per_minute")]
+        assert rows == sorted(rows)
+        # Each step is named as it starts.
+        steps = ["generating 3000 events", "reading", "writing the results", "writing Parquet"]
+        assert [said.find(s) for s in steps] == sorted(said.find(s) for s in steps)
+        assert -1 not in [said.find(s) for s in steps]
 
-    expected = _expected(store_path)
-    assert sum(expected[0].values()) == 3000
-    assert any(sessions > 1 for sessions, _ in expected[1].values())  # the gap rule matters
-    assert _parquet(tmp_path / "out") == expected
-    assert _streams(store_path) == expected
+        # Again on the same store: the events are there, nothing is generated or appended
+        # twice, the results are replaced by the same results.
+        with rstore.Store(store_path) as store:
+            clicks = store.execute("XINFO", "STREAM", "clicks")
+        assert pipeline.main(argv, spark=spark) == 0
+        assert "already holds 3000 events" in capsys.readouterr().out
+        with rstore.Store(store_path) as store:
+            assert store.execute("XINFO", "STREAM", "clicks") == clicks
+        assert _parquet(out) == expected
+        assert _part_files(out) == {"actions_per_minute.parquet": 1, "sessions_per_user.parquet": 1}
+        assert _streams(store_path) == expected
+        assert _keys(store_path) == keys
 
-    # The same job over a directory of RDB dumps (the store's, saved by rstore).
-    dumps = tmp_path / "dumps"
-    dumps.mkdir()
-    with rstore.Store(store_path) as store:
-        store.save(dumps / "clicks.rdb")
-    results = tmp_path / "results-store"
-    argv = ["--dumps", str(dumps), "--store", str(results), "--out", str(tmp_path / "out2"),
-            *common]  # fmt: skip
-    assert pipeline.main(argv, spark=spark) == 0
-    assert _parquet(tmp_path / "out2") == expected
-    assert _streams(results) == expected
+        # The same job over a directory of RDB dumps (the store's, saved by rstore), writing its
+        # results into the same store: they replace the results already there.
+        dumps = tmp_path / "dumps"
+        dumps.mkdir()
+        with rstore.Store(store_path) as store:
+            store.save(dumps / "clicks.rdb")
+        assert pipeline.main(["--dumps", str(dumps), *common], spark=spark) == 0
+        assert _parquet(out) == expected
+        assert _streams(store_path) == expected
+        assert _keys(store_path) == keys
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", shuffle)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -271,3 +272,28 @@ def test_pyspark_finds_the_default_source_without_registration(tmp_path: Path) -
         check=True, timeout=120,
     )  # fmt: skip
     assert out.stdout.strip() == "{'rstore': 'rstore.spark.source'}"
+
+
+def test_the_pyspark_floor_is_pyprojects_and_older_versions_are_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """pyproject's ``spark`` extra declares the oldest PySpark the source runs on (4.0 and 4.1
+    lack APIs it uses: checked with mypy and tests/spark against each); an older one installed
+    by hand gets one clear line, not a failure deep inside a task."""
+    import pyspark
+
+    from rstore.spark import RStoreDataSource, register
+    from rstore.spark.source import MIN_PYSPARK
+
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    floor = re.search(r'"pyspark>=([0-9]+)\.([0-9]+),', pyproject)
+    assert floor is not None
+    assert (int(floor[1]), int(floor[2])) == MIN_PYSPARK
+    monkeypatch.setattr(pyspark, "__version__", "4.1.4")
+    refused = "rstore: the rstore data source needs PySpark 4.2 or later, not 4.1.4"
+    source = RStoreDataSource({"path": str(Path.cwd())})
+    for step in (source.schema, lambda: source.writer(None, False), lambda: register(None)):
+        with pytest.raises(RuntimeError, match=f"^{re.escape(refused)}"):
+            step()
+    monkeypatch.setattr(pyspark, "__version__", "4.2.0")
+    assert source.schema()  # the floor itself is accepted

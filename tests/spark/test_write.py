@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 from pathlib import Path
 from typing import Any
 
@@ -117,17 +118,53 @@ def test_modes_other_than_append_are_refused(spark: Any, tmp_path: Path) -> None
     assert not (tmp_path / "s").exists()
 
 
-def test_explicit_id_not_above_last_fails_the_whole_job(spark: Any, tmp_path: Path) -> None:
+def test_explicit_ids_are_written_in_id_order_whatever_the_partitioning(
+    spark: Any, tmp_path: Path
+) -> None:
+    path = tmp_path / "s"
+    # The job: IDs 1-0 ... 2000-0 of a new stream, repartition(3).
+    rows = [("a", f"{i}-0", {"i": str(i)}) for i in range(1, 2001)]
+    # Beside it: a stream whose IDs come falling, in XADD's "<ms>" and "<ms>-*" forms, and one
+    # with automatic IDs.
+    rows += [("b", str(ms), {"ms": str(ms)}) for ms in range(300, 0, -1)]
+    rows += [("b", "150-*", {"ms": "150-*"}), ("b", "150-*", {"ms": "150-*"})]
+    rows += [("c", None, {"n": str(n)}) for n in range(50)]
+    _save(spark.createDataFrame(rows, MAP_SCHEMA).repartition(3), path)
+    with rstore.Store(path) as store:
+        assert _entries(store, "a") == [
+            (f"{i}-0".encode(), [b"i", str(i).encode()]) for i in range(1, 2001)
+        ]
+        b = [(i, f[1]) for i, f in _entries(store, "b")]
+        assert b[149:153] == [(b"150-0", b"150"), (b"150-1", b"150-*"), (b"150-2", b"150-*"),
+                              (b"151-0", b"151")]  # fmt: skip
+        assert [i for i, _ in b] == sorted(
+            (i for i, _ in b), key=lambda i: tuple(map(int, i.split(b"-")))
+        )
+        assert len(b) == 302
+        c = _entries(store, "c")  # automatic IDs: the commit's millisecond, after the others
+        assert len({i.split(b"-")[0] for i, _ in c}) == 1
+        assert sorted(int(f[1]) for _, f in c) == list(range(50))
+    assert _leftovers(path) == []
+
+
+def test_ids_below_the_top_or_twice_fail_the_whole_job_naming_the_row(
+    spark: Any, tmp_path: Path
+) -> None:
     path = tmp_path / "s"
     with rstore.Store(path) as store:
-        store.execute("XADD", "a", "10-0", "k", "v")
+        store.execute("XADD", "a", "1000-0", "k", "v")
         before = store.execute("XINFO", "STREAM", "a")
-    rows = [("b", None, {"k": "new"}), ("a", "11-0", {"k": "ok"}), ("a", "10-5", {"k": "late"})]
-    df = spark.createDataFrame(rows, MAP_SCHEMA).coalesce(1)
+    # Three partitions, as parallelize cuts a list: rows 0-699, 700-1399, 1400-2099.
+    ids = [f"{ms}-0" for ms in range(1001, 3101)]
+    random.Random(3).shuffle(ids)
+    ids[1405] = "500-0"  # below the stream's top: the row 5 of partition 2
+    rows = [("a", i, {"k": "v"}) for i in ids]
+    rows[10] = ("b", None, {"k": "automatic"})
+    df = spark.createDataFrame(spark.sparkContext.parallelize(rows, 3), MAP_SCHEMA)
     with pytest.raises(Exception) as failed:
         _save(df, path)
     text = str(failed.value)
-    assert "the row 2 of partition 0 was refused" in text
+    assert "the row 5 of partition 2 was refused" in text
     assert (
         "ERR The ID specified in XADD is equal or smaller than the target stream top item" in text
     )

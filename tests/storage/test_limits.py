@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -115,6 +116,30 @@ def test_creating_a_store_on_a_full_tmpfs_is_an_error_not_sigbus(small_tmpfs: st
     assert died_of is None, f"died of signal {died_of}"
     assert status == 0 and isinstance(result, tuple) and result[0] == "ok", result
     assert result[1] in ("DiskFullError", "stored")
+
+
+def test_a_compaction_on_a_full_disk_is_an_error_and_changes_nothing(small_tmpfs: str) -> None:
+    """The copy does not fit: DiskFullError, the store and its files as they were, no copy
+    left behind; once space is freed the compaction goes through."""
+    path = os.path.join(small_tmpfs, "store")
+    with rstore.Store(path) as s:
+        s.append_entries(("kept", None, [b"pad", os.urandom(900)]) for _ in range(600))
+        s.append_entries(("gone", None, [b"pad", os.urandom(900)]) for _ in range(300))
+        s.delete("gone")
+        before = (s.xrange("kept"), sorted(os.listdir(path)))
+    data = Path(path, "data.mdb")
+    raw = data.read_bytes()
+    filler = _fill(small_tmpfs, 200_000)
+    with pytest.raises(rstore.DiskFullError, match="disk is full"):
+        rstore.compact_store(path)
+    assert data.read_bytes() == raw
+    os.unlink(filler)
+    with rstore.Store(path) as s:
+        assert (s.xrange("kept"), sorted(os.listdir(path))) == before
+    report = rstore.compact_store(path)
+    assert report.databases[0].bytes_after < len(raw)
+    with rstore.Store(path) as s:
+        assert s.xrange("kept") == before[0] and s.check() == []
 
 
 def test_a_failed_map_growth_fails_that_write_only(tmp_path: os.PathLike[str]) -> None:

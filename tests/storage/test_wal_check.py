@@ -13,14 +13,15 @@ import pytest
 from log_files import log_chain, log_header
 
 import rstore
-from rstore.storage import wal, wal_log
+from rstore.storage import wal, wal_checkpoints, wal_log
 
 
 @pytest.fixture
 def no_checkpoints(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The checkpointer is never poked: the records written stay after the checkpoint."""
-    monkeypatch.setattr(wal, "CHECKPOINT_AGE_S", 1e9)
-    monkeypatch.setattr(wal, "CHECKPOINT_COMMITS", 1 << 40)
+    monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_AGE_S", 1e9)
+    monkeypatch.setattr(wal_checkpoints, "IDLE_S", 1e9)
+    monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_COMMITS", 1 << 40)
     yield
 
 
@@ -85,7 +86,7 @@ def test_a_store_in_use_checks_clean(tmp_path: Path, monkeypatch: pytest.MonkeyP
     another thread writes: the check reads the header again instead of reporting a chain that
     moved under it."""
     monkeypatch.setattr(wal, "LOG_LIMIT", 64 << 10)
-    monkeypatch.setattr(wal, "CHECKPOINT_COMMITS", 16)
+    monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_COMMITS", 16)
     path = tmp_path / "s"
     with rstore.Store(path, sync=False, wal=True) as s:
         s.xadd("k", {"f": "v"})

@@ -12,7 +12,7 @@ import pytest
 from log_files import log_header
 
 import rstore
-from rstore.storage import wal
+from rstore.storage import wal_checkpoints
 
 
 def _checkpointers() -> list[threading.Thread]:
@@ -44,8 +44,9 @@ def test_single_writes_keep_the_file_from_growing(
     moves the pin and they are reused.  Checkpoints made here, every 1,000 commits (none by the
     thread): the file reaches what 1,000 commits need and stays there (pinned for good, eight
     rounds would need about eight times that)."""
-    monkeypatch.setattr(wal, "CHECKPOINT_AGE_S", 1e9)
-    monkeypatch.setattr(wal, "CHECKPOINT_COMMITS", 1 << 40)
+    monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_AGE_S", 1e9)
+    monkeypatch.setattr(wal_checkpoints, "IDLE_S", 1e9)
+    monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_COMMITS", 1 << 40)
     path = tmp_path / "s"
     pages = []
     with rstore.Store(path, sync=False, wal=True) as s:

@@ -39,10 +39,11 @@ def test_an_older_checkpoint_never_replaces_a_newer_one(
             return header
 
         monkeypatch.setattr(wal_log, "write_header", write_header)
-        older = threading.Thread(target=log._publish, args=(old, before.meta, before.position))
+        publish = log.checkpoints._publish
+        older = threading.Thread(target=publish, args=(old, before.meta, before.position))
         older.start()
         while not older.is_alive():
             pass
-        log._publish(new, before.meta, before.position)
+        publish(new, before.meta, before.position)
         older.join()
         assert log_header(path).checkpoint_txnid == new

@@ -1,0 +1,76 @@
+"""What the compaction tests share: a populated store in either format (the fixtures
+``wal``, ``populations`` and ``populated``, imported by the test modules), and its records read
+back for comparison (``tests/storage/test_compact.py``, ``tests/processes/test_compact_*``)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import rstore
+from rstore.storage import layout
+from tests.damage.population import build
+
+Records = dict[bytes, list[tuple[bytes, bytes]]]
+
+
+def records(store: rstore.Store) -> Records:
+    """Every record of every sub-database as LMDB holds it, but the log's position (which a
+    compaction moves on to a new generation) and a bulk write's barrier (which it clears)."""
+
+    def read(txn: object) -> Records:
+        raw, dbs = txn._raw, txn._dbs  # type: ignore[attr-defined]
+        out = {}
+        for name, db in dbs.items():
+            rows = [(bytes(k), bytes(v)) for k, v in raw.cursor(db=db)]
+            if name == layout.DB_META:
+                rows = [row for row in rows if row[0] not in (b"wal", b"walbar")]
+            out[name] = rows
+        return out
+
+    return store._live_env().read(read)  # type: ignore[arg-type]
+
+
+def state(path: Path) -> dict[int, Records]:
+    """Every database's records, the store checked sound first."""
+    with rstore.Store(path, create=False) as store:
+        assert store.check() == []
+        return {n: records(store.database(n)) for n in store.databases()}
+
+
+def populate(path: Path, *, wal: bool, deleted: int = 60_000) -> None:
+    """The damage campaign's store (groups, consumers, pending entries, tombstones, trims, long
+    names) in ``path``, with the log or not, a second database (3), a batch record and a
+    stream of ``deleted`` entries written and deleted."""
+    if not wal:
+        rstore.Store(path, wal=False).close()
+    build(path, seed=7)
+    with rstore.Store(path, sync=False) as store:
+        store.append_entries(("gone", None, [b"f", b"%d" % i]) for i in range(deleted))
+        store.database(3).xadd("other", {"in": "db3"})
+        store.append_entries([("kept", None, [b"f", b"v"])], batch=("loader", 5))
+        store.delete("gone")
+
+
+@pytest.fixture(params=["log", "format2"])
+def wal(request: pytest.FixtureRequest) -> bool:
+    """Each format: with the log (format 3) and without (format 2)."""
+    return bool(request.param == "log")
+
+
+@pytest.fixture(scope="module")
+def populations(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, Path]:
+    """:func:`populate` once in each format (``True``: with the log), for a module's tests."""
+    built = {}
+    for logged in (True, False):
+        built[logged] = tmp_path_factory.mktemp("population") / "store"
+        populate(built[logged], wal=logged)
+    return built
+
+
+@pytest.fixture
+def populated(populations: dict[bool, Path], wal: bool, tmp_path: Path) -> Path:
+    """A copy of the population in the format ``wal`` says, for one test."""
+    return Path(shutil.copytree(populations[wal], tmp_path / "store"))
