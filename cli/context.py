@@ -52,6 +52,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 # sets it to redis-cli's ``(error) ``; every other command keeps ``Error: ``.
 ERROR_PREFIX = "rstore_cli.error_prefix"
 
+#: The highest database number of a store (``--db``): 16 databases, as Redis has by default.
+MAX_DB = 15
+
 
 class StoreOpener(NamedTuple):
     """The store the global options point at, opened on demand.
@@ -62,14 +65,32 @@ class StoreOpener(NamedTuple):
     path: str | None = None
     readonly: bool | None = None
     wal: bool | None = None
+    db: int | None = None
 
     @property
     def store_path(self) -> str:
         return self.path or os.path.join(".", rstore.DEFAULT_PATH)
 
+    @property
+    def shown(self) -> str:
+        """The store as messages name it: ``PATH``, or ``PATH (db N)`` with ``--db N``."""
+        path = os.fsencode(self.store_path).decode("utf-8", "backslashreplace")
+        return f"{path} (db {self.db})" if self.db else path
+
+    def with_db(self, db: int) -> StoreOpener:
+        """This opener on database ``db`` of the store: a command's own ``--db`` when it
+        names the store's database (``range --db 3`` without ``--from-dump``)."""
+        if not 0 <= db <= MAX_DB:
+            raise click.BadParameter(
+                f"the store's databases are 0 to {MAX_DB}, not {db}", param_hint="'--db'"
+            )
+        return self._replace(db=db)
+
     def open(self, *, create: bool) -> Store:
-        """Open the store.  With ``create=False`` a missing store raises
-        :class:`rstore.StoreNotFoundError` (``no store at PATH``) instead of being created.
+        """Open the store -- database ``--db N`` of it when given (:func:`rstore.database_path`:
+        ``PATH/dbN``, as ``SELECT N`` of ``rstore serve`` uses it).  With ``create=False`` a
+        missing store raises :class:`rstore.StoreNotFoundError` (``no store at PATH``), and so
+        does a database the store does not have, instead of being created.
 
         With ``--read-only`` the store is opened read-only (never created).  Without it, a store
         this user cannot write (another user's, read-only media) is opened read-only all the
@@ -81,14 +102,25 @@ class StoreOpener(NamedTuple):
 
         ``--wal`` / ``--no-wal`` apply where the command may create the store
         (``create=True``)."""
+        if not self.db:
+            return self._open_at(self.store_path, create)
+        with self._open_at(self.store_path, create) as store:  # the store must be there
+            if not create and self.db not in store.databases():
+                raise rstore.StoreNotFoundError(
+                    f"no database {self.db} in the store at {store.path} (`rstore inspect` "
+                    "lists its databases)"
+                )
+        return self._open_at(rstore.database_path(self.store_path, self.db), create)
+
+    def _open_at(self, path: str, create: bool) -> Store:
         if self.readonly:
-            return rstore.Store(self.store_path, readonly=True, create=False)
+            return rstore.Store(path, readonly=True, create=False)
         try:
-            return rstore.Store(self.store_path, create=create, wal=self.wal if create else None)
+            return rstore.Store(path, create=create, wal=self.wal if create else None)
         except rstore.ReadOnlyStoreError:
             if create:
                 raise
-            return rstore.Store(self.store_path, readonly=True, create=False)
+            return rstore.Store(path, readonly=True, create=False)
 
 
 class GlobalOption(NamedTuple):
@@ -123,6 +155,17 @@ GLOBAL_OPTIONS: tuple[GlobalOption, ...] = (
             "help": "Open the store read-only: every write is refused.  A store this user "
             "cannot write (another user's, on read-only media) is opened read-only anyway for "
             "commands that only read.  May also follow the command.",
+        },
+    ),
+    GlobalOption(
+        ("--db",),
+        "db",
+        {
+            "metavar": "N",
+            "type": click.IntRange(0, MAX_DB),
+            "help": "Work on database N of the store (0 to 15; default 0), the one `SELECT N` "
+            "of `rstore serve` uses: the store in PATH/dbN.  Commands that only read never "
+            "create it.  May also follow the command.",
         },
     ),
     GlobalOption(

@@ -19,6 +19,7 @@ from .context import (
 from .format import raw_reply, redis_cli_reply
 from .jsonout import dumps
 from .params import to_bytes
+from .replies import json_reply
 
 __all__ = ["COMMANDS", "CREATING_COMMANDS", "exec_command", "reply_printer"]
 
@@ -29,14 +30,16 @@ __all__ = ["COMMANDS", "CREATING_COMMANDS", "exec_command", "reply_printer"]
 CREATING_COMMANDS = frozenset({b"XADD", b"XGROUP", b"CONFIG"})
 
 
-def reply_printer(raw: bool, as_json: bool) -> Callable[[Any], None]:
-    """How ``exec`` prints a reply: JSON, redis-cli's raw format, or its terminal format."""
+def reply_printer(raw: bool, as_json: bool) -> Callable[[list[bytes], Any], None]:
+    """How ``exec`` prints the reply of a command (``argv``): JSON (the mapping of every
+    ``--json``, :func:`rstore_cli.replies.json_reply`), redis-cli's raw format, or its terminal
+    format."""
     out = sys.stdout.buffer
 
-    def show(reply: Any) -> None:
+    def show(argv: list[bytes], reply: Any) -> None:
         sys.stdout.flush()
         if as_json:
-            out.write(dumps(reply).encode() + b"\n")
+            out.write(dumps(json_reply(argv, reply)).encode() + b"\n")
         elif raw:
             out.write(raw_reply(reply) + b"\n")
         else:
@@ -85,8 +88,9 @@ def exec_command(
     stderr and exits with status 1.
 
     Options go before CMD: everything after CMD is passed to the command as it is, so
-    arguments such as - + or -1 need no quoting.  With --json the reply is printed as JSON
-    (see docs/cli.md for the mapping).
+    arguments such as - + or -1 need no quoting.  With --json the reply is printed as JSON,
+    in the shapes of every --json output: entries as objects, XINFO and CONFIG GET maps as
+    objects, XPENDING and XAUTOCLAIM as `pending` and `autoclaim` print them (docs/cli.md).
 
     Without CMD: a prompt showing the store path, with line editing and a history file
     (~/.local/state/rstore/history, or $RSTORE_HISTFILE); arguments are split and quoted as
@@ -116,7 +120,7 @@ def exec_command(
     argv = [to_bytes(a, unescape, "ARG") for a in (command, *args)]
     with opener.open(create=argv[0].upper() in CREATING_COMMANDS) as store:
         reply = store.execute_raw(*argv)
-    show(reply)
+    show(argv, reply)
 
 
 COMMANDS: list[click.Command] = [exec_command]

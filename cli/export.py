@@ -8,12 +8,8 @@ short.  ``-o FILE`` is written under a temporary name and renamed when complete.
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, BinaryIO
 
 import click
@@ -21,7 +17,8 @@ import click
 import rstore
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
-from .format import show_path
+from .files import atomic_output, file_errors
+from .format import counted, show_path
 from .jsonout import dumps, echo_json
 from .params import range_bound, to_bytes
 from .progress import Progress, progress_option, progress_reporter
@@ -34,38 +31,6 @@ ID = tuple[int, int]
 def _bound(text: str, *, is_end: bool, param: str) -> ID:
     ms, _, seq = range_bound(text, is_end=is_end, param=param).partition(b"-")
     return int(ms), int(seq)
-
-
-@contextmanager
-def _output(path: str | None, force: bool) -> Iterator[BinaryIO]:
-    """Where the lines go: stdout; a regular FILE written under a temporary name in its
-    directory, fsynced and renamed once complete (removed on failure); or, as they are, a file
-    that is no regular file (``/dev/null``, a FIFO)."""
-    if path is None or path == "-":
-        sys.stdout.flush()
-        yield sys.stdout.buffer
-        sys.stdout.buffer.flush()
-        return
-    if os.path.exists(path) and not os.path.isfile(path):
-        with open(path, "wb") as special:
-            yield special
-        return
-    if os.path.exists(path) and not force:
-        raise click.ClickException(f"{show_path(path)} exists; give --force to replace it")
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, temp = tempfile.mkstemp(prefix=".rstore-export-", dir=folder)
-    except OSError as exc:
-        raise click.ClickException(f"cannot write {show_path(path)}: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as out:
-            yield out
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        os.unlink(temp)
-        raise
 
 
 class _Tally:
@@ -143,7 +108,9 @@ def _export(
     help="Read the streams from this RDB file instead of the store.",
 )
 @click.option(
-    "--db", type=click.IntRange(min=0), help="With --from-dump: the file's database (default 0)."
+    "--db",
+    type=click.IntRange(min=0),
+    help="The database (default 0): the file's with --from-dump, else the store's.",
 )
 @click.option(
     "-o",
@@ -190,8 +157,8 @@ def export_command(
       rstore export events 'orders:*' --start 2h -o recent.jsonl
       rstore export --from-dump dump.rdb --db 1 events | gzip > events.jsonl.gz
     """
-    if db is not None and dump_file is None:
-        raise click.UsageError("--db needs --from-dump")
+    if db is not None and dump_file is None:  # export's own --db: the store's database
+        opener = opener.with_db(db)
     keys = [to_bytes(s, unescape, "STREAM") for s in streams] or None
     low = _bound(start, is_end=False, param="--start")
     high = _bound(end, is_end=True, param="--end")
@@ -199,19 +166,20 @@ def export_command(
     tally = _Tally()
     with progress_reporter("exporting", progress) as report:
         if dump_file is not None:
-            index = rstore.index_rdb(dump_file)
+            with file_errors(dump_file, "read"):
+                index = rstore.index_rdb(dump_file)
             total = None
             if report is not None:
                 chosen = rstore.select_streams([s.key for s in index if s.db == (db or 0)], keys)
                 total = sum(s.state.length for s in index if s.db == (db or 0) and s.key in chosen)
             batches = rstore.batches_from_rdb(dump_file, keys, low, high, db=db or 0, index=index)
-            with _output(output, force) as out:
+            with atomic_output(output, force) as out:
                 _export(batches, out, tally, report, total)
         else:
             with opener.open(create=False) as store:
                 total = _store_total(store, keys, low, high)[0] if report is not None else None
                 batches = rstore.batches_from_store(store, keys, low, high)
-                with _output(output, force) as out:
+                with atomic_output(output, force) as out:
                     _export(batches, out, tally, report, total)
     _summary(tally, output, time.perf_counter() - began, as_json)
 
@@ -226,9 +194,9 @@ def _summary(tally: _Tally, output: str | None, seconds: float, as_json: bool) -
             click.echo(dumps(report).encode("utf-8"), err=True)
     elif to_file:
         assert output is not None
-        count = len(tally.streams)
+        streams = counted(len(tally.streams), "stream")
         click.echo(
-            f"exported {tally.entries} entries of {count} stream{'s' * (count != 1)} to "
+            f"exported {counted(tally.entries, 'entry', 'entries')} of {streams} to "
             f"{show_path(output)} ({tally.bytes} bytes, {seconds:.2f} s)"
         )
     if not tally.entries:

@@ -25,6 +25,7 @@ from .replies import Entry
 __all__ = [
     "BARE_FIELD",
     "BARE_VALUE",
+    "counted",
     "entry_line",
     "escape_text",
     "info_items",
@@ -170,6 +171,12 @@ def entry_line(entry: Entry) -> str:
     else:
         pairs = " ".join(f"{token(f, field=True)}={token(v)}" for f, v in entry.fields)
     return f"{entry.id.decode('ascii', 'backslashreplace')}  {pairs}".rstrip()
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 entry``, ``2 entries``: ``n`` and the noun, plural (``noun + "s"`` unless given)
+    when ``n`` is not 1."""
+    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
 
 
 def show_path(path: str) -> str:

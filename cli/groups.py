@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import click
@@ -13,6 +13,7 @@ from .format import table_lines
 from .jsonout import echo_json
 from .params import after_id, to_bytes
 from .replies import record
+from .timefmt import shown_idle
 
 __all__ = ["COMMANDS", "CONSUMER_COLUMNS", "GROUP_COLUMNS"]
 
@@ -36,13 +37,20 @@ def _echo_reply(reply: Any, as_json: bool) -> None:
         click.echo(str(reply))
 
 
-def _echo_table(rows: list[dict[str, Any]], columns: Sequence[str], as_json: bool) -> None:
+def _echo_table(
+    rows: list[dict[str, Any]],
+    columns: Sequence[str],
+    as_json: bool,
+    shown: Mapping[str, Callable[[Any], str]] | None = None,
+) -> None:
+    """A table (``shown`` turns a column's values into text), or with ``--json`` the rows as
+    they are."""
     if as_json:
         echo_json(rows)
         return
-    for line in table_lines(
-        [c.upper() for c in columns], [[r.get(c) for c in columns] for r in rows]
-    ):
+    show = shown or {}
+    cells = [[show[c](r[c]) if c in show else r.get(c) for c in columns] for r in rows]
+    for line in table_lines([c.upper() for c in columns], cells):
         click.echo(line)
 
 
@@ -232,8 +240,9 @@ def consumers_command(
     opener: StoreOpener, stream: str, group: str, as_json: bool, unescape: bool
 ) -> None:
     """List the consumers of GROUP as a table (XINFO CONSUMERS): NAME, PENDING (entries
-    delivered and not acknowledged), IDLE (ms since its last read or claim) and INACTIVE (ms
-    since its last successful read or claim; -1 if never).
+    delivered and not acknowledged), IDLE (how long since its last read or claim attempt:
+    1m5s) and INACTIVE (since its last successful read or claim; never).  --json gives
+    both in ms (-1: never).
 
     A missing group is an error (NOGROUP), exit status 1.
 
@@ -249,7 +258,8 @@ def consumers_command(
             to_bytes(stream, unescape, "STREAM"),
             to_bytes(group, unescape, "GROUP"),
         )
-    _echo_table([record(item) for item in reply], CONSUMER_COLUMNS, as_json)
+    shown = {"idle": shown_idle, "inactive": shown_idle}
+    _echo_table([record(item) for item in reply], CONSUMER_COLUMNS, as_json, shown)
 
 
 @group_command.command("create-consumer", short_help="Add a consumer to a group.")

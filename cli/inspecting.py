@@ -13,7 +13,8 @@ import click
 import rstore
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
-from .format import show_path, table_lines, token
+from .files import file_errors
+from .format import counted, show_path, table_lines, token
 from .jsonout import echo_json
 from .params import to_bytes
 from .progress import progress_option, progress_reporter
@@ -64,10 +65,6 @@ def _stream_record(s: rstore.StreamInfo, consumers: bool) -> dict[str, Any]:
     }
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 def _text(value: Any) -> str:
     """A summary value in text output: ``-`` for none (Valkey's nil)."""
     return "-" if value is None else str(value)
@@ -84,10 +81,10 @@ def _time(value: int | None, now: int) -> str:
 def _stream_lines(record: dict[str, Any], consumers: bool) -> Iterator[str]:
     now = now_ms()
     where = f" (db {record['db']})" if record["db"] is not None else ""
-    size = f", {record['bytes']} bytes" if record["db"] is not None else ""
+    size = f", {record['bytes']} bytes" if record["bytes"] is not None else ""
     yield (
         f"stream {token(record['key'])}{where}: length {record['length']}, "
-        f"{_count(record['nodes'], 'node')}{size}"
+        f"{counted(record['nodes'], 'node')}{size}"
     )
     expires = record["expire-time"]
     yield (
@@ -101,7 +98,7 @@ def _stream_lines(record: dict[str, Any], consumers: bool) -> Iterator[str]:
         yield (
             f"  group {token(g['name'])}: last delivered {g['last-delivered-id']}, "
             f"entries read {_text(g['entries-read'])}, lag {_text(g['lag'])}, "
-            f"pending {g['pending']}, {_count(n, 'consumer')}"
+            f"pending {g['pending']}, {counted(n, 'consumer')}"
         )
         if consumers:
             for c in g["consumers"]:
@@ -112,7 +109,7 @@ def _stream_lines(record: dict[str, Any], consumers: bool) -> Iterator[str]:
 
 
 def _file_report(path: str, key: bytes | None, progress: bool | None) -> dict[str, Any]:
-    with progress_reporter("reading", progress) as report:
+    with progress_reporter("reading", progress) as report, file_errors(path, "read"):
         summary = rstore.inspect_rdb(path, key=key, progress=report)
     return {
         "path": path,
@@ -138,6 +135,51 @@ def _file_report(path: str, key: bytes | None, progress: bool | None) -> dict[st
     }
 
 
+def _by_name(info: rstore.StreamInfo) -> bytes:
+    return info.key
+
+
+def _store_report(
+    path: str, db: int | None, key: bytes | None, progress: bool | None
+) -> dict[str, Any]:
+    """What a store holds: its format, and per database (each on disk, or ``db`` alone) its
+    streams, in the shape of a file's report (``bytes`` unknown: ``None``)."""
+    with (
+        rstore.Store(path, create=False) as store,
+        progress_reporter("reading", progress) as callback,
+    ):
+        numbers = store.databases() if db is None else [db]
+        if db is not None and db not in store.databases():
+            raise click.ClickException(f"no database {db} in the store at {show_path(path)}")
+        records: list[dict[str, Any]] = []
+        databases: dict[str, Any] = {}
+        for n in numbers:
+            streams = sorted(store.database(n).inspect(key, progress=callback), key=_by_name)
+            for s in streams:
+                records.append({**_stream_record(s, key is not None), "db": n, "bytes": None})
+            elements = sum(s.state.length for s in streams)
+            kinds = {"keys": len(streams), "bytes": None, "elements": elements, "expiring": 0}
+            databases[str(n)] = {"stream": kinds}
+        form, logged = store.format, store.wal
+    return {"path": path, "format": form, "wal": logged, "databases": databases,
+            "streams": records}  # fmt: skip
+
+
+def _store_lines(report: dict[str, Any]) -> Iterator[str]:
+    described = f"format {report['format']}" + (" (write-ahead log)" if report["wal"] else "")
+    databases = report["databases"]
+    yield (
+        f"{show_path(report['path'])}: store in {described}, "
+        f"{counted(len(databases), 'database')}, {counted(len(report['streams']), 'stream')}"
+    )
+    for db, kinds in databases.items():
+        streams = kinds["stream"]
+        yield (
+            f"db {db}: {counted(streams['keys'], 'stream')}, "
+            f"{counted(streams['elements'], 'entry', 'entries')}"
+        )
+
+
 def _file_lines(report: dict[str, Any]) -> Iterator[str]:
     aux = " ".join(f"{k}={token(v)}" for k, v in report["aux"].items())
     where = show_path(report["path"])
@@ -147,7 +189,7 @@ def _file_lines(report: dict[str, Any]) -> Iterator[str]:
         yield f"functions: {report['functions']}, module data: {report['module-aux']}"
     for db, types in report["databases"].items():
         total = sum(t["keys"] for t in types.values())
-        yield f"db {db}: {_count(total, 'key')}"
+        yield f"db {db}: {counted(total, 'key')}"
         rows = [[k, t["keys"], t["bytes"], t["elements"], t["expiring"]] for k, t in types.items()]
         for line in table_lines(["type", "keys", "bytes", "elements", "expiring"], rows):
             yield f"  {line}"
@@ -186,23 +228,14 @@ def inspect_command(
     raw_key = None if key is None else to_bytes(key, unescape, "--key")
     path = opener.store_path if target is None else target
     if target is None or os.path.isdir(path):
-        with (
-            rstore.Store(path, create=False) as store,
-            progress_reporter("reading", progress) as callback,
-        ):
-            streams = store.inspect(raw_key, progress=callback)
-            form, logged = store.format, store.wal
-        records = [_stream_record(s, raw_key is not None) for s in streams]
-        for record in records:  # a store has one keyspace, and no file bytes to count
-            record["db"] = record["bytes"] = None
-        report: dict[str, Any] = {"path": path, "format": form, "wal": logged, "streams": records}
-        if raw_key is not None and not records:
+        report = _store_report(path, opener.db, raw_key, progress)
+        if raw_key is not None and not report["streams"]:
             raise click.ClickException(f"no stream {token(raw_key)} in {show_path(path)}")
         if as_json:
             echo_json(report)
             return
-        described = f"format {form}" + (" (write-ahead log)" if logged else "")
-        click.echo(f"{show_path(path)}: store in {described}, {_count(len(records), 'stream')}")
+        for line in _store_lines(report):
+            click.echo(line)
     else:
         report = _file_report(path, raw_key, progress)
         if raw_key is not None and not report["streams"]:

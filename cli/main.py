@@ -96,9 +96,13 @@ class CommandFailed(click.ClickException):
 
 def _with_late_options(command: click.Command) -> click.Command:
     """Let ``command`` (and, for a group, its subcommands) take the global options after its
-    name too (see :func:`rstore_cli.context.late_options`)."""
+    name too (see :func:`rstore_cli.context.late_options`), those whose flags it does not have
+    itself (``range --db`` is range's own)."""
     names = {param.name for param in command.params}
-    command.params.extend(o for o in late_options() if o.name not in names)
+    flags = {flag for param in command.params for flag in (*param.opts, *param.secondary_opts)}
+    command.params.extend(
+        o for o in late_options() if o.name not in names and flags.isdisjoint(o.opts)
+    )
     if isinstance(command, click.Group):
         for sub in command.commands.values():
             _with_late_options(sub)
@@ -148,8 +152,10 @@ class RStoreGroup(click.Group):
             raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
         except BrokenPipeError:
             raise  # `rstore range s | head`: click's main() exits quietly
-        except OSError as exc:
-            raise CommandFailed(str(exc)) from exc
+        except OSError as exc:  # a file no command named: its name and the reason in words
+            from .files import os_error_text  # noqa: PLC0415 - only when it happens
+
+            raise CommandFailed(os_error_text(exc)) from exc
         except Exception as exc:
             if os.environ.get(DEBUG_ENV):
                 raise
@@ -161,6 +167,8 @@ class RStoreGroup(click.Group):
 
 @click.group(
     cls=RStoreGroup,
+    invoke_without_command=True,  # no command: the help, with the commands (_no_command)
+    subcommand_metavar="COMMAND [ARGS]...",
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @global_options
@@ -181,6 +189,23 @@ def cli(ctx: click.Context, /, **settings: Any) -> None:
       rstore range events --since 1h --store /var/lib/queue
     """
     ctx.obj = StoreOpener(**settings)
+    if ctx.invoked_subcommand is None:
+        _no_command(ctx)
+
+
+def _no_command(ctx: click.Context) -> NoReturn:
+    """``rstore`` alone: the help, which lists the commands, on stdout (exit 0).  Global
+    options without a command: the same on stderr, then a usage error (exit 2)."""
+    given = any(
+        ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+        for name in ctx.params
+    )
+    if not given:
+        click.echo(ctx.get_help(), color=ctx.color)
+        ctx.exit(0)
+    click.echo(ctx.get_help(), err=True, color=ctx.color)
+    click.echo("Error: no command given (the commands are above)", err=True)
+    ctx.exit(2)
 
 
 def all_commands() -> dict[str, click.Command]:

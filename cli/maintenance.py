@@ -11,6 +11,7 @@ import click
 import rstore
 
 from .context import StoreOpener, json_option, pass_opener
+from .format import counted
 from .jsonout import echo_json
 from .progress import progress_option, progress_reporter
 
@@ -40,7 +41,7 @@ def check_command(opener: StoreOpener, as_json: bool) -> None:
       rstore check --json
       rstore --store /var/lib/queue check
     """
-    problems = rstore.check_store(opener.store_path)
+    problems = rstore.check_store(rstore.database_path(opener.store_path, opener.db or 0))
     if as_json:
         echo_json({"ok": not problems, "problems": problems})
     elif not problems:
@@ -49,8 +50,7 @@ def check_command(opener: StoreOpener, as_json: bool) -> None:
         for problem in problems:
             click.echo(" ".join(problem.split()))
     if problems:
-        noun = "problem" if len(problems) == 1 else "problems"
-        click.echo(f"Error: the store has {len(problems)} {noun}", err=True)
+        click.echo(f"Error: the store has {counted(len(problems), 'problem')}", err=True)
         raise click.exceptions.Exit(1)
 
 
@@ -73,7 +73,7 @@ def upgrade_command(opener: StoreOpener, as_json: bool) -> None:
     if as_json:
         echo_json({"upgraded": records > 0, "records": records})
     elif records:
-        click.echo(f"upgraded: {records} records rewritten with checksums")
+        click.echo(f"upgraded: {counted(records, 'record')} rewritten with checksums")
     else:
         click.echo("already current: nothing to do")
 
@@ -114,6 +114,8 @@ def compact_command(
     """
     if opener.readonly:
         raise click.UsageError("compact rewrites the store's files: it cannot run with --read-only")
+    if opener.db is not None:
+        raise click.UsageError("compact compacts every database of the store: no --db")
     with progress_reporter("compacting", progress) as report:
         done = rstore.compact_store(opener.store_path, wait=wait_s, progress=report)
     if as_json:

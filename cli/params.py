@@ -10,6 +10,7 @@ escapes redis-cli understands inside double quotes (:func:`unescape`).
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable
 
@@ -171,17 +172,37 @@ def parse_fields(
     return flat
 
 
+#: What a range bound may be, for the usage error of one that is neither an ID nor a time.
+BOUND_FORMS = (
+    "give an ID (1700000000000-0, 1700000000000, - or +; (ID to exclude it), a date and time "
+    "(2026-11-01, 2026-11-01T10:00, local time unless followed by Z or an offset such as "
+    "+01:00) or a time ago (90s, 15m, 1h30m, 7d)"
+)
+# What XRANGE reads as an ID, whether or not it accepts the value: such text keeps its answer.
+_ID_SHAPED = re.compile(rb"\(?(?:[-+]|[0-9]+(?:-[0-9]+)?)\Z").match
+
+
 def range_bound(text: str, *, is_end: bool, param: str) -> bytes:
     """A range bound -- an ID in XRANGE's grammar (``-``, ``+``, ``MS``, ``MS-SEQ``, ``(ID``)
     or a time (``2026-11-01T10:00``, ``1h``, also after ``(``) -- as the inclusive ID
     ``ms-seq`` it stands for, the same for every command that takes a bound.
 
-    An invalid ID gets XRANGE's error (:class:`rstore.ResponseError`); a malformed date is a
-    usage error."""
+    Text that is neither an ID nor a time, or a date that does not exist, is a usage error
+    saying what is accepted (:data:`BOUND_FORMS`); text shaped like an ID that XRANGE refuses
+    all the same (``(18446744073709551615-18446744073709551615``, a number past 64 bits) gets
+    XRANGE's error (:class:`rstore.ResponseError`)."""
     try:
         return str(rstore.parse_range_bound(os.fsencode(text), is_end=is_end)).encode()
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint=param) from None
+    except rstore.ResponseError:
+        if _ID_SHAPED(os.fsencode(text)):
+            raise
+        shown = token(os.fsencode(text))
+        hint = f"'{param}'" if param.startswith("-") else param  # quoted as click quotes options
+        raise click.BadParameter(
+            f"{shown} is neither an ID nor a time: {BOUND_FORMS}", param_hint=hint
+        ) from None
 
 
 def after_id(text: str, *, param: str) -> bytes:

@@ -14,14 +14,19 @@ from .format import info_lines, table_lines
 from .jsonout import echo_json
 from .output import echo_entries, echo_ids
 from .params import range_bound, to_bytes
-from .replies import entries_from_reply
+from .replies import (
+    PENDING_COLUMNS,
+    autoclaim_result,
+    entries_from_reply,
+    pending_rows,
+    pending_summary,
+)
+from .timefmt import shown_idle
 
-__all__ = ["COMMANDS", "PENDING_COLUMNS", "PENDING_PAGE", "iter_pending"]
+__all__ = ["COMMANDS", "PENDING_PAGE", "iter_pending"]
 
 #: ``pending`` reads this many rows per call when listing pending entries.
 PENDING_PAGE = 1000
-#: The columns of ``pending``'s detail table (and the keys of its JSON objects).
-PENDING_COLUMNS = ("id", "consumer", "idle", "delivery-count")
 _MAX_ID = b"18446744073709551615-18446744073709551615"
 
 _min_idle_option = click.option(
@@ -55,7 +60,7 @@ def iter_pending(
     while remaining is None or remaining > 0:
         page = PENDING_PAGE if remaining is None else min(PENDING_PAGE, remaining)
         rows = store.execute(*head, low, end, page, *tail)
-        yield from (dict(zip(PENDING_COLUMNS, row)) for row in rows)
+        yield from pending_rows(rows)
         if len(rows) < page or rows[-1][0] == _MAX_ID:
             return
         low = b"(" + rows[-1][0]
@@ -100,12 +105,13 @@ def pending_command(
 
     Without options: a summary -- how many, the lowest and highest ID, and how many per
     consumer.  With any of --start, --end, --count, --consumer or --idle: a table of the
-    pending entries (ID, CONSUMER, IDLE in ms since the last delivery, DELIVERY-COUNT), all
-    of them unless --count; START and END are inclusive unless written (ID.
+    pending entries (ID, CONSUMER, IDLE: how long since the last delivery, as 1m5s or 2h10m;
+    DELIVERY-COUNT), all of them unless --count; START and END are inclusive unless written
+    (ID.
 
     --json prints {"pending": N, "min": ID, "max": ID, "consumers": [{"name": ...,
     "pending": N}]} for the summary, and an array of objects keyed by the column names for
-    the table.  A missing group is an error (NOGROUP), exit status 1.
+    the table (idle in ms).  A missing group is an error (NOGROUP), exit status 1.
 
     \b
     Examples:
@@ -119,13 +125,7 @@ def pending_command(
     detail = any(v is not None for v in (start, end, count, consumer, idle))
     with opener.open(create=False) as store:
         if not detail:
-            total, low, high, per_consumer = store.execute(b"XPENDING", key, group_b)
-            summary = {
-                "pending": total,
-                "min": low,
-                "max": high,
-                "consumers": [{"name": n, "pending": int(p)} for n, p in per_consumer or []],
-            }
+            summary = pending_summary(store.execute(b"XPENDING", key, group_b))
             if as_json:
                 echo_json(summary)
             else:
@@ -149,7 +149,8 @@ def pending_command(
         echo_json(rows)
     else:
         headers = [c.upper() for c in PENDING_COLUMNS]
-        for line in table_lines(headers, [[r[c] for c in PENDING_COLUMNS] for r in rows]):
+        cells = [[r["id"], r["consumer"], shown_idle(r["idle"]), r["delivery-count"]] for r in rows]
+        for line in table_lines(headers, cells):
             click.echo(line)
 
 
@@ -266,15 +267,15 @@ def autoclaim_command(
     if justid:
         argv.append(b"JUSTID")
     with opener.open(create=False) as store:
-        cursor, claimed, deleted = store.execute(*argv)
-    items: list[Any] = claimed if justid else entries_from_reply(claimed)
+        result = autoclaim_result(store.execute(*argv), justid)
     if as_json:
-        echo_json({"next": cursor, "entries": items, "deleted": deleted})
+        echo_json(result)
         return
+    cursor, deleted = result["next"], result["deleted"]
     if justid:
-        echo_ids(claimed, as_json=False)
+        echo_ids(result["entries"], as_json=False)
     else:
-        echo_entries(items, as_json=False)
+        echo_entries(result["entries"], as_json=False)
     if deleted:
         ids = " ".join(d.decode("ascii", "backslashreplace") for d in deleted)
         click.echo(f"deleted from the stream, no longer pending: {ids}", err=True)

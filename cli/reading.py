@@ -14,6 +14,7 @@ import click
 import rstore
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
+from .files import file_errors
 from .format import show_path, token
 from .jsonout import entry_json
 from .output import EntryWriter, RawEntry
@@ -33,7 +34,8 @@ def dump_entries(
     # read_rdb_entries' count 0 means "all"; range's --count 0 means none (XRANGE COUNT 0).
     # The file is still read then, so that a missing stream or a damaged file is reported.
     limit = 1 if count == 0 else count or 0
-    found = rstore.read_rdb_entries(path, key, start, end, limit, db=db, reverse=rev)
+    with file_errors(path, "read"):
+        found = rstore.read_rdb_entries(path, key, start, end, limit, db=db, reverse=rev)
     if found is None:
         raise click.ClickException(f"{show_path(path)} has no stream {token(key)} in database {db}")
     return [] if count == 0 else list(found)
@@ -64,7 +66,8 @@ def dump_entries(
 @click.option(
     "--db",
     type=click.IntRange(min=0),
-    help="With --from-dump: the file's database (default 0).",
+    help="The database (default 0): the file's with --from-dump, else the store's (as the "
+    "global --db).",
 )
 @unescape_option
 @pass_opener
@@ -113,11 +116,11 @@ def range_command(
         raise click.UsageError("give START or --since, not both")
     if end is not None and until is not None:
         raise click.UsageError("give END or --until, not both")
-    if db is not None and dump_file is None:
-        raise click.UsageError("--db needs --from-dump")
+    if db is not None and dump_file is None:  # range's own --db: the store's database
+        opener = opener.with_db(db)
     key = to_bytes(stream, unescape, "STREAM")
-    low = range_bound(start or since or "-", is_end=False, param="START")
-    high = range_bound(end or until or "+", is_end=True, param="END")
+    low = range_bound(start or since or "-", is_end=False, param="--since" if since else "START")
+    high = range_bound(end or until or "+", is_end=True, param="--until" if until else "END")
     if dump_file is not None:
         _print([dump_entries(dump_file, key, low, high, count, rev, db or 0)], as_json, as_nl)
         return

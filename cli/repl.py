@@ -43,7 +43,7 @@ HELP = (
     "commands:\n{commands}"
 )
 
-Printer = Callable[[Any], None]
+Printer = Callable[[list[bytes], Any], None]  # (argv, reply)
 
 
 def history_path() -> str | None:
@@ -107,6 +107,11 @@ def _terminal_lines(prompt: str) -> Iterator[str]:
         yield line
 
 
+def _prompt(opener: StoreOpener) -> str:
+    """``./rstore-data> ``, or ``./rstore-data[3]> `` on database 3 (as redis-cli shows it)."""
+    return f"{opener.store_path}[{opener.db}]> " if opener.db else f"{opener.store_path}> "
+
+
 def _stdin_lines(stdin: IO[bytes]) -> Iterator[bytes]:
     for line in stdin:
         yield line.rstrip(b"\r\n")
@@ -121,9 +126,7 @@ def run(
     """The loop: read, split, run, print, until ``quit``, ``exit`` or the end of input."""
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if interactive:
-        lines: Iterator[bytes] = (
-            os.fsencode(line) for line in _terminal_lines(f"{opener.store_path}> ")
-        )
+        lines: Iterator[bytes] = (os.fsencode(line) for line in _terminal_lines(_prompt(opener)))
     else:
         lines = _stdin_lines(sys.stdin.buffer)
     session = _Session(opener, creating)
@@ -153,7 +156,7 @@ def run(
                 text = " ".join(message.split("\n"))
                 out.write(f"{text}\n\n".encode() if raw_errors else f"(error) {text}\n".encode())
             else:
-                print_reply(reply)
+                print_reply(argv, reply)
             out.flush()
     finally:
         session.close()

@@ -7,10 +7,12 @@ the pace and the target come from the options; the engine does the rest (docs/re
 from __future__ import annotations
 
 import contextlib
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from functools import partial
-from typing import Any
+from typing import Any, BinaryIO
 
 import click
 
@@ -18,7 +20,8 @@ import rstore
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .entry import EXIT_INTERRUPTED
-from .format import show_path
+from .files import file_errors
+from .format import counted, show_path
 from .params import range_bound, to_bytes
 from .progress import progress_option
 from .replay_out import echo_plan, line_format, replay_progress, summary
@@ -26,6 +29,7 @@ from .replay_out import echo_plan, line_format, replay_progress, summary
 __all__ = ["COMMANDS"]
 
 ID = tuple[int, int]
+_MAX_ID = ((1 << 64) - 1, (1 << 64) - 1)
 
 
 def _bound(text: str, *, is_end: bool, param: str) -> ID:
@@ -57,16 +61,65 @@ def _pacer(
     return rstore.Pacer(schedule)
 
 
-def _jsonl_lines(path: str) -> Iterator[bytes]:
+@contextlib.contextmanager
+def _jsonl_file(path: str) -> Iterator[BinaryIO]:
+    """The JSONL file ``path`` (``-``: stdin), open for reading; one that cannot be read is
+    one error line naming it, before any store is opened."""
     if path == "-":
-        yield from sys.stdin.buffer
+        yield sys.stdin.buffer
         return
+    with file_errors(path, "read"), open(path, "rb") as f:
+        yield f
+
+
+def _jsonl_source(f: BinaryIO, name: str, sink: Any, whole_nodes: bool) -> Iterator[Any]:
+    """A JSONL file's entries: as nodes built with the store's node limits for a store target
+    that takes them whole (the fast path of ``import``), else one by one."""
+    if whole_nodes and isinstance(sink, rstore.StoreSink):
+        config = sink.store.config
+        return rstore.runs_from_jsonl(
+            f, name=name, node_max_bytes=config.node_max_bytes,
+            node_max_entries=config.node_max_entries,
+        )  # fmt: skip
+    return rstore.entries_from_jsonl(f, name=name)
+
+
+@contextlib.contextmanager
+def _conflicts_explained(hint: str) -> Iterator[None]:
+    """A :class:`rstore.ReplayConflict` as one line that names this command's options."""
     try:
-        f = open(path, "rb")  # noqa: SIM115 - closed below, read lazily
-    except OSError as exc:
-        raise click.ClickException(f"cannot read {show_path(path)}: {exc.strerror}") from None
-    with f:
-        yield from f
+        yield
+    except rstore.ReplayConflict as exc:
+        if not exc.avoidable:
+            raise
+        raise click.ClickException(f"{exc.reason} ({hint})") from None
+
+
+def _jsonl_total(path: str, progress: bool | None) -> int | None:
+    """The lines of the file ``path`` (``-``: stdin, when it is a regular file; counted from
+    where it stands, without moving it), the total of the progress bar: ``None`` when no bar
+    is shown, for a pipe, or when the file cannot be read (the import says why)."""
+    if not (progress if progress is not None else sys.stderr.isatty()):
+        return None
+    try:
+        fd = sys.stdin.buffer.fileno() if path == "-" else os.open(path, os.O_RDONLY)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        offset = os.lseek(fd, 0, os.SEEK_CUR)
+        lines, last = 0, b"\n"
+        while chunk := os.pread(fd, 1 << 22, offset):
+            lines += chunk.count(b"\n")
+            offset += len(chunk)
+            last = chunk[-1:]
+        return lines + (last != b"\n")
+    except OSError:
+        return None
+    finally:
+        if path != "-":
+            os.close(fd)
 
 
 def _store_total(store: rstore.Store, keys: list[bytes] | None, low: ID, high: ID) -> int:
@@ -135,7 +188,8 @@ def _run(
         echo_plan(plans, seconds, target_text, as_json, pacer is not None)
         return False
     label = {"replayed": "replaying", "imported": "importing"}.get(verb, verb)
-    with replay_progress(label, progress, total) as report_progress:
+    paced = pacer is not None and pacer.schedule.paced
+    with replay_progress(label, progress, total, paced) as report_progress:
         report = rstore.run_replay(entries, sink, pacer=pacer, progress=report_progress, **options)
     if not (report.delivered or report.resumed or report.skipped or report.interrupted):
         raise click.ClickException(nothing)
@@ -148,7 +202,11 @@ def _run(
 @click.command("replay", short_help="Re-send stream history: paced, resumable, anywhere.")
 @click.argument("streams", nargs=-1, metavar="[STREAM|GLOB]...")
 @click.option("--from-dump", "dump_file", type=click.Path(dir_okay=False), help="Read an RDB file.")
-@click.option("--db", type=click.IntRange(min=0), help="With --from-dump: the database (0).")
+@click.option(
+    "--db",
+    type=click.IntRange(min=0),
+    help="The source's database (0): the dump's, or the store's.",
+)
 @click.option("--from-jsonl", "jsonl", metavar="FILE|-", help="Read JSON lines (export's).")
 @click.option("--from-url", "from_url", metavar="URL", help="Read a Redis/Valkey server.")
 @click.option("--to-stream", metavar="NAME", help="Write into stream NAME (of this store).")
@@ -235,7 +293,9 @@ def replay_command(
     if len(sources) > 1:
         raise click.UsageError("give one of --from-dump, --from-jsonl, --from-url")
     if db is not None and dump_file is None:
-        raise click.UsageError("--db needs --from-dump")
+        if jsonl is not None or from_url is not None:
+            raise click.UsageError("--db is the database of the dump or of this store")
+        opener = opener.with_db(db)  # replay's own --db: this store's database
     if to_store is not None and to_url is not None:
         raise click.UsageError("give one of --to-store and --to-url")
     if to_stream is not None and prefix is not None:
@@ -277,12 +337,14 @@ def replay_command(
     # into a store with the IDs kept, whole nodes are copied unchanged where the engine can
     whole_nodes = (to_store is not None or target is not None) and not new_ids
     with contextlib.ExitStack() as stack:
+        stack.enter_context(_conflicts_explained("--on-conflict skip or new-id, or --new-ids"))
         total: int | None = None
         source_store: rstore.Store | None = None
         first_of: Callable[..., Iterator[Any]] | None = None  # a source that can look ahead
         selected: list[bytes] = []
         if dump_file is not None:
-            index = rstore.index_rdb(dump_file)  # read once: checked whole before anything
+            with file_errors(dump_file, "read"):  # read once: checked whole before anything
+                index = rstore.index_rdb(dump_file)
             read_rdb = rstore.runs_from_rdb if whole_nodes else rstore.entries_from_rdb
             entries: Any = read_rdb(dump_file, keys, low, high, db=db or 0, index=index)
             of_db = [s for s in index if s.db == (db or 0)]
@@ -292,9 +354,9 @@ def replay_command(
             total = sum(s.state.length for s in of_db if s.key in chosen)
         elif jsonl is not None:
             name_shown = "stdin" if jsonl == "-" else show_path(jsonl)
-            entries = rstore.entries_from_jsonl(
-                _jsonl_lines(jsonl), keys, low, high, name=name_shown
-            )
+            total = _jsonl_total(jsonl, progress)
+            jsonl_file = stack.enter_context(_jsonl_file(jsonl))
+            entries = rstore.entries_from_jsonl(jsonl_file, keys, low, high, name=name_shown)
         elif from_url is not None:
             entries = rstore.entries_from_url(from_url, keys, low, high)
         else:
@@ -327,6 +389,8 @@ def replay_command(
             to_stdout = True
         if options["count"] is not None and total is not None:
             total = min(total, options["count"])
+        if jsonl is not None and keys is None and (low, high) == ((0, 0), _MAX_ID):
+            entries = _jsonl_source(jsonl_file, name_shown, sink, whole_nodes)
         groups = None
         if with_groups:  # read before the replay: the groups as they were when it started
             groups = (
@@ -334,6 +398,8 @@ def replay_command(
                 if dump_file is not None
                 else rstore.groups_of_store(source_store, keys)  # type: ignore[arg-type]
             )
+        if checkpoint is not None and not sink.transactional:  # a file of the user's
+            stack.enter_context(file_errors(checkpoint, "write"))
         if first_of is not None and on_conflict == "fail" and not (new_ids or where or dry_run):
             _check_conflicts(first_of, selected, low, high, sink, options)
         delivered = _run(
@@ -352,8 +418,9 @@ def replay_command(
             copied = rstore.copy_groups(groups, execute, target=target, existing=existing)
             if not as_json:
                 click.echo(
-                    f"copied {copied.groups} groups, {copied.consumers} consumers, "
-                    f"{copied.pending} pending entries"
+                    f"copied {counted(copied.groups, 'group')}, "
+                    f"{counted(copied.consumers, 'consumer')}, "
+                    f"{counted(copied.pending, 'pending entry', 'pending entries')}"
                 )
 
 
@@ -367,7 +434,7 @@ def replay_command(
     help="An ID not above the stream's last ID: fail (default), skip, new-id.",
 )
 @click.option("--batch", "batch_entries", type=click.IntRange(min=1), default=50_000,
-              help="Entries per transaction (50000).")  # fmt: skip
+              help="Entries per transaction (50000; whole nodes).")  # fmt: skip
 @progress_option
 @json_option
 @pass_opener
@@ -381,10 +448,10 @@ def import_command(
     as_json: bool,
 ) -> None:
     """Add the entries of a JSON lines file (stdin by default) in rstore's envelope -- what
-    `rstore export` writes -- to the store, keeping their IDs, in big batches: each batch one
-    transaction, all or nothing.  A malformed line stops the import before its batch is
-    written.  With --checkpoint NAME the position is recorded in each batch's transaction:
-    rerun the same command to resume, exactly once.
+    `rstore export` writes -- to the store, keeping their IDs, as whole nodes built as XADD
+    builds them, in big batches: each batch one transaction, all or nothing.  A malformed
+    line stops the import before its batch is written.  With --checkpoint NAME the position
+    is recorded in each batch's transaction: rerun the same command to resume, exactly once.
 
     \b
     Examples:
@@ -392,8 +459,13 @@ def import_command(
       rstore import events.jsonl --checkpoint load-events
     """
     name_shown = "stdin" if file == "-" else show_path(file)
-    entries = rstore.entries_from_jsonl(_jsonl_lines(file), name=name_shown)
-    with opener.open(create=True) as store:
+    hint = "--on-conflict skip leaves such entries out, --on-conflict new-id gives them new IDs"
+    with (
+        _jsonl_file(file) as source,
+        _conflicts_explained(hint),
+        opener.open(create=True) as store,
+    ):
+        sink = rstore.StoreSink(store)
         options: dict[str, Any] = {
             "pacer": None,
             "as_json": as_json,
@@ -404,12 +476,12 @@ def import_command(
             "batch_entries": batch_entries,
         }
         _run(
-            entries,
-            rstore.StoreSink(store),
-            total=None,
+            _jsonl_source(source, name_shown, sink, whole_nodes=True),
+            sink,
+            total=_jsonl_total(file, progress),
             options=options,
             verb="imported",
-            target_text=show_path(opener.store_path),
+            target_text=opener.shown,
             to_stdout=False,
             nothing=f"no entries in {name_shown}",
         )

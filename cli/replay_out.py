@@ -15,7 +15,7 @@ import click
 
 import rstore
 
-from .format import quote_bytes, token
+from .format import counted, quote_bytes, token
 from .jsonout import dumps, echo_json
 from .timefmt import human_time
 
@@ -88,10 +88,11 @@ def line_format(fmt: str | None) -> LineFormat:
 
 @contextmanager
 def replay_progress(
-    label: str, wanted: bool | None, total: int | None
+    label: str, wanted: bool | None, total: int | None, paced: bool = False
 ) -> Iterator[Callable[[rstore.ReplayReport], None] | None]:
     """A progress bar on stderr (by default only on a terminal) fed with the engine's report:
-    entries, rate, ETA (click's) and lag behind the pace schedule."""
+    entries (of ``total`` when known), rate, ETA (click's) and, when ``paced``, the lag behind
+    the pace schedule."""
     if wanted is None:
         wanted = sys.stderr.isatty()
     if not wanted:
@@ -112,7 +113,7 @@ def replay_progress(
         def report(r: rstore.ReplayReport) -> None:
             done = r.delivered + r.skipped
             rate = done / max(time.perf_counter() - began, 1e-9)
-            text[0] = f"{rate:,.0f}/s lag {r.mean_lag * 1000:.1f} ms"
+            text[0] = f"{rate:,.0f}/s" + (f" lag {r.mean_lag * 1000:.1f} ms" if paced else "")
             if not total:
                 bar.length = max(bar.length or 0, done)
             bar.update(done - shown[0], None)
@@ -162,7 +163,7 @@ def echo_plan(
         click.echo(f"  conflicts: {p.conflicts}")
     total = sum(p.entries for p in plans.values())
     streams = len(plans)
-    line = f"{total} entries of {streams} stream{'s' * (streams != 1)}"
+    line = f"{counted(total, 'entry', 'entries')} of {counted(streams, 'stream')}"
     line += f"; paced replay: {seconds:.3f} s" if paced else "; at top speed"
     click.echo(line + " (dry run: nothing written)")
 
@@ -204,7 +205,8 @@ def summary(
         else:
             echo_json(data)
         return
-    parts = [f"{verb} {report.delivered} entries to {target} in {report.seconds:.2f} s"]
+    delivered = counted(report.delivered, "entry", "entries")
+    parts = [f"{verb} {delivered} to {target} in {report.seconds:.2f} s"]
     if report.skipped:
         parts.append(f"{report.skipped} skipped (conflicts)")
     if report.renumbered:

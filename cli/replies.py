@@ -10,13 +10,22 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 __all__ = [
+    "PENDING_COLUMNS",
     "Entry",
+    "autoclaim_result",
     "entries_from_reply",
     "entry_from_reply",
     "info_tree",
+    "json_reply",
+    "pending_rows",
+    "pending_summary",
     "read_entries",
     "record",
 ]
+
+#: The columns of ``pending``'s detail table (and the keys of its JSON objects): the fields of
+#: XPENDING's extended form, in its order.
+PENDING_COLUMNS = ("id", "consumer", "idle", "delivery-count")
 
 
 class Entry(NamedTuple):
@@ -97,3 +106,64 @@ def _map(flat: list[Any], pending_layout: tuple[str, ...]) -> dict[str, Any]:
         else:
             tree[key] = value
     return tree
+
+
+def pending_summary(reply: list[Any]) -> dict[str, Any]:
+    """XPENDING's summary form: ``pending``, ``min``, ``max`` and each consumer's count."""
+    total, low, high, per_consumer = reply
+    return {
+        "pending": total,
+        "min": low,
+        "max": high,
+        "consumers": [{"name": n, "pending": int(p)} for n, p in per_consumer or []],
+    }
+
+
+def autoclaim_result(reply: list[Any], justid: bool) -> dict[str, Any]:
+    """An XAUTOCLAIM reply: the cursor to go on from, what was claimed (entries, or IDs with
+    JUSTID) and the IDs found deleted from the stream."""
+    cursor, claimed, deleted = reply
+    return {
+        "next": cursor,
+        "entries": claimed if justid else entries_from_reply(claimed),
+        "deleted": deleted,
+    }
+
+
+def _streams(reply: list[Any] | None) -> list[dict[str, Any]] | None:
+    """XREAD / XREADGROUP: ``[{"stream": key, "entries": [...]}]`` (nil stays nil)."""
+    if reply is None:
+        return None
+    return [{"stream": key, "entries": entries_from_reply(entries)} for key, entries in reply]
+
+
+def json_reply(argv: list[bytes], reply: Any) -> Any:
+    """``reply`` of the command ``argv`` in the shapes of the JSON mapping (docs/cli.md): the
+    records the friendly command of the same reply prints -- entries, XINFO and CONFIG GET
+    maps as dicts, XPENDING and XAUTOCLAIM as ``pending`` and ``autoclaim`` give them; any
+    other reply as it is.  A reply of another shape (an error put in place) is left alone."""
+    if not isinstance(reply, list):
+        return reply
+    name = argv[0].upper()
+    words = {a.upper() for a in argv[1:]}
+    sub = argv[1].upper() if len(argv) > 1 else b""
+    if name in (b"XRANGE", b"XREVRANGE") or (name == b"XCLAIM" and b"JUSTID" not in words):
+        return entries_from_reply(reply)
+    if name in (b"XREAD", b"XREADGROUP"):
+        return _streams(reply)
+    if name == b"XAUTOCLAIM":
+        return autoclaim_result(reply, b"JUSTID" in words)
+    if name == b"XINFO" and sub == b"STREAM":
+        return info_tree(reply)
+    if name == b"XINFO" and sub in (b"GROUPS", b"CONSUMERS"):
+        return [record(item) for item in reply]
+    if name == b"XPENDING":
+        return pending_summary(reply) if len(argv) == 3 else pending_rows(reply)
+    if name == b"CONFIG" and sub == b"GET":
+        return record(reply)
+    return reply
+
+
+def pending_rows(rows: list[Any]) -> list[dict[str, Any]]:
+    """XPENDING's extended form: one dict per row, keyed by :data:`PENDING_COLUMNS`."""
+    return [dict(zip(PENDING_COLUMNS, row)) for row in rows]

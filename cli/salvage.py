@@ -124,6 +124,8 @@ def salvage_command(
       rstore salvage /var/lib/queue /var/lib/queue-salvaged
       rstore salvage damaged-store new-store --json
     """
+    if opener.db is not None:
+        raise click.UsageError("salvage copies every database of SRC (SRC/dbN to DST/dbN): no --db")
     with progress_reporter("salvaging", progress) as report_progress:
         report = rstore.salvage_store(
             src, dst, previous=previous, wal=opener.wal, progress=report_progress

@@ -43,8 +43,12 @@ def _loopback(address: str) -> bool:
         return False
 
 
-def _settings(opener: StoreOpener, config_file: str | None, given: dict[str, Any]) -> ServerConfig:
-    config = ServerConfig(store=opener.store_path)
+def _settings(
+    opener: StoreOpener, config_file: str | None, given: dict[str, Any]
+) -> tuple[ServerConfig, bool]:
+    """The settings in effect, and whether maxclients was asked for (on the command line or in
+    the file) rather than left at its default."""
+    config = ServerConfig(store=opener.store_path, maxclients=0)  # 0: not set (a setting is >= 1)
     if config_file is not None:
         config = read_config(config_file, config)
         if opener.path is not None:
@@ -52,7 +56,10 @@ def _settings(opener: StoreOpener, config_file: str | None, given: dict[str, Any
     for name, value in given.items():
         if value is not None:
             apply_setting(config, name, [str(value)])
-    return config
+    asked = config.maxclients != 0
+    if not asked:
+        config.maxclients = ServerConfig().maxclients
+    return config, asked
 
 
 @click.command("serve", short_help="Serve the store over RESP (redis-cli, any Redis client).")
@@ -74,7 +81,11 @@ def _settings(opener: StoreOpener, config_file: str | None, given: dict[str, Any
     metavar="'NAME RULES'",
     help="A user, as redis.conf's user directive: 'bob on >pw ~* +@read' (repeatable).",
 )
-@click.option("--maxclients", type=int, help="The most clients at once (10000).")
+@click.option(
+    "--maxclients",
+    type=int,
+    help="The most clients at once (10000; by default fitted quietly to the open-files limit).",
+)
 @click.option("--timeout", type=int, help="Close clients idle this many seconds (0: never).")
 @click.option("--dir", "dir_", metavar="DIR", help="Where SAVE writes its RDB file (.).")
 @click.option("--dbfilename", metavar="NAME", help="SAVE's file name (dump.rdb).")
@@ -139,6 +150,8 @@ def serve_command(
       rstore serve --config /etc/rstore/server.conf --check-config
       redis-cli -p 6379 XADD events '*' user 42
     """
+    if opener.db is not None:
+        raise click.UsageError("serve serves every database of the store (SELECT N): no --db")
     try:
         given = {
             "bind": bind, "port": port, "unixsocket": unixsocket, "appendfsync": appendfsync,
@@ -148,7 +161,7 @@ def serve_command(
             "tls-key-file": tls_key_file, "tls-ca-cert-file": tls_ca_cert_file,
             "tls-auth-clients": tls_auth_clients,
         }  # fmt: skip
-        config = _settings(opener, config_file, given)
+        config, maxclients_asked = _settings(opener, config_file, given)
         for rule in users:  # after the file's: a user given here replaces one of the same name
             words = [w.decode() for w in split_inline(rule.encode()) or []]
             apply_setting(config, "user", words)
@@ -175,7 +188,7 @@ def serve_command(
     log = logging.getLogger("rstore.server")
     store = rstore.Store(config.store, sync=config.sync == "always", wal=opener.wal)
     try:
-        _fit_open_files(config, log, len(store.databases()))
+        _fit_open_files(config, log, len(store.databases()), maxclients_asked)
     except click.ClickException:
         store.close()
         raise
@@ -212,13 +225,18 @@ def _shown(address: Any) -> str:
     return str(address)
 
 
-def _fit_open_files(config: ServerConfig, log: logging.Logger, stores: int) -> None:
+def _fit_open_files(config: ServerConfig, log: logging.Logger, stores: int, asked: bool) -> None:
     """Raise the open-files limit to what maxclients needs, or lower maxclients to what the
-    limit allows, as Valkey does (docs/server.md#limits); ``stores``: the databases on disk."""
+    limit allows (docs/server.md#limits); ``stores``: the databases on disk.  Valkey's three
+    warnings when maxclients was ``asked`` for; a default maxclients is fitted quietly (one
+    line at debug level)."""
     fitted = fit_open_files(config.maxclients, stores)
     if fitted.maxclients < 1:
         raise click.ClickException(too_low(fitted.limit, files_needed(config.maxclients, stores)))
-    for line in fitted.warnings:
+    if fitted.warnings and not asked:
+        log.debug("maxclients is %d: the open-files limit (%d) holds no more clients (give "
+                  "--maxclients to ask for more)", fitted.maxclients, fitted.limit)  # fmt: skip
+    for line in fitted.warnings if asked else ():
         log.warning("%s", line)
     if fitted.notice:
         log.info("%s", fitted.notice)

@@ -17,7 +17,8 @@ import click
 import rstore
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
-from .format import show_path, token
+from .files import atomic_output, file_errors
+from .format import counted, show_path, token
 from .jsonout import echo_json
 from .params import to_bytes
 from .progress import progress_option, progress_reporter
@@ -27,12 +28,19 @@ __all__ = ["COMMANDS"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+#: Which servers load a file of each RDB version, and what an older version leaves out.
+_LOADS_IN = {
+    11: "loads in Redis 7.2+ and Valkey 7.2+ (Redis 7.0 needs --rdb-version 10, Redis 5.0-6.2 "
+    "--rdb-version 9)",
+    10: "loads in Redis 7.0+ and Valkey 7.2+ (consumers' active times are left out: RDB 10 has "
+    "none)",
+    9: "loads in Redis 5.0+ and Valkey 7.2+ (groups' entries-read and consumers' active times "
+    "are left out: RDB 9 has neither)",
+}
+
+
 def _mib(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n} bytes"
-
-
-def _count(n: int, noun: str, plural: str | None = None) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
 
 
 def _json_report(
@@ -95,9 +103,9 @@ def _names(names: Sequence[bytes]) -> str:
 
 
 def _readable(path: str) -> None:
-    """Fail with one line (``Error: [Errno 2] No such file or directory: ...``) before any
+    """Fail with one line (``Error: cannot read PATH: No such file or directory``) before any
     store is opened or created."""
-    with open(path, "rb"):
+    with file_errors(path, "read"), open(path, "rb"):
         pass
 
 
@@ -144,7 +152,13 @@ def save_command(
     """
     if os.path.exists(file) and not force:
         raise click.ClickException(f"{show_path(file)} exists; give --force to replace it")
-    with opener.open(create=False) as store, progress_reporter("saving", progress) as report:
+    if opener.db is not None and not dbs:  # `rstore --db 3 save`: that database only
+        dbs = (opener.db,)
+    with (
+        opener._replace(db=None).open(create=False) as store,  # the store, all its databases
+        progress_reporter("saving", progress) as report,
+        file_errors(file, "write"),
+    ):
         result = store.save(
             file, rdb_version=int(rdb_version), compress=not no_compress, progress=report,
             databases=dbs or None,
@@ -160,15 +174,17 @@ def save_command(
         )
         return
     click.echo(
-        f"saved {_count(result.streams, 'stream')} "
-        f"({_count(result.entries, 'entry', 'entries')}) to {show_path(result.path)}: "
+        f"saved {counted(result.streams, 'stream')} "
+        f"({counted(result.entries, 'entry', 'entries')}) to {show_path(result.path)}: "
         f"RDB {result.rdb_version}, {_mib(result.bytes)}, {result.seconds:.2f} s"
     )
+    click.echo(_LOADS_IN[result.rdb_version])
     if set(result.databases) - {0}:
         click.echo(
             "databases: "
             + ", ".join(
-                f"db {db}: {_count(d.streams, 'stream')} ({_count(d.entries, 'entry', 'entries')})"
+                f"db {db}: {counted(d.streams, 'stream')} "
+                f"({counted(d.entries, 'entry', 'entries')})"
                 for db, d in result.databases.items()
             )
         )
@@ -194,7 +210,8 @@ def restore_command(
     as_json: bool,
 ) -> None:
     """Import the streams of database --db of FILE (an RDB file from rstore, Redis 5.0-7.4 or
-    Valkey 7.2/8.0) into the store, creating it if needed; with --all-databases, those of
+    Valkey 7.2/8.0) into the store (its database given by the global --db before the command:
+    `rstore --db 3 restore FILE`), creating it if needed; with --all-databases, those of
     every database N of FILE into database N of the store (the store STORE/dbN, SELECT N of
     rstore serve).
 
@@ -210,8 +227,16 @@ def restore_command(
     """
     if all_databases and db is not None:
         raise click.UsageError("give --db or --all-databases, not both")
+    if all_databases and opener.db is not None:
+        raise click.UsageError(
+            "--all-databases restores into the databases of the same numbers: no global --db"
+        )
     _readable(file)  # before the store is created
-    with opener.open(create=True) as store, progress_reporter("restoring", progress) as report:
+    with (
+        opener.open(create=True) as store,
+        progress_reporter("restoring", progress) as report,
+        file_errors(file, "read"),
+    ):
         try:
             result = store.restore_file(
                 file, db=None if all_databases else (db or 0), replace=replace, progress=report
@@ -257,8 +282,8 @@ def restore_command(
         )
         return
     click.echo(
-        f"restored {_count(len(result.streams), 'stream')} "
-        f"({_count(result.entries, 'entry', 'entries')}) from database {result.db} of "
+        f"restored {counted(len(result.streams), 'stream')} "
+        f"({counted(result.entries, 'entry', 'entries')}) from database {result.db} of "
         f"{show_path(result.path)}: RDB {result.rdb_version}, {_mib(result.bytes)}, "
         f"{result.seconds:.2f} s"
     )
@@ -277,7 +302,7 @@ def _notes(exc: BaseException) -> str:
 def _notes_of(result: Any, indent: str) -> None:
     """The lines of a restore report beyond its summary: replaced, expired, TTLs, skipped."""
     if result.replaced:
-        click.echo(f"{indent}replaced: {_count(len(result.replaced), 'existing stream')}")
+        click.echo(f"{indent}replaced: {counted(len(result.replaced), 'existing stream')}")
     notes = (
         ("expired (not imported)", result.expired),
         ("TTL dropped (rstore keys never expire)", result.ttl_dropped),
@@ -310,15 +335,15 @@ def _report_all(result: Any, as_json: bool) -> None:
         )  # fmt: skip
         return
     click.echo(
-        f"restored {_count(len(result.streams), 'stream')} "
-        f"({_count(result.entries, 'entry', 'entries')}) from "
-        f"{_count(len(result.databases), 'database')} of {show_path(result.path)}: "
+        f"restored {counted(len(result.streams), 'stream')} "
+        f"({counted(result.entries, 'entry', 'entries')}) from "
+        f"{counted(len(result.databases), 'database')} of {show_path(result.path)}: "
         f"RDB {result.rdb_version}, {_mib(result.bytes)}, {result.seconds:.2f} s"
     )
     for db, sub in result.databases.items():
         click.echo(
-            f"db {db}: {_count(len(sub.streams), 'stream')} "
-            f"({_count(sub.entries, 'entry', 'entries')})"
+            f"db {db}: {counted(len(sub.streams), 'stream')} "
+            f"({counted(sub.entries, 'entry', 'entries')})"
         )
         _notes_of(sub, "  ")
 
@@ -352,7 +377,7 @@ def dump_command(
             raise click.ClickException("the payload is binary: give --output FILE or a pipe")
         sys.stdout.buffer.write(payload)
     else:
-        with open(output, "wb") as f:
+        with atomic_output(output, force=True) as f:
             f.write(payload)
 
 
@@ -392,7 +417,7 @@ def restore_key_command(
     if payload == "-":
         data = sys.stdin.buffer.read()
     else:
-        with open(payload, "rb") as f:  # before the store is created
+        with file_errors(payload, "read"), open(payload, "rb") as f:  # before the store is made
             data = f.read()
     argv: list[Any] = ["RESTORE", key, ttl, data]
     if replace:

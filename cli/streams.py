@@ -195,8 +195,10 @@ def info_command(
     if as_json:
         echo_json(tree)
         return
+    from .timefmt import shown_times  # noqa: PLC0415 - datetime: not for `rstore len`
+
     writer = EntryWriter()
-    for line in info_items(tree):
+    for line in info_items(shown_times(tree)):
         if isinstance(line, str):
             writer.text(line)
         else:

@@ -273,7 +273,8 @@ def tail_command(
     if group is not None and from_id is not None:
         raise click.UsageError("--from is for plain mode; --group reads what the group has not")
     key = to_bytes(stream, unescape, "STREAM")
-    start = None if from_id in (None, "$") else range_bound(from_id, is_end=False, param="--from")
+    param = "--from" if since is None else "--since"
+    start = None if from_id in (None, "$") else range_bound(from_id, is_end=False, param=param)
 
     writer = EntryWriter(flush_each=True)
 

@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 from rstore.version import __version__
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
+    from rstore.atomic_files import atomic_file
     from rstore.codec.columns import Columns
     from rstore.codec.node_validate import NodeFacts, node_facts
     from rstore.commands.listing import command_table
     from rstore.commands.reply import NIL_ARRAY
     from rstore.commands.serving import BlockedCall, BlockWatch
+    from rstore.databases import database_path
     from rstore.errors import (
         CorruptDataError,
         CorruptRDBError,
@@ -45,6 +47,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     )
     from rstore.glob import key_matches
     from rstore.ids import StreamID, parse_range_bound, parse_time_ms, parse_xadd_id
+    from rstore.interrupts import HeldInterrupts
     from rstore.model import (
         AppendReport,
         ConsumerInfo,
@@ -67,8 +70,10 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         run_replay,
     )
     from rstore.replay.envelope import (
+        ColumnRun,
         EnvelopeError,
         ReplayEntry,
+        decode_blocks,
         decode_entry,
         decode_lines,
         encode_columns,
@@ -89,6 +94,8 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         entries_from_rdb,
         entries_from_store,
         field_filter,
+        jsonl_blocks,
+        runs_from_jsonl,
         runs_from_rdb,
         runs_from_store,
         select_streams,
@@ -104,15 +111,18 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from rstore.storage.compaction.compact import CompactedDatabase, CompactReport, compact_store
     from rstore.store import DEFAULT_PATH, Store, check_store, upgrade_store
     from rstore.streams.columns import iter_columns
+    from rstore.streams.node_build import BuiltNode, NodeBuilder
     from rstore.streams.salvage import LostRange, StreamSalvage
     from rstore.streams.view import StoreView
 
 #: Each public name and the module that defines it.
 _LAZY: dict[str, str] = {
     "NIL_ARRAY": "rstore.commands.reply",
+    "atomic_file": "rstore.atomic_files",
     "command_table": "rstore.commands.listing",
     "BlockedCall": "rstore.commands.serving",
     "BlockWatch": "rstore.commands.serving",
+    "database_path": "rstore.databases",
     **dict.fromkeys(
         (
             "CorruptDataError",
@@ -136,6 +146,7 @@ _LAZY: dict[str, str] = {
         "rstore.errors",
     ),
     "StreamID": "rstore.ids",
+    "HeldInterrupts": "rstore.interrupts",
     "key_matches": "rstore.glob",
     "parse_range_bound": "rstore.ids",
     "parse_time_ms": "rstore.ids",
@@ -148,6 +159,8 @@ _LAZY: dict[str, str] = {
     "NodeFacts": "rstore.codec.node_validate",
     "node_facts": "rstore.codec.node_validate",
     "iter_columns": "rstore.streams.columns",
+    "BuiltNode": "rstore.streams.node_build",
+    "NodeBuilder": "rstore.streams.node_build",
     "StoreView": "rstore.streams.view",
     "RDBStream": "rstore.snapshot.rdb_index",
     "index_rdb": "rstore.snapshot.rdb_index",
@@ -177,8 +190,10 @@ _LAZY: dict[str, str] = {
     "Message": "rstore.queue.consumer",
     **dict.fromkeys(
         (
+            "ColumnRun",
             "EnvelopeError",
             "ReplayEntry",
+            "decode_blocks",
             "decode_entry",
             "decode_lines",
             "encode_columns",
@@ -224,6 +239,8 @@ _LAZY: dict[str, str] = {
             "entries_from_rdb",
             "entries_from_store",
             "field_filter",
+            "jsonl_blocks",
+            "runs_from_jsonl",
             "select_streams",
         ),
         "rstore.replay.sources",
@@ -236,6 +253,8 @@ __all__ = [
     "AppendReport",
     "BlockWatch",
     "BlockedCall",
+    "BuiltNode",
+    "ColumnRun",
     "Columns",
     "CompactReport",
     "CompactedDatabase",
@@ -249,11 +268,13 @@ __all__ = [
     "EnvelopeError",
     "GroupInfo",
     "GroupsReport",
+    "HeldInterrupts",
     "InconsistentSnapshotError",
     "KeyExistsError",
     "LinesSink",
     "LostRange",
     "Message",
+    "NodeBuilder",
     "NodeFacts",
     "NodeRun",
     "NodeSpan",
@@ -290,6 +311,7 @@ __all__ = [
     "UnsupportedRDBError",
     "UrlSink",
     "__version__",
+    "atomic_file",
     "batches_from_rdb",
     "batches_from_store",
     "check_conflicts",
@@ -297,6 +319,8 @@ __all__ = [
     "command_table",
     "compact_store",
     "copy_groups",
+    "database_path",
+    "decode_blocks",
     "decode_entry",
     "decode_lines",
     "encode_columns",
@@ -315,6 +339,7 @@ __all__ = [
     "iter_columns",
     "iter_range",
     "iter_range_pages",
+    "jsonl_blocks",
     "key_matches",
     "load_checkpoint_file",
     "node_facts",
@@ -331,6 +356,7 @@ __all__ = [
     "read_rdb_range",
     "read_rdb_streams",
     "run_replay",
+    "runs_from_jsonl",
     "runs_from_rdb",
     "runs_from_store",
     "salvage_store",

@@ -24,7 +24,14 @@ if TYPE_CHECKING:
     from rstore.snapshot.save import Progress, SaveReport
     from rstore.store import Store
 
-__all__ = ["DATABASES", "Databases"]
+__all__ = ["DATABASES", "Databases", "database_path"]
+
+
+def database_path(path: str | os.PathLike[str], n: int) -> str:
+    """The directory of database ``n`` of the store at ``path``: ``path`` itself for 0,
+    ``<path>/db<n>`` for 1 to 15 (:class:`ValueError` for any other number)."""
+    root = os.fspath(path)
+    return root if _database_number(n) == 0 else os.path.join(root, f"db{n}")
 
 
 class Databases:
@@ -61,7 +68,7 @@ class Databases:
                 from rstore.store import Store  # noqa: PLC0415 - store.py imports this module
 
                 child = Store(
-                    os.path.join(self._path, f"db{n}"), sync=self._sync,
+                    database_path(self._path, n), sync=self._sync,
                     readonly=self._readonly, create=not self._readonly,
                 )  # fmt: skip
                 child._decode = self._decode
@@ -77,7 +84,7 @@ class Databases:
             opened = set(self._databases)
         return [0] + [
             n for n in range(1, DATABASES)
-            if n in opened or os.path.isfile(os.path.join(self._path, f"db{n}", "data.mdb"))
+            if n in opened or os.path.isfile(os.path.join(database_path(self._path, n), "data.mdb"))
         ]  # fmt: skip
 
     def save(

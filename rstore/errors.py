@@ -48,6 +48,7 @@ when the first such error is created (that first error imports redis-py, if it i
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 from typing import Any, ClassVar, TypeVar
 
@@ -70,6 +71,7 @@ __all__ = [
     "StoreNotFoundError",
     "UnsupportedFormatError",
     "UnsupportedRDBError",
+    "in_file",
     "redis_py_message",
 ]
 
@@ -339,7 +341,9 @@ class InconsistentSnapshotError(CorruptDataError):
 class CorruptRDBError(CorruptDataError):
     """An RDB file or DUMP payload is damaged: truncated, a wrong checksum, a bad length, a
     malformed value.  ``offset`` is the byte offset in the file; ``key`` the key being read,
-    when known."""
+    when known; ``path`` the file, when one was read (the message then starts with it)."""
+
+    path: str | None = None
 
     def __init__(self, message: str, offset: int | None = None, key: bytes | None = None):
         if key is not None:
@@ -350,7 +354,10 @@ class CorruptRDBError(CorruptDataError):
 
 class UnsupportedRDBError(RStoreError):
     """An RDB file or payload this rstore cannot read: a newer RDB version, another format
-    (Valkey 9's VALKEY files), a newer stream type, a module type.  Never misread."""
+    (Valkey 9's VALKEY files), a newer stream type, a module type.  Never misread.  ``path``
+    is the file, when one was read (the message then starts with it)."""
+
+    path: str | None = None
 
     def __init__(self, message: str, offset: int | None = None, key: bytes | None = None):
         where = f" (at byte {offset})" if offset is not None else ""
@@ -359,3 +366,12 @@ class UnsupportedRDBError(RStoreError):
         super().__init__(message + where)
         self.offset = offset
         self.key = key
+
+
+def in_file(exc: CorruptRDBError | UnsupportedRDBError, path: str | os.PathLike[str]) -> None:
+    """Name the file ``exc`` was found in: its ``path``, and the message's start
+    (``dump.rdb: not an RDB file (no REDIS header) (at byte 0)``); a named error is left as
+    it is."""
+    if exc.path is None:
+        exc.path = os.fsdecode(path)
+        exc.args = (f"{exc.path}: {exc.args[0]}", *exc.args[1:])

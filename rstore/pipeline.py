@@ -34,9 +34,12 @@ class Pipeline(RedisCommands):
     ID specified in XADD must be greater than 0-0"`` (``err.line`` stays Valkey's line).
     """
 
-    def __init__(self, store: Store, decode: Decoder | None = None) -> None:
+    def __init__(
+        self, store: Store, decode: Decoder | None = None, protocol: int | None = None
+    ) -> None:
         self._store = store
         self._decode = decode  # the store's decode_responses
+        self._protocol = protocol  # and its protocol (the reply shapes)
         self._argvs: list[list[bytes]] = []
         # per command, how to shape its reply: None for as it is (no callback, no options)
         self._shapes: list[tuple[Callback, dict[str, Any]] | None] = []
@@ -74,7 +77,7 @@ class Pipeline(RedisCommands):
                 if first_error is None:
                     first_error = i
             elif shape is not None:
-                out[i] = finish(reply, shape[0], shape[1], decode)
+                out[i] = finish(reply, shape[0], shape[1], decode, self._protocol)
             elif decode is not None:
                 out[i] = decode(reply)  # finish() without a callback or options
         if raise_on_error and first_error is not None:

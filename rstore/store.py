@@ -73,6 +73,11 @@ class Store(RedisCommands, Databases):
         and pipelines give every bulk string as ``str`` decoded with ``encoding`` /
         ``encoding_errors`` (``dump`` still gives ``bytes``; :meth:`execute` and
         :meth:`execute_raw` always give ``bytes``).
+    :param protocol: as in redis-py: ``None`` (default) gives the reply shapes of redis-py
+        8.1's default client, ``2`` those of a ``protocol=2`` client.  They differ only in the
+        consumers of ``xinfo_stream(full=True)``, whose keys are ``bytes`` by default and
+        ``str`` with ``2`` (both ``str`` with ``decode_responses``).  ``3`` (RESP3's own
+        shapes) is refused with :class:`ValueError`.
     """
 
     def __init__(
@@ -89,7 +94,12 @@ class Store(RedisCommands, Databases):
         decode_responses: bool = False,
         encoding: str = "utf-8",
         encoding_errors: str = "strict",
+        protocol: int | None = None,
     ) -> None:
+        if protocol is not None and str(protocol) != "2":  # redis-py takes "2" as well
+            raise ValueError(
+                f"protocol must be None (redis-py's default shapes) or 2, not {protocol!r}"
+            )
         for name, value in (
             ("node_max_bytes", node_max_bytes),
             ("node_max_entries", node_max_entries),
@@ -105,6 +115,7 @@ class Store(RedisCommands, Databases):
         self._databases: dict[int, Store] = {}  # database N -> its store (Store.database)
         self._databases_lock = threading.Lock()
         self._decode: Decoder | None = None
+        self._protocol: int | None = None if protocol is None else 2
         if decode_responses:
             self._decode = make_decoder(encoding, encoding_errors)
         if node_max_bytes is not None or node_max_entries is not None:
@@ -416,7 +427,8 @@ class Store(RedisCommands, Databases):
 
     def _command(self, argv: list[Any], callback: Callback = None, **options: Any) -> Any:
         spec, reply = execute(self._live_env(), encode_argv(argv))
-        return finish(to_public(reply, spec.public), callback, options, self._decode)
+        public = to_public(reply, spec.public)
+        return finish(public, callback, options, self._decode, self._protocol)
 
     @staticmethod
     def is_write_command(*argv: Any) -> bool:
@@ -454,7 +466,7 @@ class Store(RedisCommands, Databases):
         """A pipeline whose :meth:`~Pipeline.execute` runs in one atomic transaction
         (:meth:`execute_batch`).  ``transaction`` is accepted for redis-py compatibility; rstore
         pipelines are always atomic."""
-        return Pipeline(self, self._decode)
+        return Pipeline(self, self._decode, self._protocol)
 
 
 def check_store(path: str | os.PathLike[str] = DEFAULT_PATH) -> list[str]:

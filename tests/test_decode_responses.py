@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import rstore
 
 
@@ -29,3 +31,25 @@ def test_without_decode_responses_nothing_is_decoded(tmp_path: Path) -> None:
         assert store.xrange("s") == [(b"1-0", {b"f": b"v"})]
         assert store.execute_command("XRANGE", "s", "-", "+") == [[b"1-0", [b"f", b"v"]]]
         assert store.type("s") == b"stream"
+
+
+def test_protocol_2_and_the_default_differ_only_where_redis_py_does(tmp_path: Path) -> None:
+    """``xinfo_stream(full=True)``'s consumers: ``bytes`` keys by default, as redis-py 8.1's
+    default client gives them, ``str`` keys with ``protocol=2`` (both compared with redis-py on
+    valkey in ``tests/oracle/test_redispy_client.py``); RESP3's own shapes are refused."""
+    path = tmp_path / "store"
+    with rstore.Store(path, sync=False) as store:
+        store.xadd("s", {"f": "v"}, id="1-0")
+        store.xgroup_create("s", "g", 0)
+        store.xreadgroup("g", "c", {"s": ">"})
+        consumer = store.xinfo_stream("s", full=True)["groups"][0]["consumers"][0]
+        assert set(consumer) == {b"name", b"seen-time", b"active-time", b"pel-count", b"pending"}
+    for protocol in (2, "2"):
+        with rstore.Store(path, sync=False, protocol=protocol) as store:  # type: ignore[arg-type]
+            info = store.xinfo_stream("s", full=True)
+            assert info["groups"][0]["consumers"][0]["name"] == b"c"
+            with store.pipeline() as pipe:
+                [piped] = pipe.xinfo_stream("s", full=True).execute()
+            assert piped["groups"][0]["consumers"][0]["name"] == b"c"
+    with pytest.raises(ValueError, match="protocol must be None"):
+        rstore.Store(path, protocol=3)

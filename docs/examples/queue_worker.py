@@ -50,8 +50,9 @@ def main() -> None:
         time.sleep(args.seconds_per_job)
         print(f"done {msg.id.decode()} job {job} (delivery {msg.deliveries})", flush=True)
 
+    # Ctrl-C: run() lets the job in hand finish and returns (a second Ctrl-C: at once).
+    # SIGTERM (a service manager's stop): the same, through stop().
     signal.signal(signal.SIGTERM, lambda *_: consumer.stop())
-    signal.signal(signal.SIGINT, lambda *_: consumer.stop())
     consumer.run(handle)  # acknowledges each job whose handler returned
     store.close()
 

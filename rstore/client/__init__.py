@@ -2,9 +2,10 @@
 
 Each method builds the command's argv exactly as redis-py 8.1's ``Redis`` does (same names,
 same argument names and defaults, same client-side ``DataError`` checks) and shapes the reply as
-redis-py does over RESP2, with or without ``decode_responses``: ``xrange`` gives ``[(id,
-{field: value}), ...]``, ``xread`` gives ``[[key, [(id, {...}), ...]], ...]``, ``xinfo_stream``
-a dict with ``str`` keys, and so on (:mod:`rstore.client.shapes`).  The commands themselves run
+redis-py's default client does (or a ``protocol=2`` one, :data:`rstore.client.shapes.PROTOCOLS`),
+with or without ``decode_responses``: ``xrange`` gives ``[(id, {field: value}), ...]``,
+``xread`` gives ``[[key, [(id, {...}), ...]], ...]``, ``xinfo_stream`` a dict with ``str``
+keys, and so on (:mod:`rstore.client.shapes`).  The commands themselves run
 through the same dispatcher as :meth:`rstore.Store.execute`, so replies and errors are identical
 on every front.
 

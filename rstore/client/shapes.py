@@ -1,10 +1,16 @@
-"""Reply shapes of redis-py 8.1 over RESP2 for the façade's methods, with and without
+"""Reply shapes of redis-py 8.1 for the façade's methods, with and without
 ``decode_responses``.
 
 As in redis-py, decoding comes first: with ``decode_responses=True`` every bulk string of the
 reply, at any depth, becomes ``str`` (:func:`make_decoder`), and the shaping functions below
 then run on the decoded reply.  So they take keys and values that are ``bytes`` or ``str``.
 Status replies are ``str`` inside rstore; :func:`status_reply` gives them as redis-py does.
+
+**Protocols.**  redis-py 8.1's default client (``protocol`` not given) speaks RESP3 and turns
+the replies back into its RESP2 shapes, except in one place: the consumers of ``xinfo_stream(
+full=True)`` keep ``bytes`` keys (``str`` with ``decode_responses``), where a
+``protocol=2`` client gives ``str`` keys.  The callbacks receive the store's ``protocol``
+(:data:`PROTOCOLS`) and give the shapes of that client.
 """
 
 from __future__ import annotations
@@ -16,6 +22,10 @@ from typing import Any
 NEVER_DECODE = "_never_decode"
 
 Decoder = Callable[[Any], Any]
+
+#: The ``protocol`` values whose reply shapes the methods give: ``None``, redis-py's default
+#: client, and ``2``, a ``protocol=2`` one.
+PROTOCOLS = (None, 2)
 
 
 def make_decoder(encoding: str, errors: str) -> Decoder:
@@ -32,17 +42,22 @@ def make_decoder(encoding: str, errors: str) -> Decoder:
 
 
 def finish(
-    reply: Any, callback: Callable[..., Any] | None, options: dict[str, Any], decode: Decoder | None
+    reply: Any,
+    callback: Callable[..., Any] | None,
+    options: dict[str, Any],
+    decode: Decoder | None,
+    protocol: int | None = None,
 ) -> Any:
-    """Decode (unless the command never decodes), then shape with the method's callback.
-    ``options`` are the command's (consumed: :data:`NEVER_DECODE` is removed from it)."""
+    """Decode (unless the command never decodes), then shape with the method's callback, for
+    a client of ``protocol`` (:data:`PROTOCOLS`).  ``options`` are the command's (consumed:
+    :data:`NEVER_DECODE` is removed from it)."""
     if options.pop(NEVER_DECODE, False):
         decode = None
     if decode is not None:
         reply = decode(reply)
         if callback is status_reply:
             return reply
-    return reply if callback is None else callback(reply, **options)
+    return reply if callback is None else callback(reply, protocol=protocol, **options)
 
 
 def text(value: Any) -> Any:
@@ -92,9 +107,11 @@ def parse_xinfo_stream(reply: list[Any], **options: Any) -> dict[str, Any]:
     else:
         data["entries"] = {eid: pairs_to_dict(fv) for eid, fv in data["entries"]}
         groups = [text_keys(group) for group in data["groups"]]
+        # redis-py's default client leaves the consumers' keys as the reply gives them
+        consumer = text_keys if options.get("protocol") == 2 else pairs_to_dict
         for g in groups:
             if g["consumers"] and g["consumers"][0] is not None:
-                g["consumers"] = [text_keys(c) for c in g["consumers"]]
+                g["consumers"] = [consumer(c) for c in g["consumers"]]
         data["groups"] = groups
     return data
 

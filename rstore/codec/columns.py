@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import struct
+from collections.abc import Sequence
 
 from rstore.codec.speedups import c_columns_append as _c_append_node
 from rstore.codec.stream_node import scan_forward_py
@@ -83,6 +84,32 @@ class Columns:
     def buffers(self) -> tuple[bytearray, ...]:
         """The nine buffers, in the order the C decoder takes them."""
         return tuple(getattr(self, name) for name in _ORDER)
+
+    def add_entry(self, entry_id: ID, flat: Sequence[bytes]) -> None:
+        """Append one entry: its ID and ``[field, value, ...]`` (fields kept as given)."""
+        ms, seq = entry_id
+        self.ms += _I64.pack(ms - _U64_TO_I64 if ms >= 1 << 63 else ms)
+        self.seq += _I64.pack(seq - _U64_TO_I64 if seq >= 1 << 63 else seq)
+        _append_string(self.id_offsets, self.id_data, b"%d-%d" % (ms, seq))
+        for i in range(0, len(flat) - 1, 2):
+            _append_string(self.key_offsets, self.key_data, flat[i])
+            _append_string(self.value_offsets, self.value_data, flat[i + 1])
+        self.entry_offsets += _I32.pack(self.pairs)
+
+    def entry_id(self, i: int) -> ID:
+        """The ID of entry ``i`` of the batch."""
+        ms = int.from_bytes(self.ms[8 * i : 8 * i + 8], "little")
+        return ms, int.from_bytes(self.seq[8 * i : 8 * i + 8], "little")
+
+    def entry(self, i: int) -> Entry:
+        """Entry ``i`` of the batch: its ID and ``[field, value, ...]``."""
+        first, stop = struct.unpack_from("<ii", self.entry_offsets, 4 * i)
+        flat: list[bytes] = []
+        for j in range(first, stop):
+            ka, kb = struct.unpack_from("<ii", self.key_offsets, 4 * j)
+            va, vb = struct.unpack_from("<ii", self.value_offsets, 4 * j)
+            flat += (bytes(self.key_data[ka:kb]), bytes(self.value_data[va:vb]))
+        return self.entry_id(i), flat
 
     def entries(self) -> list[Entry]:
         """The batch back as entries (for tests and small reads)."""
@@ -148,15 +175,8 @@ def append_node_py(
     """:func:`append_node` in Python."""
     found: list[Entry] = []
     done = scan_forward_py(node, master_id, start, end, limit, found)
-    for (ms, seq), flat in found:
-        cols.ms += _I64.pack(ms - _U64_TO_I64 if ms >= 1 << 63 else ms)
-        cols.seq += _I64.pack(seq - _U64_TO_I64 if seq >= 1 << 63 else seq)
-        _append_string(cols.id_offsets, cols.id_data, b"%d-%d" % (ms, seq))
-        pairs = _last_only(flat) if dedupe else flat
-        for i in range(0, len(pairs), 2):
-            _append_string(cols.key_offsets, cols.key_data, pairs[i])
-            _append_string(cols.value_offsets, cols.value_data, pairs[i + 1])
-        cols.entry_offsets += _I32.pack(cols.pairs)
+    for entry_id, flat in found:
+        cols.add_entry(entry_id, _last_only(flat) if dedupe else flat)
     return len(found), done
 
 

@@ -21,12 +21,14 @@ from typing import Any
 __all__ = [
     "ENABLED",
     "c_append_auto",
+    "c_append_columns",
     "c_append_entry",
     "c_check_node",
     "c_columns_append",
     "c_crc64",
     "c_encode_args",
     "c_entry_size",
+    "c_new_node_columns",
     "c_pack",
     "c_pack_sealed",
     "c_read_nodes",
@@ -39,6 +41,8 @@ c_check_node: Callable[..., tuple[int, int, int, bool, int, int, int, int] | Non
 c_columns_append: Callable[..., tuple[int, bool] | None] | None = None
 c_append_entry: Callable[..., bool | None] | None = None
 c_append_auto: Callable[..., tuple[int, int, int] | None] | None = None
+c_append_columns: Callable[..., tuple[int, int, int] | None] | None = None
+c_new_node_columns: Callable[..., bytearray | None] | None = None
 c_entry_size: Callable[[object], int | None] | None = None
 c_crc64: Callable[..., int] | None = None
 c_pack: Callable[..., tuple[bytes, int, bool]] | None = None
@@ -70,6 +74,13 @@ if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
         c_append_auto = _ca.append_auto
         c_encode_args = _ca.encode_args
         c_entry_size = _ca.entry_size
+    try:
+        from rstore.codec import _append_columns as _cac  # type: ignore[attr-defined]
+    except ImportError:  # not built: nodes are built from columns in Python
+        _cac: Any = None  # type: ignore[no-redef]
+    if _cac is not None:
+        c_append_columns = _cac.append_columns
+        c_new_node_columns = _cac.new_node_columns
     try:
         from rstore.codec import _crc64 as _ccrc  # type: ignore[attr-defined]
     except ImportError:  # not built: crcmod computes it

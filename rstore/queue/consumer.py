@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from rstore.errors import ResponseError
 from rstore.ids import ID, MIN_ID, format_id, parse_id
+from rstore.interrupts import HeldInterrupts
 from rstore.queue import steps
 from rstore.queue.steps import Delivered
 
@@ -224,14 +225,39 @@ class Consumer:
 
     def run(self, handler: Callable[[Message], Any]) -> None:
         """Call ``handler`` on each message and acknowledge it when it returns; a message whose
-        handler raised stays pending (it will be delivered again).  Runs until :meth:`stop`."""
-        for msg in self.messages():
-            try:
-                handler(msg)
-            except Exception:
-                log.exception("handler failed on %r %r; left pending", msg.stream, msg.id)
-                continue
-            self.ack(msg)
+        handler raised stays pending (it will be delivered again).  Runs until :meth:`stop`,
+        or until Ctrl-C, after which it returns as cleanly:
+
+        * Ctrl-C while waiting for messages stops at once;
+        * a first Ctrl-C while the handler runs lets it finish and its message be acknowledged,
+          then stops; a second one stops at once, the message left pending (it is delivered
+          again, to this consumer's next run under the same name or to one that claims it).
+
+        This holds SIGINT's handler while ``run`` runs, in the main thread and only while it
+        is Python's default one (:class:`rstore.HeldInterrupts`): a program that set its own
+        (say, one calling :meth:`stop`) keeps it.  :meth:`messages` leaves Ctrl-C to the
+        caller, as any loop."""
+        held = HeldInterrupts()
+        held.install()
+        try:
+            for msg in self.messages():
+                held.hold()  # a first Ctrl-C from here waits for this message's outcome
+                try:
+                    self._handle(handler, msg)
+                finally:
+                    held.release()
+        except KeyboardInterrupt:
+            log.info("stopped by Ctrl-C")
+        finally:
+            held.uninstall()
+
+    def _handle(self, handler: Callable[[Message], Any], msg: Message) -> None:
+        try:
+            handler(msg)
+        except Exception:
+            log.exception("handler failed on %r %r; left pending", msg.stream, msg.id)
+            return
+        self.ack(msg)
 
     def stop(self) -> None:
         """Ask :meth:`messages` / :meth:`run` to return (within ``block_ms``)."""

@@ -19,10 +19,12 @@ type -- raises :class:`~rstore.errors.UnsupportedRDBError`; damage raises
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import BinaryIO, NamedTuple
 
-from rstore.errors import CorruptRDBError, UnsupportedRDBError
+from rstore.errors import CorruptRDBError, UnsupportedRDBError, in_file
 from rstore.model import StreamState
 from rstore.rdb.decoding import Source
 from rstore.rdb.values import STREAM_TYPES, TYPE_NAMES, StreamRecord, read_stream, skip_value
@@ -40,6 +42,7 @@ __all__ = [
     "RDBReader",
     "ResizeDB",
     "SelectDB",
+    "open_rdb",
 ]
 
 MIN_VERSION = 9
@@ -49,6 +52,18 @@ OP_SLOT_INFO, OP_FUNCTION2, OP_FUNCTION_PRE_GA, OP_MODULE_AUX = 0xF4, 0xF5, 0xF6
 OP_IDLE, OP_FREQ, OP_AUX, OP_RESIZEDB = 0xF8, 0xF9, 0xFA, 0xFB
 OP_EXPIRETIME_MS, OP_EXPIRETIME, OP_SELECTDB, OP_EOF = 0xFC, 0xFD, 0xFE, 0xFF
 _MODULE_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+
+@contextmanager
+def open_rdb(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """The RDB file at ``path``, open for reading; damage or an unsupported format found
+    while it is open raises an error that names it (:func:`rstore.errors.in_file`)."""
+    with open(path, "rb") as f:
+        try:
+            yield f
+        except (CorruptRDBError, UnsupportedRDBError) as exc:
+            in_file(exc, path)
+            raise
 
 
 class Aux(NamedTuple):

@@ -7,10 +7,8 @@ rewritten atomically after each write (see :mod:`rstore.replay.engine`)."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 
-from rstore import RStoreError
+from rstore import RStoreError, atomic_file
 
 from .sinks import Sink
 
@@ -63,15 +61,6 @@ def read_checkpoint(sink: Sink, name: str) -> dict[bytes, ID]:
 
 
 def save_checkpoint_file(path: str, value: bytes) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, temp = tempfile.mkstemp(prefix=".rstore-checkpoint-", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(value)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
+    """Write ``value`` to the file ``path`` atomically (:func:`rstore.atomic_file`)."""
+    with atomic_file(path) as f:
+        f.write(value)

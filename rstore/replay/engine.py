@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from rstore import RStoreError
+from rstore import HeldInterrupts, RStoreError
 
 from .checkpoints import (
     encode_position,
@@ -37,7 +37,6 @@ from .checkpoints import (
     save_checkpoint_file,
 )
 from .envelope import ReplayEntry
-from .interrupts import HeldInterrupts
 from .pacing import Pacer, PaceSchedule
 from .sinks import Sink, SinkError, TargetEntry
 from .sources import NodeRun, field_filter
@@ -62,7 +61,17 @@ BATCH_ENTRIES = 5000
 
 
 class ReplayConflict(RStoreError):
-    """A kept ID is not above the target stream's last ID, under ``on_conflict="fail"``."""
+    """A kept ID is not above the target stream's last ID, under ``on_conflict="fail"``.
+
+    ``reason`` says which ID and where; ``str()`` adds the arguments that let such entries
+    through when ``avoidable`` (a front end such as the CLI names its own options instead).
+    A target stream whose IDs are exhausted is not avoidable."""
+
+    def __init__(self, reason: str, *, avoidable: bool = True) -> None:
+        advice = " (on_conflict='skip' or 'new-id', or new_ids=True)" if avoidable else ""
+        super().__init__(reason + advice)
+        self.reason = reason
+        self.avoidable = avoidable
 
 
 @dataclass
@@ -112,7 +121,7 @@ def _next_id(last: ID | None, now_ms: int) -> ID:
         return ms, seq + 1
     if ms < _UINT64_MAX:
         return ms + 1, 0
-    raise ReplayConflict("the target stream has exhausted its IDs")
+    raise ReplayConflict("the target stream has exhausted its IDs", avoidable=False)
 
 
 def _selected(
@@ -168,8 +177,7 @@ class _Ids:
                 raise ReplayConflict(
                     f"entry {entry_id[0]}-{entry_id[1]} of {_shown(source)} is not above the "
                     f"last ID of {_shown(target)} "
-                    f"({_id_text(last)}); nothing of its batch was "
-                    "written (--on-conflict skip or new-id, or --new-ids)"
+                    f"({_id_text(last)}); nothing of its batch was written"
                 )
             chosen = _next_id(last, int(time.time() * 1000))
         self.lasts[target] = chosen
@@ -194,8 +202,7 @@ def check_conflicts(
                          f"(last ID {_id_text(last)})")  # fmt: skip
     if found:
         raise ReplayConflict(
-            f"kept IDs not above the target's last ID: {'; '.join(found)}; nothing was written "
-            "(--on-conflict skip or new-id, or --new-ids)"
+            f"kept IDs not above the target's last ID: {'; '.join(found)}; nothing was written"
         )
 
 

@@ -20,18 +20,24 @@ names the line.
 
 The encoders and the decoder are pure functions (no I/O): :func:`encode_entry` one entry,
 :func:`encode_columns` a whole batch of :class:`rstore.Columns` (the fast path of exports),
-:func:`decode_entry` one line, :func:`decode_lines` a file's lines.
+:func:`decode_entry` one line, :func:`decode_lines` a file's lines, :func:`decode_blocks` a
+file's blocks of lines into runs of one stream's entries as columns (the fast path of imports:
+its C half, ``_envelope.c``, decodes the lines written as :func:`encode_entry` writes them
+straight into the columns, and leaves any other line to the Python decoder, the reference).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
+import os
 import re
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import pairwise
+from typing import NamedTuple
 
 from rstore import Columns, RStoreError
 
@@ -39,13 +45,25 @@ from .buffers import int32s, little, strings
 
 __all__ = [
     "MARKER",
+    "ColumnRun",
     "EnvelopeError",
     "ReplayEntry",
+    "decode_blocks",
     "decode_entry",
     "decode_lines",
+    "decode_run",
+    "decode_run_py",
     "encode_columns",
     "encode_entry",
 ]
+
+#: the C line decoder, or ``None`` (not built, or turned off by ``RSTORE_NO_SPEEDUPS=1``)
+_c_decode_run: Callable[..., tuple[bytes | None, int, int]] | None = None
+if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
+    with contextlib.suppress(ImportError):  # built without a C compiler: Python does it all
+        from . import _envelope  # type: ignore[attr-defined]
+
+        _c_decode_run = _envelope.decode_run
 
 #: A stream entry as the replay sources give it: stream name, ``(ms, seq)``, and the flat
 #: ``[field, value, ...]`` list.
@@ -260,3 +278,80 @@ def decode_lines(lines: Iterable[bytes | str], *, name: str | None = None) -> It
             yield _decode(line)
         except ValueError as exc:
             raise EnvelopeError(f"{prefix}line {lineno}: {exc}", lineno) from None
+
+
+# -- decoding blocks into columns -----------------------------------------------------------
+
+
+class ColumnRun(NamedTuple):
+    """Consecutive entries of one stream: its name and the entries as columns."""
+
+    stream: bytes
+    cols: Columns
+
+
+def _line_at(data: bytes, pos: int) -> bytes:
+    end = data.find(b"\n", pos)
+    return data[pos:] if end < 0 else data[pos : end + 1]
+
+
+def decode_run_py(data: bytes, pos: int, cols: Columns) -> tuple[bytes | None, int, int]:
+    """:func:`decode_run` in Python: the reference."""
+    stream: bytes | None = None
+    lines = 0
+    while pos < len(data):
+        line = _line_at(data, pos)
+        if not line.strip():
+            break
+        try:
+            name, entry_id, flat = _decode(line)
+        except ValueError:
+            break
+        if stream is not None and name != stream:
+            break
+        stream = name
+        cols.add_entry(entry_id, flat)
+        pos += len(line)
+        lines += 1
+    return stream, pos, lines
+
+
+def decode_run(data: bytes, pos: int, cols: Columns) -> tuple[bytes | None, int, int]:
+    """Decode the lines of ``data`` from ``pos`` that are entries of one stream into ``cols``:
+    ``(stream, position after the last line decoded, lines decoded)``, ``(None, pos, 0)``
+    when the line at ``pos`` is not decoded.  It stops before a line of another stream, a
+    blank or malformed one (which :func:`decode_entry` names) -- and, in C, before any line not
+    written as :func:`encode_entry` writes it; what it decodes is what :func:`decode_entry`
+    gives."""
+    if _c_decode_run is not None:
+        return _c_decode_run(data, pos, *cols.buffers())
+    return decode_run_py(data, pos, cols)
+
+
+def decode_blocks(blocks: Iterable[bytes], *, name: str | None = None) -> Iterator[ColumnRun]:
+    """The entries of a file read in blocks of whole lines (the last one may end without a
+    newline), as :func:`decode_lines` gives them one by one: runs of one stream's consecutive
+    entries, in file order, blank lines skipped; a malformed line raises
+    :class:`EnvelopeError` naming it (``<name> line <n>: ...``), after the runs before it."""
+    prefix = "" if name is None else f"{name} "
+    lineno = 0
+    for data in blocks:
+        pos = 0
+        while pos < len(data):
+            cols = Columns()
+            stream, pos, lines = decode_run(data, pos, cols)
+            if stream is not None:
+                lineno += lines
+                yield ColumnRun(stream, cols)
+                continue
+            line = _line_at(data, pos)  # one line the fast decoder left: the reference's
+            pos += len(line)
+            lineno += 1
+            if not line.strip():
+                continue
+            try:
+                stream, entry_id, flat = _decode(line)
+            except ValueError as exc:
+                raise EnvelopeError(f"{prefix}line {lineno}: {exc}", lineno) from None
+            cols.add_entry(entry_id, flat)
+            yield ColumnRun(stream, cols)

@@ -30,9 +30,12 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
+from typing import BinaryIO
 
 from rstore import (
+    BuiltNode,
     Columns,
+    NodeBuilder,
     NodeFacts,
     RDBStream,
     RStoreError,
@@ -46,7 +49,7 @@ from rstore import (
 )
 
 from .buffers import int32s, int64s, strings
-from .envelope import ReplayEntry, decode_lines
+from .envelope import ReplayEntry, decode_blocks, decode_lines
 
 __all__ = [
     "NodeRun",
@@ -59,6 +62,8 @@ __all__ = [
     "entries_from_store",
     "field_filter",
     "is_glob",
+    "jsonl_blocks",
+    "runs_from_jsonl",
     "runs_from_rdb",
     "runs_from_store",
     "select_streams",
@@ -389,6 +394,72 @@ def entries_from_jsonl(
     for entry in decode_lines(lines, name=name):
         if start <= entry[1] <= end and (wanted is None or wanted(entry[0])):
             yield entry
+
+
+#: Bytes read at a time from a JSONL file (then cut after the block's last newline).
+JSONL_BLOCK = 4 << 20
+
+
+def jsonl_blocks(source: BinaryIO, size: int = JSONL_BLOCK) -> Iterator[bytes]:
+    """Blocks of whole lines of a binary file (``sys.stdin.buffer`` too): up to about ``size``
+    bytes each, as they can be read (a pipe gives what is there), each ending after a newline
+    -- but the last, when the file does not end with one."""
+    read = getattr(source, "read1", source.read)
+    rest = b""
+    while chunk := read(size):
+        cut = chunk.rfind(b"\n") + 1
+        if not cut:
+            rest += chunk
+            continue
+        if rest:
+            yield b"".join((rest, memoryview(chunk)[:cut]))
+        else:
+            yield chunk if cut == len(chunk) else chunk[:cut]
+        rest = chunk[cut:]
+    if rest:
+        yield rest
+
+
+def _node_runs(stream: bytes, built: list[BuiltNode]) -> Iterator[NodeRun]:
+    for b in built:
+        yield NodeRun(stream, b.master_id, b.node, b.facts)
+
+
+def runs_from_jsonl(
+    source: BinaryIO,
+    *,
+    name: str | None = None,
+    node_max_bytes: int = 4096,
+    node_max_entries: int = 100,
+) -> Iterator[NodeRun | ReplayEntry]:
+    """The entries of a file in the envelope (a binary file, ``sys.stdin.buffer``), in file
+    order, as whole nodes: each stream's consecutive entries built into nodes by XADD's rules
+    with the target's node limits (:class:`rstore.NodeBuilder`), given as
+    :class:`NodeRun` -- what a store target takes unchanged (``rstore import``); an entry no
+    node can take after the ones before it (an ID not above the last, ``0-0``) comes alone,
+    for the replay to apply its ID policy.  A malformed line raises
+    :class:`rstore.EnvelopeError` naming it (``<name> line <n>: ...``) once the entries before
+    it were given.  No selection: :func:`entries_from_jsonl` selects."""
+    builder = NodeBuilder(node_max_bytes, node_max_entries)
+    current: bytes | None = None
+    for run in decode_blocks(jsonl_blocks(source), name=name):
+        if run.stream != current:
+            if current is not None:
+                yield from _node_runs(current, builder.finish())
+            builder = NodeBuilder(node_max_bytes, node_max_entries)
+            current = run.stream
+        i = 0
+        while True:
+            i = builder.add_columns(run.cols, i)
+            yield from _node_runs(run.stream, builder.take())
+            if i >= run.cols.count:
+                break
+            yield from _node_runs(run.stream, builder.finish())  # in file order
+            entry_id, flat = run.cols.entry(i)
+            yield run.stream, entry_id, flat
+            i += 1
+    if current is not None:
+        yield from _node_runs(current, builder.finish())
 
 
 # -- field filters -----------------------------------------------------------------------------

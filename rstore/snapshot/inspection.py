@@ -37,6 +37,7 @@ from rstore.rdb.reader import (
     ModuleAux,
     RDBReader,
     SelectDB,
+    open_rdb,
 )
 from rstore.storage.env import Env
 from rstore.storage.txn import Txn
@@ -175,7 +176,7 @@ def inspect_rdb(
     :class:`CorruptRDBError` at the offset of the damaged byte (the offset a restore of the
     same file reports)."""
     summary = RDBSummary(path)
-    with open(path, "rb") as f:
+    with open_rdb(path) as f:
         _inspect(f, summary, key, progress, pending)
     return summary
 
@@ -269,7 +270,7 @@ def read_rdb_entries(
     found = False
     wanted = key
     entries: list[tuple[ID, list[bytes]]] = []
-    with open(path, "rb") as f:
+    with open_rdb(path) as f:
         reader = RDBReader(f, deep=lambda db_, name: db_ == db and name == wanted)
         events = reader.events()
         key_ended = [False]

@@ -22,7 +22,7 @@ from rstore.codec import stream_node as sn
 from rstore.errors import CorruptDataError, CorruptRDBError
 from rstore.model import ID, NodeSpan, StreamNode, StreamState
 from rstore.rdb.decoding import Source
-from rstore.rdb.reader import KeyEnd, KeyStart, RDBReader, SelectDB
+from rstore.rdb.reader import KeyEnd, KeyStart, RDBReader, SelectDB, open_rdb
 from rstore.rdb.values import node_error, read_nodes
 
 __all__ = ["NodeSpan", "RDBStream", "index_rdb", "read_rdb_nodes", "read_rdb_streams"]
@@ -67,7 +67,7 @@ def _walk(
     """Each stream of the file with its index and, for the streams ``keep(db, key)`` is true
     of, its nodes (checked in depth; for the others only their headers are checked and the
     list stays empty)."""
-    with open(path, "rb") as f:
+    with open_rdb(path) as f:
         reader = RDBReader(f, deep=keep if keep is not None else False)
         kept = False
         db = 0
@@ -136,7 +136,7 @@ def read_rdb_nodes(
     """``count`` consecutive nodes of one stream read from ``offset`` (a
     :attr:`NodeSpan.offset` of :func:`index_rdb`), as ``(master_id, listpack)``, each checked in
     depth; ``after`` is the master ID of the node before the first, when known."""
-    with open(path, "rb") as f:
+    with open_rdb(path) as f:
         size = os.fstat(f.fileno()).st_size
         if not 0 <= offset < size:
             raise CorruptRDBError(

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from rstore.model import StreamState
-from rstore.rdb.reader import Event, KeyEnd, KeyStart, RDBReader, SelectDB
+from rstore.rdb.reader import Event, KeyEnd, KeyStart, RDBReader, SelectDB, open_rdb
 from rstore.snapshot.save import Progress
 from rstore.storage.env import Env
 from rstore.storage.txn import Txn
@@ -58,7 +58,7 @@ def restore_file(
 
     def load(txn: Txn) -> RestoreReport:
         report = RestoreReport(os.fspath(path), db)
-        with open(path, "rb") as f:
+        with open_rdb(path) as f:
             _load(txn, f, report, replace=replace, now_ms=now_ms, progress=progress)
         return report
 

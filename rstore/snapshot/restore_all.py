@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 
 from rstore.errors import KeyExistsError, UnsupportedRDBError
 from rstore.model import DATABASES
-from rstore.rdb.reader import Event, KeyStart
+from rstore.rdb.reader import Event, KeyStart, open_rdb
 from rstore.snapshot.restore import RestoreReport, _load, _records_of_key, restore_file
 from rstore.snapshot.save import Progress
 from rstore.storage.env import Env
@@ -87,7 +87,7 @@ def restore_all(
             names.add(start.key)
             sub.streams.append(start.key)
 
-        with open(path, "rb") as f:
+        with open_rdb(path) as f:
             _load(txn, f, report, replace=replace, now_ms=now_ms, progress=progress, other=other)
         if not replace:
             for db, sub in sorted(others.items()):

@@ -5,7 +5,8 @@ while writers go on.  The read transactions of all the databases saved are begun
 another, in ascending order, before the first byte is written (each database is its own LMDB
 environment, so there is no single point in time across them).  The file is written to a
 temporary name next to the target, fsynced and renamed into place (then the directory is
-fsynced), so a crash never leaves a half-written file under the target name.  The temporary
+fsynced), so a crash never leaves a half-written file under the target name; an
+:class:`OSError` names the target, never the temporary.  The temporary
 is ``flock``ed while it is written; temporaries that killed saves left behind are removed by
 the next save of the same name.
 """
@@ -132,9 +133,12 @@ def save_file(
     try:
         saved, size = _read_all([env for _, env in envs], write, [])
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename in (None, tmp):
+            # the user's file, not the temporary, is what could not be written
+            raise OSError(exc.errno, exc.strerror or str(exc), path) from exc
         raise
     _fsync_dir(directory)
     return SaveReport(

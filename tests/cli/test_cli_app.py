@@ -146,6 +146,22 @@ def test_help_and_version(runner: CliRunner) -> None:
     assert runner.invoke(cli, ["range", "-h"]).exit_code == 0
 
 
+def test_no_command_shows_the_commands(runner: CliRunner, tmp_path: Path) -> None:
+    """Bare ``rstore`` prints the help with the commands (stdout, exit 0), also with
+    $RSTORE_PATH set; global options without a command print it on stderr and fail (exit 2),
+    never a bare "Missing command"."""
+    help_text = runner.invoke(cli, ["--help"]).stdout
+    for env in ({}, {"RSTORE_PATH": str(tmp_path)}):
+        bare = runner.invoke(cli, [], env=env)
+        assert (bare.exit_code, bare.stdout, bare.stderr) == (0, help_text, "")
+    options_only = runner.invoke(cli, ["--store", str(tmp_path), "--read-only"])
+    assert (options_only.exit_code, options_only.stdout) == (2, "")
+    assert options_only.stderr.startswith(help_text)
+    assert options_only.stderr.endswith("\nError: no command given (the commands are above)\n")
+    assert "Missing command" not in options_only.stderr
+    assert not any(tmp_path.iterdir())
+
+
 def test_unknown_command_is_a_usage_error(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["nosuch"])
     assert result.exit_code == 2

@@ -193,7 +193,8 @@ def test_pending_errors(run: Run, billing: rstore.Store) -> None:
         assert result.exit_code == 1
         assert result.stderr.startswith("Error: NOGROUP ") and result.stderr.count("\n") == 1
     result = run("pending", "events", "billing", "--start", "bad")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
+    assert "Invalid value for '--start': bad is neither an ID nor a time: give " in result.stderr
 
 
 # ----------------------------------------------------------------------------- claim

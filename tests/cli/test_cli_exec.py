@@ -6,6 +6,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from click.testing import Result
 
@@ -56,21 +57,66 @@ def test_bulk_strings_are_escaped_like_redis_cli(run: Run, store: rstore.Store) 
 
 
 def test_json_mapping(run: Run, store: rstore.Store) -> None:
+    """exec --json gives the mapping of docs/cli.md, the JSON the friendly command of the same
+    reply gives: entries as objects, XINFO and CONFIG GET maps as objects, XPENDING and
+    XAUTOCLAIM as pending and autoclaim give them (not RESP2's bare arrays)."""
     store.execute("XADD", "s", "1-0", "text", "café", "bin", b"\x00\xff")
+    store.execute("XADD", "s", "2-0", "n", "2")
+    store.execute("XGROUP", "CREATE", "s", "g", "0")
+    store.execute("XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "s", ">")
 
-    def as_json(*argv: str) -> object:
+    def as_json(*argv: str) -> Any:
         result = run("exec", "--json", *argv)
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout.count("\n") == 1
+        return json.loads(result.stdout)
+
+    def friendly(*argv: str) -> Any:
+        result = run(*argv, "--json")
         assert result.exit_code == 0, result.stderr
         return json.loads(result.stdout)
 
-    assert as_json("XRANGE", "s", "-", "+") == [
-        ["1-0", ["text", "café", "bin", {"base64": "AP8="}]]
+    def no_idle(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in row.items() if k not in ("idle", "inactive")} for row in rows]
+
+    entry = {"id": "1-0", "fields": [["text", "café"], ["bin", {"base64": "AP8="}]]}
+    assert as_json("XRANGE", "s", "-", "1") == [entry] == friendly("range", "s", "-", "1")
+    assert as_json("XREVRANGE", "s", "+", "-") == friendly("range", "s", "--rev")
+    assert as_json("XREAD", "STREAMS", "s", "1-0") == [
+        {"stream": "s", "entries": [{"id": "2-0", "fields": [["n", "2"]]}]}
     ]
+    assert as_json("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", "0") == [
+        friendly("read-group", "s", "g", "c", "--id", "0")
+    ]
+    assert as_json("XINFO", "STREAM", "s") == friendly("info", "s")
+    assert as_json("XINFO", "STREAM", "s", "FULL") == friendly("info", "s", "--full")
+    assert as_json("XINFO", "GROUPS", "s") == friendly("group", "list", "s")
+    consumers = as_json("XINFO", "CONSUMERS", "s", "g")
+    assert no_idle(consumers) == no_idle(friendly("group", "consumers", "s", "g"))
+    assert as_json("XPENDING", "s", "g") == friendly("pending", "s", "g")
+    rows = as_json("XPENDING", "s", "g", "-", "+", "10")
+    assert no_idle(rows) == no_idle(friendly("pending", "s", "g", "--count", "10"))
+    assert as_json("CONFIG", "GET", "stream-node-max-*") == {
+        "stream-node-max-entries": "100",
+        "stream-node-max-bytes": "4096",
+    }
+    assert as_json("XCLAIM", "s", "g", "d", "0", "1-0", "JUSTID") == ["1-0"]
+    assert as_json("XCLAIM", "s", "g", "d", "0", "1-0") == [entry]
+    assert as_json("XAUTOCLAIM", "s", "g", "c", "0", "0", "JUSTID") == {
+        "next": "0-0",
+        "entries": ["1-0"],
+        "deleted": [],
+    }
+    store.execute("XDEL", "s", "1-0")
+    assert as_json("xautoclaim", "s", "g", "c", "0", "0") == {
+        "next": "0-0",
+        "entries": [],
+        "deleted": ["1-0"],
+    }
     assert as_json("PING") == "PONG"
     assert as_json("XLEN", "s") == 1
     assert as_json("XREAD", "STREAMS", "s", "$") is None
-    info = as_json("XINFO", "STREAM", "s")
-    assert isinstance(info, list) and info[:2] == ["length", 1]
+    assert as_json("XADD", "s", "3-0", "a", "b") == "3-0"
 
 
 def test_refused_command_prints_redis_error_on_stderr(run: Run, store: rstore.Store) -> None:

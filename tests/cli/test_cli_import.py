@@ -4,7 +4,12 @@ bytes); batches are all or nothing; a checkpoint resumes exactly once."""
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 from conftest import make_runner
@@ -61,6 +66,9 @@ def test_import_batches_are_all_or_nothing_and_resume(tmp_path: Path) -> None:
     ]
     broken = b"".join(lines[:7]) + b'{"stream":"s"}\n' + b"".join(lines[7:])
     args = ("import", "--batch", "4", "--checkpoint", "load")
+    # entries go in whole nodes (of the store's stream-node-max-entries), a batch is the nodes
+    # that reach --batch entries: nodes of 2 here, so the batches are 1-4 and 5-8
+    rstore.Store(tmp_path / "st", node_max_entries=2).close()
     code, _, err = _invoke(runner, tmp_path / "st", *args, stdin=broken)
     assert (
         code == 1
@@ -95,13 +103,59 @@ def test_import_from_a_file_and_conflicts(tmp_path: Path) -> None:
     code, out, err = _invoke(runner, tmp_path / "st", "import", str(path))
     assert code == 0 and out.startswith(b"imported 2 entries to ")
     code, out, err = _invoke(runner, tmp_path / "st", "import", str(path))
-    assert code == 1 and err.startswith(
-        "Error: entry 1-0 of 's' is not above the last ID of 's' (2-0)"
-    )
-    code, out, err = _invoke(runner, tmp_path / "st", "import", str(tmp_path / "missing.jsonl"))
-    assert code == 1 and err.startswith("Error: cannot read ")
+    assert (code, err) == (
+        1,
+        "Error: entry 1-0 of 's' is not above the last ID of 's' (2-0); nothing of its batch "
+        "was written (--on-conflict skip leaves such entries out, --on-conflict new-id gives "
+        "them new IDs)\n",
+    )  # the options import has: not replay's --new-ids
+    code, out, err = _invoke(runner, tmp_path / "st", "import", "--on-conflict", "skip", str(path))
+    assert code == 0 and out.startswith(b"imported 0 entries to ")
+    missing = tmp_path / "missing.jsonl"
+    code, out, err = _invoke(runner, tmp_path / "st", "import", str(missing))
+    assert (code, err) == (1, f"Error: cannot read {missing}: No such file or directory\n")
+    code, out, err = _invoke(runner, tmp_path / "new", "import", str(missing))
+    assert code == 1 and not (tmp_path / "new").exists()  # checked before a store is made
 
 
 def test_import_of_nothing_is_one_line(tmp_path: Path) -> None:
     code, _, err = _invoke(make_runner(), tmp_path / "st", "import", stdin=b"\n")
     assert (code, err) == (1, "Error: no entries in stdin\n")
+
+
+def _stderr_on_a_terminal(args: list[str], stdin: Any) -> str:
+    """What ``rstore *args`` writes on stderr when stderr is a terminal (a pty)."""
+    main, child = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rstore_cli", *args],
+        stdin=stdin,
+        stdout=subprocess.DEVNULL,
+        stderr=child,
+    )
+    os.close(child)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # EIO: the child closed its side
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(main)
+    assert proc.wait(timeout=60) == 0, out
+    return out.decode("utf-8", "replace")
+
+
+def test_import_progress_bar_knows_the_total(tmp_path: Path) -> None:
+    """A file's lines are counted first, so the bar has a total (and so a percentage and an
+    ETA), from a named file or from stdin redirected from one."""
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(
+        b"".join(rstore.encode_entry(b"s", (i, 0), [b"k", b"v"]) + b"\n" for i in range(1, 8))
+    )
+    shown = _stderr_on_a_terminal(["--store", str(tmp_path / "a"), "import", str(path)], None)
+    assert "0/7" in shown and "7/7" in shown
+    with open(path, "rb") as stdin:
+        shown = _stderr_on_a_terminal(["--store", str(tmp_path / "b"), "import"], stdin)
+    assert "0/7" in shown and "7/7" in shown

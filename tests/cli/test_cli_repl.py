@@ -45,7 +45,10 @@ def test_errors_print_like_replies_and_the_loop_goes_on(run: Run, store: rstore.
         "ERR The ID specified in XADD is equal or smaller than the target stream top item\n\n"
     )
     as_json = run("exec", "--json", input="XADD s 2-0 a b\nXRANGE s 2 2\n").stdout.splitlines()
-    assert [json.loads(line) for line in as_json] == ["2-0", [["2-0", ["a", "b"]]]]
+    assert [json.loads(line) for line in as_json] == [
+        "2-0",
+        [{"id": "2-0", "fields": [["a", "b"]]}],
+    ]
 
 
 def test_help_lists_every_command_the_library_answers(run: Run, store: rstore.Store) -> None:

@@ -112,3 +112,15 @@ def test_a_rerun_with_a_checkpoint_updates_the_groups_it_copied(
     plain = run("replay", "--to-store", str(tmp_path / "copy"), "--with-groups",
                 "--on-conflict", "skip")  # fmt: skip
     assert plain.exit_code == 1 and "BUSYGROUP" in plain.stderr
+
+
+def test_counts_of_one_are_singular(run: Run, store_path: Path, tmp_path: Path) -> None:
+    with rstore.Store(store_path) as a:
+        a.execute("XADD", "s", "1-0", "n", "1")
+        a.execute("XGROUP", "CREATE", "s", "g", "0")
+        a.execute("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", ">")
+    result = run("replay", "--to-store", str(tmp_path / "copy"), "--with-groups")
+    assert result.exit_code == 0, result.stderr
+    first, second = result.stdout.splitlines()
+    assert first.startswith(f"replayed 1 entry to {tmp_path / 'copy'} in ")
+    assert second == "copied 1 group, 1 consumer, 1 pending entry"

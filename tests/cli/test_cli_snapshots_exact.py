@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Callable
@@ -89,13 +91,14 @@ def test_inspect_a_known_store_and_its_file_exactly(
     report = json.loads(result.stdout)
     assert (report["path"], report["format"], report["wal"]) == (str(store_path), 3, True)
     (stream,) = report["streams"]
-    assert stream == {**expected, "db": None, "bytes": None, "groups": [
+    assert stream == {**expected, "db": 0, "bytes": None, "groups": [
         {**expected["groups"][0], "consumers": 2}  # type: ignore[index]
     ]}  # fmt: skip
 
     assert run("inspect").stdout == (
-        f"{store_path}: store in format 3 (write-ahead log), 1 stream\n"
-        "stream events: length 3, 1 node\n"
+        f"{store_path}: store in format 3 (write-ahead log), 1 database, 1 stream\n"
+        "db 0: 1 stream, 3 entries\n"
+        "stream events (db 0): length 3, 1 node\n"
         "  first 1-0, last 4-0, last generated 4-0, entries added 4, max deleted 4-0\n"
         "  group billing: last delivered 3-0, entries read 3, lag -, pending 3, 2 consumers\n"
     )
@@ -158,17 +161,23 @@ def test_bad_input_is_one_line_and_leaves_the_store_alone(
     good = tmp_path / "good.rdb"
     text = tmp_path / "notes.txt"
     text.write_text("hello\n")
+    corrupt = _corrupt_copy(good, tmp_path)
+    nope = tmp_path / "nope.rdb"
+    not_rdb = f"Error: {text}: not an RDB file (no REDIS header) (at byte 0)"
     cases = [
-        (["restore", str(_corrupt_copy(good, tmp_path))], "Error: "),
-        (["restore", str(text)], "Error: not an RDB file (no REDIS header) (at byte 0)"),
-        (["restore", str(tmp_path / "nope.rdb")], "Error: [Errno 2] No such file or directory"),
+        (["restore", str(corrupt)], f"Error: {corrupt}: "),
+        (["restore", str(text)], not_rdb),
+        (["restore", str(nope)], f"Error: cannot read {nope}: No such file or directory\n"),
         (["restore", str(good), "--db", "5"], "Error: database 5 of "),
         (["restore", str(good)], "Error: stream 'events' already exists in the store; nothing"),
-        (["inspect", str(_corrupt_copy(good, tmp_path))], "Error: "),
-        (["inspect", str(tmp_path / "nope.rdb")], "Error: [Errno 2] No such file or directory"),
-        (["inspect", str(text)], "Error: not an RDB file"),
-        (["range", "events", "--from-dump", str(text)], "Error: not an RDB file"),
-        (["restore-key", "x", str(tmp_path / "nope")], "Error: [Errno 2] No such file"),
+        (["inspect", str(corrupt)], f"Error: {corrupt}: "),
+        (["inspect", str(nope)], f"Error: cannot read {nope}: No such file or directory\n"),
+        (["inspect", str(text)], not_rdb),
+        (["range", "events", "--from-dump", str(text)], not_rdb),
+        (["range", "events", "--from-dump", str(nope)], f"Error: cannot read {nope}: No such"),
+        (["export", "--from-dump", str(text)], not_rdb),
+        (["replay", "--from-dump", str(text)], not_rdb),
+        (["restore-key", "x", str(nope)], f"Error: cannot read {nope}: No such file"),
         (["restore-key", "x", str(good)], "Error: ERR DUMP payload version or checksum are wrong"),
         (["restore-key", "events", str(good)], "Error: BUSYKEY Target key name already exists."),
     ]
@@ -214,8 +223,10 @@ def test_range_from_dump_count_zero_and_db(run: Run, events: rstore.Store, tmp_p
     assert (result.exit_code, result.stdout) == (0, "")
     result = run("range", "events", "--count", "0", "--from-dump", str(out), "--json")
     assert result.stdout == run("range", "events", "--count", "0", "--json").stdout == "[]\n"
-    usage = run("range", "events", "--db", "1")
-    assert usage.exit_code == 2 and "--db needs --from-dump" in usage.stderr
+    missing = run("range", "events", "--db", "1")  # the store's database 1: there is none
+    assert (missing.exit_code, missing.stdout) == (1, "")
+    assert missing.stderr.startswith("Error: no database 1 in the store at ")
+    assert run("range", "events", "--db", "16").exit_code == 2  # the store has 0 to 15
 
 
 class _TTY(io.StringIO):
@@ -301,3 +312,50 @@ def test_library_progress_callbacks_reach_the_total(billing: rstore.Store, tmp_p
         assert calls[name][-1] == (size, size), name
         assert [done for done, _ in calls[name]] == sorted(done for done, _ in calls[name])
     assert (report.entries, report.bytes) == (3, size)
+
+
+def test_files_that_cannot_be_written_are_named_with_the_reason(
+    run: Run, billing: rstore.Store, tmp_path: Path
+) -> None:
+    """One line naming the user's file and the reason in words: never a temporary name, never
+    a bare errno."""
+    billing.close()
+    nowhere = tmp_path / "no-dir"
+    plain = tmp_path / "a-file"
+    plain.write_text("")
+    cases = [
+        (["save", str(nowhere / "x.rdb")], f"cannot write {nowhere / 'x.rdb'}: No such file"),
+        (["save", str(plain / "x.rdb")], f"cannot write {plain / 'x.rdb'}: Not a directory"),
+        (["dump", "events", "-o", str(nowhere / "x")], f"cannot write {nowhere / 'x'}: No such"),
+        (["export", "-o", str(nowhere / "x")], f"cannot write {nowhere / 'x'}: No such file"),
+        (["replay", "--checkpoint", str(nowhere / "cp")], f"cannot write {nowhere / 'cp'}: No"),
+    ]
+    for args, message in cases:
+        result = run(*args)
+        assert result.exit_code == 1, args
+        assert result.stderr.startswith(f"Error: {message}"), (args, result.stderr)
+        assert result.stderr.count("\n") == 1 and ".tmp" not in result.stderr, result.stderr
+        assert "Errno" not in result.stderr and "rstore-" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "store"]  # nothing left
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_written_files_get_the_mode_of_new_files(
+    run: Run, billing: rstore.Store, tmp_path: Path, umask: int
+) -> None:
+    """save, export -o, dump -o and a replay's checkpoint file all get 0666 less the umask, as
+    any new file does (export wrote 0600 before, whatever the umask)."""
+    billing.close()
+    previous = os.umask(umask)
+    try:
+        for args in (
+            ["save", str(tmp_path / "a.rdb")],
+            ["export", "-o", str(tmp_path / "a.jsonl")],
+            ["dump", "events", "-o", str(tmp_path / "a.dump")],
+            ["replay", "--checkpoint", str(tmp_path / "a.cp"), "--format", "json"],
+        ):
+            assert run(*args).exit_code == 0, args
+    finally:
+        os.umask(previous)
+    for name in ("a.rdb", "a.jsonl", "a.dump", "a.cp"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o666 & ~umask, name

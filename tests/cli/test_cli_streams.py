@@ -18,6 +18,12 @@ Run = Callable[..., Result]
 
 ID_RE = re.compile(r"^\d+-\d+$")
 BAD_ID = "Error: ERR Invalid stream ID specified as stream command argument\n"
+#: A range bound that is neither an ID nor a time: a usage error that says what is accepted.
+NOT_A_BOUND = (
+    "is neither an ID nor a time: give an ID (1700000000000-0, 1700000000000, - or +; (ID to "
+    "exclude it), a date and time (2026-11-01, 2026-11-01T10:00, local time unless followed by "
+    "Z or an offset such as +01:00) or a time ago (90s, 15m, 1h30m, 7d)\n"
+)
 
 # ----------------------------------------------------------------------------- add
 
@@ -187,7 +193,18 @@ def test_range_reads_in_pages(
 
 def test_range_bad_id(run: Run, events: rstore.Store) -> None:
     result = run("range", "events", "abc")
-    assert (result.exit_code, result.stdout, result.stderr) == (1, "", BAD_ID)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.endswith(f"\nError: Invalid value for START: abc {NOT_A_BOUND}")
+    result = run("range", "events", "--since", "yesterday")
+    assert result.stderr.endswith(f"\nError: Invalid value for '--since': yesterday {NOT_A_BOUND}")
+    result = run("range", "events", "-", "--until", "(x")
+    assert result.stderr.endswith(f"Invalid value for '--until': (x {NOT_A_BOUND}")
+    # a well-formed ID that XRANGE refuses keeps XRANGE's answer
+    result = run("range", "events", "(18446744073709551615-18446744073709551615")
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "Error: ERR invalid start ID for the interval\n",
+    )
 
 
 def test_range_escapes_unsafe_text(run: Run, store: rstore.Store) -> None:
@@ -279,7 +296,9 @@ def test_trim_errors(run: Run, events: rstore.Store) -> None:
     assert result.stderr == (
         "Error: ERR syntax error, LIMIT cannot be used without the special ~ option\n"
     )
-    assert run("trim", "events", "--minid", "x").stderr == BAD_ID
+    result = run("trim", "events", "--minid", "x")
+    assert result.exit_code == 2
+    assert result.stderr.endswith(f"Invalid value for '--minid': x {NOT_A_BOUND}")
 
 
 # ----------------------------------------------------------------------------- missing store

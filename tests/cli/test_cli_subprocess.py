@@ -65,6 +65,13 @@ def test_end_to_end(tmp_path: Path) -> None:
     assert rstore_cli(store, "del", "orders").stdout == b"1\n"
 
 
+FORMS = (
+    b"give an ID (1700000000000-0, 1700000000000, - or +; (ID to exclude it), a date and time "
+    b"(2026-11-01, 2026-11-01T10:00, local time unless followed by Z or an offset such as "
+    b"+01:00) or a time ago (90s, 15m, 1h30m, 7d)"
+)
+
+
 def test_errors_end_to_end(tmp_path: Path) -> None:
     store = tmp_path / "store"
     missing = rstore_cli(store, "range", "s")
@@ -76,9 +83,12 @@ def test_errors_end_to_end(tmp_path: Path) -> None:
     refused = rstore_cli(store, "exec", "XADD", "s")
     assert (refused.returncode, refused.stdout) == (1, b"")
     assert refused.stderr == b"(error) ERR wrong number of arguments for 'xadd' command\n"
-    bad_id = rstore_cli(store, "range", "s", "nope")
+    bad_id = rstore_cli(store, "del-entries", "s", "nope")
     assert bad_id.returncode == 1
     assert bad_id.stderr.count(b"\n") == 1 and b"Traceback" not in bad_id.stderr
+    not_a_bound = rstore_cli(store, "range", "s", "nope")
+    assert not_a_bound.returncode == 2 and b"Traceback" not in not_a_bound.stderr
+    assert not_a_bound.stderr.endswith(b"nope is neither an ID nor a time: " + FORMS + b"\n")
     usage = rstore_cli(store, "add", "s")
     assert usage.returncode == 2 and b"Traceback" not in usage.stderr
 

@@ -30,7 +30,7 @@ def test_a_new_store_has_the_log_by_default_and_with_wal(
     report = json.loads(run("inspect", "--json").stdout)
     assert (report["format"], report["wal"]) == (3, True)
     first = run("inspect").stdout.splitlines()[0]
-    assert first == f"{store_path}: store in format 3 (write-ahead log), 1 stream"
+    assert first == f"{store_path}: store in format 3 (write-ahead log), 1 database, 1 stream"
 
 
 def test_no_wal_creates_a_store_without_a_log(run: Run, store_path: Path) -> None:
@@ -39,7 +39,10 @@ def test_no_wal_creates_a_store_without_a_log(run: Run, store_path: Path) -> Non
     with rstore.Store(store_path, create=False) as store:
         assert (store.format, store.wal, store.xlen("s")) == (2, False, 2)
     assert not (store_path / "wal.log").exists()
-    assert run("inspect").stdout.splitlines()[0] == f"{store_path}: store in format 2, 1 stream"
+    assert (
+        run("inspect").stdout.splitlines()[0]
+        == f"{store_path}: store in format 2, 1 database, 1 stream"
+    )
     assert run("add", "s", "--id", "1-3", "f=x").exit_code == 0  # no flag: the store's format
 
 

@@ -1,9 +1,11 @@
 """rstore's redis-py-style methods against real redis-py talking to valkey-server.
 
-The same calls run on ``redis.Redis(protocol=2)`` connected to valkey and on ``rstore.Store``,
-with and without ``decode_responses``; the values returned must be equal (times masked), and an
-error must be of the class redis-py raised (``except redis.exceptions.ResponseError`` catches
-both) with the same ``str()``.  Pipelines are compared the same way.
+The same calls run on ``redis.Redis()`` connected to valkey and on ``rstore.Store``, with and
+without ``decode_responses``, and on ``redis.Redis(protocol=2)`` and ``rstore.Store(protocol=2)``;
+the values returned must be equal at every depth -- the types of keys and values included --
+(times masked), and an error must be of the class redis-py raised (``except
+redis.exceptions.ResponseError`` catches both) with the same ``str()``.  Pipelines are compared
+the same way.
 """
 
 from __future__ import annotations
@@ -179,11 +181,14 @@ STEPS: list[Step] = [
 
 @pytest.fixture
 def redis_py(valkey_server: ValkeyServer, valkey: RespClient) -> Iterator[Callable[..., Any]]:
-    """``redis_py(**options)``: a redis-py client on the (flushed) valkey, RESP2."""
+    """``redis_py(**options)``: a redis-py client on the (flushed) valkey: redis-py's default
+    (RESP3 on the wire, its RESP2 reply shapes) unless ``protocol=2`` is given."""
     clients: list[Any] = []
 
     def connect(**options: Any) -> Any:
-        client = redis.Redis(HOST, valkey_server.port, protocol=2, **options)
+        if options.get("protocol") is None:
+            options.pop("protocol", None)
+        client = redis.Redis(HOST, valkey_server.port, **options)
         clients.append(client)
         return client
 
@@ -192,12 +197,17 @@ def redis_py(valkey_server: ValkeyServer, valkey: RespClient) -> Iterator[Callab
         client.close()
 
 
+PROTOCOLS = pytest.mark.parametrize("protocol", [None, 2], ids=["default", "resp2"])
+
+
+@PROTOCOLS
 @pytest.mark.parametrize("decode", [False, True], ids=["bytes", "decoded"])
 def test_methods_give_what_redis_py_gives(
-    redis_py: Callable[..., Any], tmp_path: Path, decode: bool
+    redis_py: Callable[..., Any], tmp_path: Path, decode: bool, protocol: int | None
 ) -> None:
-    client = redis_py(decode_responses=decode)
-    with rstore.Store(tmp_path / "store", sync=False, decode_responses=decode) as store:
+    client = redis_py(decode_responses=decode, protocol=protocol)
+    options = {"decode_responses": decode, "protocol": protocol}
+    with rstore.Store(tmp_path / "store", sync=False, **options) as store:
         for name, step in STEPS:
             expected = outcome(step, client)
             actual = outcome(step, store)
@@ -230,6 +240,7 @@ def queue_commands(pipe: Any) -> None:
     pipe.xgroup_create("s", "g", 0)
     pipe.xreadgroup("g", "c", {"s": ">"})
     pipe.xinfo_groups("s")
+    pipe.xinfo_stream("s", full=True)
     pipe.xpending("s", "g")
     pipe.config_get("stream-node-max-bytes")
     pipe.xgroup_create("s", "g", 0)
@@ -250,6 +261,7 @@ def pipeline_outcome(client: Client, raise_on_error: bool, extra: str | None = N
     ]
 
 
+@PROTOCOLS
 @pytest.mark.parametrize("decode", [False, True], ids=["bytes", "decoded"])
 @pytest.mark.parametrize("raise_on_error", [False, True], ids=["returned", "raised"])
 @pytest.mark.parametrize("extra", [None, "XLEN"], ids=["ran", "refused-before-running"])
@@ -260,12 +272,15 @@ def test_pipelines_give_what_redis_py_gives(
     decode: bool,
     raise_on_error: bool,
     extra: str | None,
+    protocol: int | None,
 ) -> None:
     """A refused command's error is in the results, or raised with redis-py's "Command # N
     (...) of pipeline caused error: ..." text; a command refused before anything runs (Valkey:
     while queueing, then EXECABORT) raises that text whatever ``raise_on_error`` says."""
-    expected = pipeline_outcome(redis_py(decode_responses=decode), raise_on_error, extra)
-    with rstore.Store(tmp_path / "store", sync=False, decode_responses=decode) as store:
+    client = redis_py(decode_responses=decode, protocol=protocol)
+    expected = pipeline_outcome(client, raise_on_error, extra)
+    options = {"decode_responses": decode, "protocol": protocol}
+    with rstore.Store(tmp_path / "store", sync=False, **options) as store:
         actual = pipeline_outcome(store, raise_on_error, extra)
         assert actual == expected
         assert store.xlen("s") == valkey.execute("XLEN", "s")

@@ -93,13 +93,16 @@ def test_refused_with_a_clear_error_and_nothing_changed(
     before = contents(store)
     for attempt in (
         lambda: store.restore_file(path),
+        lambda: store.restore_file(path, db=None),
         lambda: inspect_rdb(str(path)),
         lambda: read_rdb_range(str(path), b"jobs"),
+        lambda: rstore.index_rdb(str(path)),
     ):
         with pytest.raises(error) as caught:
             attempt()
         message = str(caught.value)
         assert text in message
+        assert message.startswith(f"{path}: ") and caught.value.path == str(path)  # named
         assert "\n" not in message
         found = re.search(r"at byte (\d+)", message)
         assert found is not None, message

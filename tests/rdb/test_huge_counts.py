@@ -164,7 +164,8 @@ def test_index_rdb_reports_a_damaged_master_entry_at_its_byte(tmp_path: Path) ->
     with pytest.raises(CorruptRDBError) as indexed:
         rstore.index_rdb(str(path))
     assert indexed.value.offset == at
-    assert str(indexed.value).startswith("Stream listpack integrity check failed (")
+    assert str(indexed.value).startswith(f"{path}: Stream listpack integrity check failed (")
+    assert indexed.value.path == str(path)
     with rstore.Store(tmp_path / "dst") as store, pytest.raises(CorruptRDBError) as restored:
         store.restore_file(str(path))
     assert restored.value.offset == at

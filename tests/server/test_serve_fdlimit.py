@@ -88,7 +88,8 @@ class Rstore:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Rstore]:
-    server = Rstore(tmp_path, _limit(LIMIT))
+    """Asked for Valkey's default 10000 clients, explicitly: so warned as Valkey warns."""
+    server = Rstore(tmp_path, _limit(LIMIT), "--maxclients", "10000")
     yield server
     server.stop()
 
@@ -249,6 +250,29 @@ def test_config_maxclients_as_valkey_answers_it(served: Rstore, valkey: ValkeySe
     with redis.Redis(port=port) as a, redis.Redis(port=port) as b, redis.Redis(port=port) as c:
         assert a.ping() and b.ping() and c.ping()
         assert _burst(port, 1) == {REFUSED + b"<closed>": 1}
+
+
+@pytest.mark.parametrize("soft", [LIMIT, 20000])
+def test_a_default_start_is_quiet(tmp_path: Path, soft: int) -> None:
+    """maxclients not asked for: fitted to the open-files limit without a warning (one line at
+    debug level says so); the same limit with --maxclients warns (the test above)."""
+    server = Rstore(tmp_path, _limit(soft), "--loglevel", "debug")
+    try:
+        maxclients = int(_call(server.port, "CONFIG", "GET", "maxclients")[1])
+    finally:
+        server.stop()
+    assert maxclients == clients_allowed(soft, 1)
+    lines = [line.split(" ", 3)[2:] for line in server.log_lines()]
+    assert [level for level, _ in lines] == ["DEBUG", "INFO", "INFO"], lines
+    assert lines[0][1] == (
+        f"maxclients is {maxclients}: the open-files limit ({soft}) holds no more clients "
+        "(give --maxclients to ask for more)"
+    )
+    assert server.stderr.read_text() == ""
+    (tmp_path / "again").mkdir()
+    quiet = Rstore(tmp_path / "again", _limit(soft))  # the default log level: nothing of it
+    quiet.stop()
+    assert [line.split(" ", 3)[2] for line in quiet.log_lines()] == ["INFO", "INFO"]
 
 
 def test_the_limit_is_raised_when_the_hard_limit_allows(tmp_path: Path) -> None:

@@ -1,11 +1,13 @@
-"""Ctrl-C held while a replay writes a batch and records it (``docs/replay.md``).
+"""Ctrl-C held while a piece of work that must not be cut in two runs.
 
-A ``KeyboardInterrupt`` raised inside a write (the signal handler runs between two bytecodes,
-anywhere) cannot tell whether the batch landed: the write may have committed and the report
-not yet counted it.  So while :func:`rstore.run_replay` writes a batch and records its
-delivery, a first Ctrl-C is only noted and raised right after; a second one stops at once.
-This needs SIGINT's handler, so it is done only in the main thread and while the handler is
-Python's default one (a program that set its own keeps it, and gets its exceptions as before).
+A ``KeyboardInterrupt`` raised in the middle of some work (the signal handler runs between two
+bytecodes, anywhere) leaves it half done, and the caller cannot tell which half: a write may
+have committed and the report not yet counted it (:func:`rstore.run_replay` writing a batch,
+``docs/replay.md``), a message may have been handled and not yet acknowledged
+(:meth:`rstore.Consumer.run`, ``docs/queue.md``).  So while such work runs, a first Ctrl-C is
+only noted and raised right after it; a second one stops at once.  This needs SIGINT's
+handler, so it is done only in the main thread and while the handler is Python's default one
+(a program that set its own keeps it, and gets its exceptions as before).
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ __all__ = ["HeldInterrupts"]
 
 
 class HeldInterrupts:
-    """SIGINT's handler for the length of a replay (:meth:`install` .. :meth:`uninstall`):
-    between :meth:`hold` and :meth:`release` one Ctrl-C is noted, and raised by ``release``."""
+    """SIGINT's handler for the length of a loop (:meth:`install` .. :meth:`uninstall`):
+    between :meth:`hold` and :meth:`release` one Ctrl-C is noted, and raised by ``release``;
+    outside, and for a second one, ``KeyboardInterrupt`` is raised at once, as Python does."""
 
     def __init__(self) -> None:
         self.holding = False
