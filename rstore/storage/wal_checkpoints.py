@@ -36,6 +36,7 @@ live data, however many processes hold the store open (measured: docs/durability
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import threading
 import time
@@ -50,6 +51,8 @@ from rstore.storage.log_flush import LogFlusher
 from rstore.storage.wal_log import Position
 
 __all__ = ["BEHIND", "CHECKPOINT_AGE_S", "CHECKPOINT_COMMITS", "IDLE_S", "Checkpoints"]
+
+log = logging.getLogger("rstore.storage")
 
 #: A checkpoint is due once this many commits (of every process) were made since the header's
 #: and it is CHECKPOINT_MIN_S old (each one flushes data.mdb and the log: a fast writer must not
@@ -136,7 +139,9 @@ class Checkpoints:
     def committed(self, txnid: int) -> None:
         """After this process's commit of ``txnid``: wake the thread when a checkpoint may be
         due, or at most every ``CHECKPOINT_AGE_S`` (it may be asleep after an idle spell);
-        waking it after every write would cost each write its share of the GIL."""
+        waking it after every write would cost each write its share of the GIL.  The write is
+        committed: nothing here may fail it (a failed look or checkpoint is logged, and the
+        thread tries again)."""
         now = time.monotonic()
         self._last_write, self._last_txnid = now, txnid
         since = now - self._poked
@@ -145,11 +150,17 @@ class Checkpoints:
         ):
             self._poked = now
             self.thread.poke()
-        if txnid - self._pin_txnid >= CHECKPOINT_COMMITS and now - self._followed >= FOLLOW_MIN_S:
-            self._followed = now
-            self._follow()
-        if txnid - self.header_txnid >= BEHIND * CHECKPOINT_COMMITS:
-            self._catch_up(txnid)
+        try:
+            if (
+                txnid - self._pin_txnid >= CHECKPOINT_COMMITS
+                and now - self._followed >= FOLLOW_MIN_S
+            ):
+                self._followed = now
+                self._follow()
+            if txnid - self.header_txnid >= BEHIND * CHECKPOINT_COMMITS:
+                self._catch_up(txnid)
+        except Exception as exc:  # after the commit: reported, never raised
+            log.warning("a checkpoint after a commit failed (%s); the thread tries again", exc)
 
     def _catch_up(self, txnid: int) -> None:
         """The threads (of every process) fell behind -- a loaded machine runs them late --

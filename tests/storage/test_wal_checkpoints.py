@@ -71,3 +71,33 @@ def test_the_checkpointer_keeps_bursts_of_writes_bounded(tmp_path: Path) -> None
             for i in range(5000):
                 s.xadd("k", {"i": i})
     assert os.path.getsize(path / "data.mdb") < 96 << 20
+
+
+def test_a_checkpoint_that_fails_after_a_commit_does_not_fail_the_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A writer that catches up with a checkpoint of its own after its commit (its thread
+    running late) and finds the disk failing: the write is committed and returns its ID; the
+    failure is logged, and the checkpoint is made once the disk answers again."""
+    with rstore.Store(tmp_path / "s", sync=False) as s:
+        s.xadd("k", {"i": "first"})
+        log = s._live_env()._wal
+        assert log is not None
+        monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_COMMITS", 1)
+        monkeypatch.setattr(wal_checkpoints, "BEHIND", 1)
+        real = wal_checkpoints.Checkpoints._checkpoint
+
+        def failing(self: wal_checkpoints.Checkpoints) -> None:
+            raise OSError(5, "Input/output error")
+
+        monkeypatch.setattr(wal_checkpoints.Checkpoints, "_checkpoint", failing)
+        log.checkpoints.header_txnid = 0  # far behind: the writer catches up itself
+        with caplog.at_level("WARNING", logger="rstore.storage"):
+            ids = [s.xadd("k", {"i": i}) for i in range(3)]
+        assert [eid for eid, _ in s.xrange("k")][1:] == ids
+        assert any("checkpoint after a commit failed" in r.getMessage() for r in caplog.records)
+        monkeypatch.setattr(wal_checkpoints.Checkpoints, "_checkpoint", real)
+        s.xadd("k", {"i": "after"})
+        assert log_header(tmp_path / "s").checkpoint_txnid >= s._live_env()._env.info()[
+            "last_txnid"
+        ] - 1
