@@ -98,6 +98,7 @@ def test_a_checkpoint_that_fails_after_a_commit_does_not_fail_the_write(
         assert any("checkpoint after a commit failed" in r.getMessage() for r in caplog.records)
         monkeypatch.setattr(wal_checkpoints.Checkpoints, "_checkpoint", real)
         s.xadd("k", {"i": "after"})
-        assert log_header(tmp_path / "s").checkpoint_txnid >= s._live_env()._env.info()[
-            "last_txnid"
-        ] - 1
+        assert (
+            log_header(tmp_path / "s").checkpoint_txnid
+            >= s._live_env()._env.info()["last_txnid"] - 1
+        )
