@@ -47,19 +47,6 @@ import rstore
 sys.path.append(str(Path(__file__).resolve().parent.parent / "fixtures"))
 from valkey_server import HOST, ValkeyServer, find_server_binary
 
-#: ``RSTORE_BENCH_WAL=0``: every store the benchmarks create is created with ``wal=False``
-#: (store format 2, no write-ahead log, docs/durability.md), in this process and in the helper
-#: processes (they import this module); ``1`` or unset: rstore's default (format 3, the log).
-BENCH_WAL = os.environ.get("RSTORE_BENCH_WAL", "") != "0"
-if not BENCH_WAL:
-    _store_init = rstore.Store.__init__
-
-    def _unlogged_init(self: rstore.Store, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("wal", False)
-        _store_init(self, *args, **kwargs)
-
-    rstore.Store.__init__ = _unlogged_init  # type: ignore[method-assign]
-
 # The entry every workload writes, on both sides.
 FIELDS: dict[Any, Any] = {"user": "12345", "action": "click", "page": "/products/42"}
 STREAM = "bench"
@@ -645,8 +632,6 @@ def durability_main(description: str, run: Callable[..., Result], argv: list[str
     )
     args = parser.parse_args(argv)
     print(f"# CPU placement: {set_placement(args.placement)}")
-    if not BENCH_WAL:
-        print("# rstore stores created with wal=False (format 2, no write-ahead log)")
     modes = {"durable": [True], "relaxed": [False], "both": [True, False]}[args.mode]
 
     def once() -> list[Result]:

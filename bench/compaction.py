@@ -44,10 +44,9 @@ def _load(store: rstore.Store, stream: bytes, entries: int) -> None:
         )
 
 
-def run(root: Path, entries: int, keep: int, wal: bool) -> None:
-    path, fresh = root / f"store-{wal}", root / f"fresh-{wal}"
-    print(f"format {3 if wal else 2} ({'write-ahead log' if wal else 'no log'}):")
-    with rstore.Store(path, wal=wal) as store:
+def run(root: Path, entries: int, keep: int) -> None:
+    path, fresh = root / "store", root / "fresh"
+    with rstore.Store(path) as store:
         store.xadd("kept", {"user": "42", "action": "login"})
         store.xgroup_create("kept", "workers", id="0")
         store.xreadgroup("workers", "alice", {"kept": ">"})
@@ -56,13 +55,13 @@ def run(root: Path, entries: int, keep: int, wal: bool) -> None:
         _show(f"{keep + 1:,} + {entries:,} entries", _sizes(path))
         store.delete("big")
         _show("after DEL", _sizes(path))
-        store.save(root / f"dump-{wal}.rdb")
+        store.save(root / "dump.rdb")
     started = time.monotonic()
     report = rstore.compact_store(path)
     seconds = time.monotonic() - started
     _show(f"compacted ({seconds:.2f} s)", _sizes(path))
-    with rstore.Store(fresh, wal=wal) as store:
-        store.restore_file(root / f"dump-{wal}.rdb")
+    with rstore.Store(fresh) as store:
+        store.restore_file(root / "dump.rdb")
     _show("fresh store, same data", _sizes(fresh))
     (db,) = report.databases
     ratio = _sizes(path)[0] / _sizes(fresh)[0]
@@ -77,8 +76,7 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(args.dir or tempfile.mkdtemp(prefix="rstore-compaction-"))
     try:
-        for wal in (True, False):
-            run(root, args.entries, args.keep, wal)
+        run(root, args.entries, args.keep)
     finally:
         if args.dir is None:
             shutil.rmtree(root, ignore_errors=True)

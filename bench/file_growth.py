@@ -2,9 +2,8 @@
 
 A store written through the log keeps pages from reuse while a process pins a checkpoint
 (docs/durability.md, "Why the checkpoint's tree survives until the next one"), so the file holds
-its live data plus the pages of the commits made since the oldest pin.  Each scenario runs on
-the log (the default) and on format 2 (``wal=False``: no pins, LMDB reuses pages at once), and
-reports data.mdb beside the live data -- the size of LMDB's compacting copy of the same file,
+its live data plus the pages of the commits made since the oldest pin.  Each scenario reports
+data.mdb beside the live data -- the size of LMDB's compacting copy of the same file,
 which keeps only the pages in use.
 
 * ``idle``: one process makes ``--xadds`` single durable XADDs, alone, then beside a process
@@ -56,12 +55,12 @@ def _writer(path: str, who: int, seconds: float, counts: Any) -> None:
     counts[who] = n
 
 
-def run(kind: str, wal: bool, idle: str, args: argparse.Namespace) -> dict[str, Any]:
+def run(kind: str, idle: str, args: argparse.Namespace) -> dict[str, Any]:
     """One scenario on a new store: its sizes (idle: "none", "fresh" or "settled")."""
     ctx = mp.get_context("spawn")
     base = tempfile.mkdtemp(dir=args.dir)
     path = os.path.join(base, "s")
-    rstore.Store(path, wal=wal).close()
+    rstore.Store(path).close()
     ready, stop = ctx.Event(), ctx.Event()
     holder = None
     if idle != "none":
@@ -92,7 +91,7 @@ def run(kind: str, wal: bool, idle: str, args: argparse.Namespace) -> dict[str, 
     size, live = os.path.getsize(os.path.join(path, "data.mdb")), live_bytes(path)
     shutil.rmtree(base)
     return {
-        "scenario": kind, "format": 3 if wal else 2, "idle process": idle, "commits": commits,
+        "scenario": kind, "idle process": idle, "commits": commits,
         "commits/s": round(commits / seconds), "data.mdb": size, "live": live,
         "ratio": round(size / live, 2),
     }  # fmt: skip
@@ -114,16 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     for kind, idle in plan:
         if args.only not in (None, kind):
             continue
-        for wal in (True, False):
-            result = run(kind, wal, idle, args)
-            results.append(result)
-            print(
-                f"{kind:8} format {result['format']}  idle process: {idle:8}"
-                f"{result['commits']:>8} commits ({result['commits/s']}/s)  data.mdb "
-                f"{result['data.mdb'] / 2**20:7.2f} MiB  live {result['live'] / 2**20:6.2f} MiB"
-                f"  ratio {result['ratio']:5.2f}",
-                flush=True,
-            )
+        result = run(kind, idle, args)
+        results.append(result)
+        print(
+            f"{kind:8} idle process: {idle:8}"
+            f"{result['commits']:>8} commits ({result['commits/s']}/s)  data.mdb "
+            f"{result['data.mdb'] / 2**20:7.2f} MiB  live {result['live'] / 2**20:6.2f} MiB"
+            f"  ratio {result['ratio']:5.2f}",
+            flush=True,
+        )
     print(
         f"(checkpoints every {wal_checkpoints.CHECKPOINT_COMMITS} commits or "
         f"{wal_checkpoints.CHECKPOINT_AGE_S * 1000:.0f} ms; idle after "

@@ -45,7 +45,6 @@ import redis
 
 sys.path.append(str(Path(__file__).resolve().parent.parent / "fixtures"))
 import server_probes as probes
-from common import BENCH_WAL
 from valkey_server import HOST, ValkeyServer, free_port
 
 BENCHMARK = shutil.which("valkey-benchmark") or shutil.which("redis-benchmark") or ""
@@ -56,10 +55,9 @@ def rstore_server(base: str, sync: str) -> Iterator[tuple[int, int]]:
     """``rstore serve`` on a free port over a new store; its port and PID."""
     port = free_port()
     directory = tempfile.mkdtemp(prefix="bench-serve-", dir=base)
-    unlogged = [] if BENCH_WAL else ["--no-wal"]  # RSTORE_BENCH_WAL=0: format 2
     proc = subprocess.Popen(
         [sys.executable, "-m", "rstore_cli", "--store", f"{directory}/store", "serve",
-         "--port", str(port), "--sync", sync, "--loglevel", "warning", *unlogged],
+         "--port", str(port), "--sync", sync, "--loglevel", "warning"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:

@@ -6,7 +6,7 @@ This is the shape of a server in front of rstore (many clients, one process): rs
 commit (``docs/durability.md``, "Group commit") runs the XADDs that arrive together in one
 LMDB commit.  Reported per side: aggregate entries/s and the latency of each XADD call
 (p50/p90/p99/max over all threads); for rstore also the commits made (batches) and the
-after-commit flushes made and skipped (``rstore.storage.durable.counters``), read from the
+after-commit flushes made and skipped (``rstore.storage.log_flush.counters``), read from the
 storage layer for this measurement only.  The sides alternate, the order flipping per round.
 
     python bench/writers_threads.py                    # 16 and 4 threads, 5 s per side
@@ -40,7 +40,7 @@ from common import (
     write_json,
 )
 
-from rstore.storage import durable
+from rstore.storage import log_flush
 
 
 def _hammer(
@@ -89,7 +89,7 @@ def run(threads: int, seconds: float, base_dir: str | None) -> Result:
         out: dict[str, tuple[list[float], int, float]] = {"rstore": ([], 0, 0.0)}
         out["valkey"] = ([], 0, 0.0)
         b0, w0 = env._combiner.batches, env._combiner.writes
-        f0, s0 = durable.counters.flushes, durable.counters.skipped
+        f0, s0 = log_flush.counters.flushes, log_flush.counters.skipped
         for rnd in range(2):
             order = ["rstore", "valkey"] if rnd % 2 == 0 else ["valkey", "rstore"]
             for side in order:
@@ -99,7 +99,7 @@ def run(threads: int, seconds: float, base_dir: str | None) -> Result:
                 out[side] = (prev[0] + samples, prev[1] + n, prev[2] + wall)
         commits = env._combiner.batches - b0
         writes = env._combiner.writes - w0
-        flushes, skipped = durable.counters.flushes - f0, durable.counters.skipped - s0
+        flushes, skipped = log_flush.counters.flushes - f0, log_flush.counters.skipped - s0
     r, v = out["rstore"], out["valkey"]
     return rate_result(
         workload=f"{threads} writer threads, one process",

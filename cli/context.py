@@ -56,6 +56,9 @@ ERROR_PREFIX = "rstore_cli.error_prefix"
 MAX_DB = 15
 
 
+_NOTED: set[str] = set()  # the deprecation notes printed (once per process)
+
+
 class StoreOpener(NamedTuple):
     """The store the global options point at, opened on demand.
 
@@ -76,6 +79,16 @@ class StoreOpener(NamedTuple):
         """The store as messages name it: ``PATH``, or ``PATH (db N)`` with ``--db N``."""
         path = os.fsencode(self.store_path).decode("utf-8", "backslashreplace")
         return f"{path} (db {self.db})" if self.db else path
+
+    def note_deprecated(self) -> None:
+        """One line on stderr, once per process, when ``--wal`` or ``--no-wal`` was given."""
+        if self.wal is not None and not _NOTED:
+            _NOTED.add("wal")
+            click.echo(
+                "note: --wal/--no-wal are deprecated and ignored: every store has the "
+                "write-ahead log (store format 3)",
+                err=True,
+            )
 
     def with_db(self, db: int) -> StoreOpener:
         """This opener on database ``db`` of the store: a command's own ``--db`` when it
@@ -100,8 +113,8 @@ class StoreOpener(NamedTuple):
         Always ``sync=True``: a CLI call is one process and one write, so ``sync=False`` would
         save one fsync (about 0.5 ms) out of the process start-up (docs/cli.md).
 
-        ``--wal`` / ``--no-wal`` apply where the command may create the store
-        (``create=True``)."""
+        ``--wal`` / ``--no-wal`` are deprecated and ignored (a note on stderr)."""
+        self.note_deprecated()
         if not self.db:
             return self._open_at(self.store_path, create)
         with self._open_at(self.store_path, create) as store:  # the store must be there
@@ -116,7 +129,7 @@ class StoreOpener(NamedTuple):
         if self.readonly:
             return rstore.Store(path, readonly=True, create=False)
         try:
-            return rstore.Store(path, create=create, wal=self.wal if create else None)
+            return rstore.Store(path, create=create)
         except rstore.ReadOnlyStoreError:
             if create:
                 raise
@@ -172,11 +185,8 @@ GLOBAL_OPTIONS: tuple[GlobalOption, ...] = (
         ("--wal/--no-wal",),
         "wal",
         {
-            "help": "Whether a store the command creates has a write-ahead log (format 3, "
-            "the default: one flush per durable write, intact after an OS crash; "
-            "docs/durability.md) or not (format 2).  For the commands that create stores; "
-            "given to one of them, a store that exists in the other format is an error.  May "
-            "also follow the command.",
+            "hidden": True,
+            "help": "Deprecated and ignored: every store has the write-ahead log (format 3).",
         },
     ),
 )

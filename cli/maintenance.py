@@ -54,28 +54,47 @@ def check_command(opener: StoreOpener, as_json: bool) -> None:
         raise click.exceptions.Exit(1)
 
 
-@click.command("upgrade", short_help="Rewrite a store of an older format.")
+@click.command("upgrade", short_help="Bring a store of an older format to the current one.")
 @json_option
 @pass_opener
 def upgrade_command(opener: StoreOpener, as_json: bool) -> None:
-    """Rewrite the store in the current on-disk format (format 2: a checksum on every
-    record), in one transaction: all or nothing.  A store of an older format is read by this
-    rstore but not written until it is upgraded; a current store is left as it is.  Other
-    processes may keep the store open; they see the upgraded store on their next command.
+    """Bring the store to the current on-disk format, format 3: a write-ahead log, and a
+    checksum on every record.  Every command that may write a store does this when it first
+    opens it; this one does only that.  A format-2 store gets its log; a format-1 store also
+    has every record rewritten with its checksum.  Either way in one step: a crash leaves the
+    store as it was or upgraded.  It needs the store to itself (an older rstore may be
+    writing it): other processes must close it first.  A current store is left as it is.
 
     \b
     Examples:
       rstore upgrade --json
       rstore upgrade --store /var/lib/queue
     """
-    with opener.open(create=False) as store, progress_reporter("upgrading", None) as report:
-        records = store.upgrade(progress=report)
+    path = opener.store_path
+    if opener.db:
+        path = rstore.database_path(path, opener.db)
+    before = _format_of(path)
+    with progress_reporter("upgrading", None) as report:
+        records = rstore.upgrade_store(path, progress=report)
+    upgraded = before is not None and before < rstore.FORMAT_VERSION
     if as_json:
-        echo_json({"upgraded": records > 0, "records": records})
-    elif records:
-        click.echo(f"upgraded: {counted(records, 'record')} rewritten with checksums")
+        echo_json({"upgraded": upgraded, "format_before": before,
+                   "format": rstore.FORMAT_VERSION, "records": records})  # fmt: skip
+    elif upgraded:
+        rewritten = f"; {counted(records, 'record')} rewritten with checksums" if records else ""
+        click.echo(f"upgraded from format {before} to {rstore.FORMAT_VERSION}{rewritten}")
     else:
         click.echo("already current: nothing to do")
+
+
+def _format_of(path: str) -> int | None:
+    """The store's format before the upgrade (``None`` when a read-only look cannot tell:
+    the upgrade then says what is wrong)."""
+    try:
+        with rstore.Store(path, readonly=True, create=False) as store:
+            return store.format
+    except rstore.RStoreError:
+        return None
 
 
 @click.command("compact", short_help="Give the space of deleted data back to the disk.")

@@ -376,7 +376,8 @@ def replay_command(
             stack.callback(sink.close)
             target_text = sink.shown
         elif to_store is not None:
-            sink = rstore.StoreSink(stack.enter_context(rstore.Store(to_store, wal=opener.wal)))
+            opener.note_deprecated()
+            sink = rstore.StoreSink(stack.enter_context(rstore.Store(to_store)))
             target_text = show_path(to_store)
         elif target is not None:
             if source_store is None:

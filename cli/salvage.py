@@ -113,8 +113,7 @@ def salvage_command(
     be read into a new store DST, and list what could not be read: per stream, the ranges of
     entry IDs lost.  SRC may be too damaged to open (a damaged page of LMDB's trees makes
     every other command refuse it); it is only read, never written.  Its databases (SRC/dbN)
-    go to DST/dbN.  DST must not exist or be an empty directory; --wal/--no-wal choose its
-    format as for any new store.
+    go to DST/dbN.  DST must not exist or be an empty directory.
 
     Exit status 0 when everything was copied, 3 when something could not be (the `lost:`
     lines), 1 when nothing was salvaged (SRC is not a store, DST is not empty, ...).
@@ -126,10 +125,9 @@ def salvage_command(
     """
     if opener.db is not None:
         raise click.UsageError("salvage copies every database of SRC (SRC/dbN to DST/dbN): no --db")
+    opener.note_deprecated()
     with progress_reporter("salvaging", progress) as report_progress:
-        report = rstore.salvage_store(
-            src, dst, previous=previous, wal=opener.wal, progress=report_progress
-        )
+        report = rstore.salvage_store(src, dst, previous=previous, progress=report_progress)
     if as_json:
         echo_json(_json(report))
     else:

@@ -186,7 +186,8 @@ def serve_command(
         return
     _logging(config)
     log = logging.getLogger("rstore.server")
-    store = rstore.Store(config.store, sync=config.sync == "always", wal=opener.wal)
+    opener.note_deprecated()
+    store = rstore.Store(config.store, sync=config.sync == "always")
     try:
         _fit_open_files(config, log, len(store.databases()), maxclients_asked)
     except click.ClickException:

@@ -109,7 +109,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from rstore.snapshot.rdb_index import RDBStream, index_rdb, read_rdb_nodes, read_rdb_streams
     from rstore.snapshot.salvage import SalvageReport, salvage_store
     from rstore.storage.compaction.compact import CompactedDatabase, CompactReport, compact_store
-    from rstore.store import DEFAULT_PATH, Store, check_store, upgrade_store
+    from rstore.store import DEFAULT_PATH, FORMAT_VERSION, Store, check_store, upgrade_store
     from rstore.streams.columns import iter_columns
     from rstore.streams.node_build import BuiltNode, NodeBuilder
     from rstore.streams.salvage import LostRange, StreamSalvage
@@ -180,6 +180,7 @@ _LAZY: dict[str, str] = {
     "iter_range": "rstore.ranges",
     "iter_range_pages": "rstore.ranges",
     "DEFAULT_PATH": "rstore.store",
+    "FORMAT_VERSION": "rstore.store",
     "Store": "rstore.store",
     "check_store": "rstore.store",
     "compact_store": "rstore.storage.compaction.compact",
@@ -249,6 +250,7 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "DEFAULT_PATH",
+    "FORMAT_VERSION",
     "NIL_ARRAY",
     "AppendReport",
     "BlockWatch",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -20,7 +21,7 @@ from rstore.model import AppendReport
 from rstore.pipeline import Pipeline
 from rstore.storage import registry
 from rstore.storage.env import Env
-from rstore.storage.layout import StoreConfig
+from rstore.storage.layout import FORMAT_VERSION, StoreConfig
 
 # Snapshots, inspection and checks load when first used (start-up of one-command processes).
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from rstore.snapshot.save import Progress
     from rstore.streams.view import StoreView
 
-__all__ = ["DEFAULT_PATH", "Store", "check_store", "upgrade_store"]
+__all__ = ["DEFAULT_PATH", "FORMAT_VERSION", "Store", "check_store", "upgrade_store"]
 
 DEFAULT_PATH = "rstore-data"
 #: How often :meth:`Store.check` starts again when commits overwrote its snapshot's meta page
@@ -48,10 +49,9 @@ class Store(RedisCommands, Databases):
     :param path: the store directory; created (with parents) if missing and ``create`` is true.
     :param sync: ``True`` (default): a write that returned is on disk (like Redis's
         ``appendfsync always``).  ``False``: commits are not flushed; a process crash loses
-        nothing, an operating-system crash or power loss may lose writes since the last
-        :meth:`sync` -- and may corrupt a store created with ``wal=False`` (see
-        ``docs/durability.md``).  Every Store on one path in one process must use the same
-        setting.
+        nothing, an operating-system crash or power loss may lose the writes of the last
+        moments (at most ~50 ms; see ``docs/durability.md``) but never damages the store.
+        Every Store on one path in one process must use the same setting.
     :param node_max_bytes: Redis's ``stream-node-max-bytes`` for this store (default 4096);
         when given it is saved in the store, like ``CONFIG SET``.
     :param node_max_entries: Redis's ``stream-node-max-entries`` (default 100); likewise.
@@ -61,14 +61,9 @@ class Store(RedisCommands, Databases):
         Works on stores this user may not write (another user's service store, a read-only
         mount, a snapshot on read-only media); see ``docs/durability.md`` for what reading a
         store without access to its lock file means.
-    :param wal: whether the store is written through a write-ahead log (store format 3).
-        ``None`` (default): a new store is created with the log, an existing store keeps the
-        format it was created in.  With the log a durable commit costs one flush instead of
-        two and a ``sync=False`` store stays intact after an OS crash; every transaction also
-        records its changes in the log, which costs CPU where commits are not flushed
-        (``docs/durability.md``).  ``False`` creates a store without it (format 2).  ``True``
-        or ``False`` given for an existing store of the other kind raises
-        :class:`StorageError`: the log is chosen when a store is created.
+    :param wal: deprecated and ignored (a :class:`DeprecationWarning`): every store is written
+        through its write-ahead log (store format 3).  A store of an older format (2, or 1)
+        is brought to format 3 by the first open that may write it (``docs/format.md``).
     :param decode_responses: as in redis-py: the redis-py-style methods, ``execute_command``
         and pipelines give every bulk string as ``str`` decoded with ``encoding`` /
         ``encoding_errors`` (``dump`` still gives ``bytes``; :meth:`execute` and
@@ -106,9 +101,16 @@ class Store(RedisCommands, Databases):
         ):
             if value is not None and (not isinstance(value, int) or value < 0):
                 raise ValueError(f"{name} must be a non-negative integer, not {value!r}")
+        if wal is not None:
+            warnings.warn(
+                "Store(wal=...) is deprecated and ignored: every store is written through its "
+                "write-ahead log (store format 3)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         self._path = os.fspath(path)
         self._env: Env | None = registry.acquire(
-            self._path, sync=sync, map_size=map_size, create=create, readonly=readonly, wal=wal
+            self._path, sync=sync, map_size=map_size, create=create, readonly=readonly
         )
         self._sync = sync
         self._readonly = readonly
@@ -139,14 +141,16 @@ class Store(RedisCommands, Databases):
 
     @property
     def format(self) -> int:
-        """The store's on-disk format (``docs/format.md``): 1 (no checksums, read-only until
-        ``upgrade_store``), 2 (checksums), 3 (checksums and a write-ahead log)."""
+        """The store's on-disk format (``docs/format.md``): 3 (checksums and a write-ahead log)
+        once opened for writing; a store opened read-only may be in an older format, 1 (no
+        checksums) or 2 (checksums), which the first open that may write it upgrades."""
         return self._live_env().format
 
     @property
     def wal(self) -> bool:
-        """Whether the store is written through a write-ahead log (format 3; see ``wal``)."""
-        return self._live_env().logged
+        """Whether the store is written through a write-ahead log (format 3): always, but for
+        a store of an older format opened read-only."""
+        return self.format >= FORMAT_VERSION
 
     @property
     def readonly(self) -> bool:
@@ -246,11 +250,16 @@ class Store(RedisCommands, Databases):
             problems += check_log(self._path, env)
         return problems
 
-    def upgrade(self, progress: Progress | None = None) -> int:
-        """Rewrite a store of an older on-disk format in the current one (adding checksums), in
-        one transaction; the number of records rewritten (0 when already current).  Until then
-        an older store is read, never written."""
-        return self._live_env().upgrade(progress)[1]
+    def upgrade(self) -> int:
+        """How many records were rewritten when this process's open of the store brought it
+        from an older on-disk format to the current one (``docs/format.md``): a format-1
+        store's records all get their checksums, a format-2 store's none (0); 0 when it was
+        current.  Every open that may write upgrades; a read-only store raises
+        :class:`ReadOnlyStoreError`."""
+        env = self._live_env()
+        if env.readonly:
+            raise env.refuse_write()
+        return env.upgraded or 0
 
     def dump(self, name: Any, rdb_version: int = 11) -> bytes | None:
         """redis-py's ``dump``: the key's DUMP payload, or ``None`` when it does not exist.
@@ -487,7 +496,12 @@ def check_store(path: str | os.PathLike[str] = DEFAULT_PATH) -> list[str]:
 def upgrade_store(
     path: str | os.PathLike[str] = DEFAULT_PATH, progress: Progress | None = None
 ) -> int:
-    """Upgrade the store at ``path`` to the current on-disk format (see :meth:`Store.upgrade`);
-    the number of records rewritten."""
-    with Store(path, create=False) as store:
-        return store.upgrade(progress)
+    """Bring the store at ``path`` to the current on-disk format, as every open that may write
+    it does (see :meth:`Store.upgrade`); the number of records rewritten.  ``progress(done,
+    total)`` reports the rewriting of a format-1 store's records."""
+    env = registry.acquire(os.fspath(path), sync=True, map_size=None, create=False,
+                           on_upgrade=progress)  # fmt: skip
+    try:
+        return env.upgraded or 0
+    finally:
+        registry.release(env)

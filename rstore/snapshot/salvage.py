@@ -166,12 +166,10 @@ def _copy_store_records(txn: Txn, cat: Catalog) -> None:
         txn.put(layout.DB_META, key, payload)
 
 
-def _salvage_one(
-    source: SalvageSource, dst: str, db: int, wal: bool | None, pages: _Pages
-) -> SalvageReport:
+def _salvage_one(source: SalvageSource, dst: str, db: int, pages: _Pages) -> SalvageReport:
     started = time.monotonic()
     map_size = max(DEFAULT_MAP_SIZE, 2 * source.file.size)
-    env = registry.acquire(dst, sync=True, map_size=map_size, create=True, wal=wal)
+    env = registry.acquire(dst, sync=True, map_size=map_size, create=True)
     try:
         _refuse_existing(env, dst)
 
@@ -203,7 +201,6 @@ def salvage_store(
     dst: str | os.PathLike[str],
     *,
     previous: bool = False,
-    wal: bool | None = None,
     progress: Progress | None = None,
 ) -> SalvageReport:
     """Copy everything that can be read of the store at ``src`` -- streams, entries, groups,
@@ -214,7 +211,7 @@ def salvage_store(
     other than 0 go to ``dst/dbN``.
 
     ``dst`` must not exist or be an empty directory (else :class:`StorageError`); it is
-    created in the default format (``wal`` as for :class:`rstore.Store`).  ``previous``: read
+    created in the current format.  ``previous``: read
     the older of LMDB's two snapshots (one commit older) instead of choosing.  ``progress(done,
     total)`` counts pages of the source read.  Raises :class:`StoreNotFoundError` /
     :class:`NotAStoreError` when ``src`` is not a store, :class:`CorruptStoreError` when
@@ -234,7 +231,7 @@ def salvage_store(
                 unreadable.append(f"database {n} ({path}) cannot be read at all: {exc}")
         pages = _Pages(list(sources.values()), progress)
         reports = [
-            _salvage_one(s, dst if n == 0 else os.path.join(dst, f"db{n}"), n, wal, pages)
+            _salvage_one(s, dst if n == 0 else os.path.join(dst, f"db{n}"), n, pages)
             for n, s in sources.items()
         ]
     except BaseException:

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import lmdb
 
-from rstore.storage import durable
 from rstore.storage.failures import translate, translate_os
 from rstore.storage.faults import crash_point
+from rstore.storage.log_flush import READER_GRACE_S
 from rstore.storage.txn import Carry
 
 if TYPE_CHECKING:
@@ -37,10 +37,10 @@ __all__ = ["commit_batch"]
 def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | None:
     """Run ``batch`` in one write transaction and commit it; set each request's outcome.
     Raises (for the whole batch) when nothing could be committed.  Returns what is left to do
-    before the writes may return -- flushing the log, or for a format-2 store the commit's meta
-    page (``sync=True``), and moving this process's checkpoint pin -- for the
-    caller to run after it has let the next batch start, telling it whether readers were woken
-    meanwhile (whose own commit may then make the flush unnecessary)."""
+    before the writes may return -- flushing the log (``sync=True``) and letting the
+    checkpointer look, or a bulk write's checkpoint -- for the caller to run after it has let
+    the next batch start, telling it whether readers were woken meanwhile (whose own commit
+    may then make the flush unnecessary)."""
     while True:
         for req in batch:
             req.committing = False
@@ -50,18 +50,15 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
             if env._forked:
                 env._reopen_after_fork()
             wal = env._wal
-            if wal is not None:
-                _prepare(env, wal)  # a pin before the transaction (docs/durability.md)
+            assert wal is not None  # a writable store is written through its log
+            _prepare(env, wal)  # a pin before the transaction (docs/durability.md)
             raw = env._begin(True)
             txnid = int(raw.id())
-            position = None
-            bulk = wal is not None and len(batch) == 1 and batch[0].bulk
+            bulk = len(batch) == 1 and batch[0].bulk
             try:
-                work = raw
-                if wal is not None:
-                    wal.ensure_pin(raw)  # before anything is written (docs/durability.md)
-                    if not bulk:  # a bulk write alone: its changes are not recorded
-                        work = wal.wrap(raw)
+                wal.ensure_pin(raw)  # before anything is written (docs/durability.md)
+                # A bulk write alone: its changes are not recorded.
+                work = raw if bulk else wal.wrap(raw)
                 carry = env._take_carry(txnid)
                 if len(batch) == 1:
                     txn = env._txn(work, True)
@@ -69,12 +66,11 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
                         txn.adopt(carry)
                     outcomes: list[tuple[Any, BaseException | None]] = [(batch[0].fn(txn), None)]
                     txn.flush()
-                    carry, wrote = txn.carry(txnid), txn.wrote
+                    carry = txn.carry(txnid)
                 else:
-                    outcomes, carry, wrote = _run_nested(env, work, txnid, batch, carry)
-                if wal is not None:
-                    position = wal.append_barrier(raw) if bulk else wal.append(work, txnid)
-                    crash_point("log-written")
+                    outcomes, carry = _run_nested(env, wal, work, txnid, batch, carry)
+                position = wal.append_barrier(raw) if bulk else wal.append(work, txnid)
+                crash_point("log-written")
             except OSError as exc:
                 raw.abort()
                 raise translate_os(exc, env.path, "write the log of") from exc
@@ -87,21 +83,15 @@ def commit_batch(env: Env, batch: list[Request]) -> Callable[[bool], None] | Non
             env._committed(txnid, carry)
             for req, (result, error) in zip(batch, outcomes):
                 req.result, req.error, req.done = result, error, True
-            flusher = env._flusher
-            if wal is not None:
-                if position is None:
-                    return None
-                if bulk:
-                    return functools.partial(_bulk_checkpoint, wal)
-                wal.lmdb_committed()  # before the next write transaction of this process
-                if flusher is None:
-                    wal.committed(position, durable=False)  # marked at sync() or close
-                    return functools.partial(_checkpoint_after, wal)
-                return functools.partial(_log_durable, wal, position)
-            if flusher is None or not wrote:  # LMDB commits nothing for a transaction that
-                return None  # changed no page: there is nothing to make durable
-            flusher.committed(txnid)  # its flush inside LMDB's commit covered earlier ones
-            return functools.partial(_make_durable, flusher, txnid)
+            if position is None:
+                return None  # nothing was written
+            if bulk:
+                return functools.partial(_bulk_checkpoint, wal)
+            wal.lmdb_committed()  # before the next write transaction of this process
+            if not env.sync_mode:
+                wal.committed(position, durable=False)
+                return functools.partial(_checkpoint_after, wal)
+            return functools.partial(_log_durable, wal, position)
         except lmdb.MapFullError:
             action = "grow"
         except lmdb.MapResizedError:
@@ -130,7 +120,10 @@ def _log_durable(wal: WriteAheadLog, position: Position, readers_woken: bool) ->
     flush the log (or find it flushed), let the checkpointer look.  A failure here is a
     failure after the commit: the writes are told they are stored but may not be on disk."""
     wal.committed(position, durable=True)
-    _make_durable(wal.flusher, position.lsn, readers_woken)
+    if readers_woken:
+        wal.flusher.make_durable(position.lsn, READER_GRACE_S)
+    else:
+        wal.flusher.make_durable(position.lsn)
     wal.poke()
 
 
@@ -150,28 +143,17 @@ def _checkpoint_after(wal: WriteAheadLog, readers_woken: bool) -> None:
     wal.poke()
 
 
-def _make_durable(flusher: durable.MetaFlusher, txnid: int, readers_woken: bool) -> None:
-    if readers_woken:
-        flusher.make_durable(txnid, durable.READER_GRACE_S)
-    else:
-        flusher.make_durable(txnid)
-
-
 def _run_nested(
-    env: Env, raw: Any, txnid: int, batch: list[Request], carry: Carry | None
-) -> tuple[list[tuple[Any, BaseException | None]], Carry | None, bool]:
+    env: Env, wal: WriteAheadLog, raw: Any, txnid: int, batch: list[Request], carry: Carry | None
+) -> tuple[list[tuple[Any, BaseException | None]], Carry | None]:
     """Each write in a nested transaction of ``raw``; ``(outcomes, carry for the next write
     transaction)``.  A nested transaction has its parent's id, so a write's records are
     carried to the next one of the batch as ``txnid - 1``; a write that failed may have
-    changed the records it was handed, so the next one starts afresh.  The last item tells
-    whether a committed write changed a page."""
+    changed the records it was handed, so the next one starts afresh."""
     outcomes: list[tuple[Any, BaseException | None]] = []
-    wrote = False
-    wal = env._wal
     for req in batch:
         child = env._env.begin(write=True, parent=getattr(raw, "raw", raw), buffers=True)
-        if wal is not None:
-            child = wal.wrap(child, parent=raw)
+        child = wal.wrap(child, parent=raw)
         txn = env._txn(child, True)
         if carry is not None:
             txn.adopt(carry)
@@ -195,9 +177,8 @@ def _run_nested(
             child.abort()
             raise
         child.commit()
-        wrote = wrote or txn.wrote
         outcomes.append((result, None))
         carry = txn.carry(txnid - 1)
     if carry is not None:
         carry.txnid = txnid  # valid for the transaction after this batch's commit
-    return outcomes, carry, wrote
+    return outcomes, carry

@@ -37,10 +37,9 @@ from typing import Any, TypeVar
 import lmdb
 
 from rstore.errors import CorruptStoreError, ReadOnlyStoreError, StorageError
-from rstore.storage import forks, layout, upgrade, wal, wal_position
+from rstore.storage import forks, layout, wal, wal_position
 from rstore.storage.combine import Combiner, Request
 from rstore.storage.commit import commit_batch
-from rstore.storage.durable import MetaFlusher
 from rstore.storage.env_opening import Opening
 from rstore.storage.failures import translate, translate_os
 from rstore.storage.gate import Gate
@@ -73,12 +72,9 @@ def _after_fork_in_child() -> None:
         if env.closed:
             continue  # its descriptors were closed: their numbers may be another file's now
         forks.abandon(getattr(env, "_env", None))
-        log, flusher = env._wal, env._flusher
-        env._wal = env._flusher = None
+        log, env._wal = env._wal, None
         if log is not None:
             log.abandon()  # its flusher too
-        elif flusher is not None:
-            flusher.abandon()
         env._gate = Gate(env.path)
         env._notifier_lock = threading.Lock()
         env._carry = None
@@ -102,14 +98,17 @@ class Env(Opening, Wakeups):
         map_size: int,
         create: bool,
         readonly: bool = False,
-        write_ahead_log: bool | None = None,
+        on_upgrade: Callable[[int, int], None] | None = None,
     ) -> None:
+        """``on_upgrade(done, total)``: the progress of rewriting a format-1 store's records
+        when this open brings it to the current format."""
         self.path = path
         self.sync_mode = sync
         self.readonly = readonly
         self._map_size = map_size
         self._create = create
-        self._want_log = write_ahead_log  # a store created here is written through the log
+        self._on_upgrade = on_upgrade
+        self.upgraded: int | None = None  # records rewritten when this open upgraded the store
         self._gate = Gate(path)
         self._forked = False
         self._notifier: Notifier | None = None
@@ -123,7 +122,6 @@ class Env(Opening, Wakeups):
         self._high_water = 0  # the last page number this process saw
         self._commits = 0
         self._combiner = Combiner(self._commit_batch)
-        self._flusher: MetaFlusher | None = None
         self._wal: wal.WriteAheadLog | None = None
         self._open()
         _all_envs.add(self)
@@ -133,25 +131,14 @@ class Env(Opening, Wakeups):
         return self._gate.closed
 
     @property
-    def logged(self) -> bool:
-        """Whether the store is written through the write-ahead log (format 3)."""
-        return self.format >= layout.FIRST_LOGGED_FORMAT
-
-    @property
     def writable(self) -> bool:
-        return not self.readonly and self.format >= layout.FIRST_SEALED_FORMAT
+        """A store opened for writing is in the current format, with its write-ahead log."""
+        return not self.readonly
 
-    def _refuse_write(self) -> ReadOnlyStoreError:
-        if self.readonly:
-            return ReadOnlyStoreError(
-                f"{self.path} is open read-only; the write was refused",
-                hint="open it without readonly (and as a user who may write it) to write",
-            )
+    def refuse_write(self) -> ReadOnlyStoreError:
         return ReadOnlyStoreError(
-            f"{self.path} is in store format {self.format}, which has no checksums: this "
-            "rstore reads it but does not write it",
-            hint="run `rstore upgrade` (rstore.upgrade_store) to rewrite it in format "
-            f"{layout.FIRST_SEALED_FORMAT}",
+            f"{self.path} is open read-only; the write was refused",
+            hint="open it without readonly (and as a user who may write it) to write",
         )
 
     def _reopen_after_fork(self) -> None:
@@ -218,14 +205,14 @@ class Env(Opening, Wakeups):
         durable with a checkpoint before returning, whatever ``sync``; docs/durability.md).
         """
         if not self.writable:
-            raise self._refuse_write()
+            raise self.refuse_write()
         return self._combiner.run(fn, after_commit, bulk)  # type: ignore[no-any-return]
 
     @property
     def flushes_after_commit(self) -> bool:
         """Whether a commit here is made durable after LMDB's commit (``sync=True``): readers
         flagged early may then be woken between the two (:meth:`notify`'s ``phase``)."""
-        return self._flusher is not None
+        return self.sync_mode and self._wal is not None
 
     def _take_carry(self, txnid: int) -> Carry | None:
         """What the last write transaction of this process knew, if ``txnid`` follows it."""
@@ -305,11 +292,6 @@ class Env(Opening, Wakeups):
                 self._reopen_in_place(self._map_size)
                 raise translate(exc, self.path) from exc
 
-    def upgrade(self, progress: Callable[[int, int], None] | None = None) -> tuple[int, int]:
-        """Rewrite a store of an older format (1) in format 2, in one write transaction;
-        ``(format before, records rewritten)`` (:func:`rstore.storage.upgrade.upgrade_env`)."""
-        return upgrade.upgrade_env(self, progress)
-
     # ------------------------------------------------------------------ misc
 
     @property
@@ -324,8 +306,6 @@ class Env(Opening, Wakeups):
                 self._reopen_after_fork()
             if self._wal is not None:
                 self._wal.sync()  # the log holds every commit: flushing it is enough
-            elif not self.readonly:
-                self._env.sync(True)
         except lmdb.Error as exc:
             raise translate(exc, self.path, writing=True) from exc
         except OSError as exc:
@@ -334,14 +314,12 @@ class Env(Opening, Wakeups):
             self._gate.leave()
 
     def durability(self) -> tuple[int, int]:
-        """``(last commit, highest one known to be on disk)`` -- the second is 0 without
-        ``sync=True`` (for tests and diagnostics).  With the write-ahead log both are log
-        sequence numbers; in a format-2 store, LMDB transaction ids."""
-        if self._wal is not None:
-            last = wal_position.read_of(self).lsn - 1
-        else:
-            last = int(self._env.info()["last_txnid"])
-        return last, 0 if self._flusher is None else self._flusher.known_durable()
+        """``(last commit, highest one known to be on disk)``, as log sequence numbers -- the
+        second is 0 without ``sync=True`` (for tests and diagnostics); ``(0, 0)`` read-only."""
+        if self._wal is None:
+            return 0, 0
+        last = wal_position.read_of(self).lsn - 1
+        return last, self._wal.flusher.known_durable() if self.sync_mode else 0
 
     def lmdb_flags(self) -> dict[str, bool]:
         """LMDB's environment flags (for tests and diagnostics)."""
@@ -375,5 +353,3 @@ class Env(Opening, Wakeups):
                 self._notifier.close()
         if self._wal is not None:
             self._wal.close()
-        elif self._flusher is not None:
-            self._flusher.close()

@@ -1,10 +1,12 @@
 """Opening a store directory: the opening half of an Env.
 
 :class:`Opening` is a part of :class:`~rstore.storage.env.Env` (which inherits it), kept in its
-own module: the directory checked, the write-ahead log's open lock taken (a store with the log
-is created, or recovered after a restart, under it), LMDB opened and its trees walked, the
-sub-databases opened, and the flushing set up -- the log's (:mod:`rstore.storage.wal`) or
-``data.mdb``'s (:mod:`rstore.storage.durable`).
+own module.  A read-only open checks the directory and opens LMDB, walking its trees before
+LMDB uses them.  A writable open does the same under the write-ahead log's open lock, which
+it takes first: under it a compaction cut short is finished, the store is recovered after a
+restart, created with its log, or brought from an older format (1 or 2, without the log) to
+the current one (:mod:`rstore.storage.upgrade`); then the log (:mod:`rstore.storage.wal`) is
+started.  Every writable store is written through the log.
 """
 
 from __future__ import annotations
@@ -12,15 +14,15 @@ from __future__ import annotations
 import errno
 import logging
 import os
+from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
 import lmdb
 
 from rstore.errors import StorageError
-from rstore.storage import forks, layout, opening, wal, wal_recovery
+from rstore.storage import forks, layout, opening, upgrade, wal, wal_log, wal_recovery
 from rstore.storage.compaction import compact_intent
-from rstore.storage.durable import MetaFlusher
 from rstore.storage.failures import refused_for_writing, translate, translate_os
 from rstore.storage.gate import Gate
 
@@ -34,69 +36,84 @@ class Opening:
 
     path: str
     readonly: bool
-    sync_mode: bool
     locked: bool
     format: int
     sealed: bool
+    upgraded: int | None
     _map_size: int
     _create: bool
-    _want_log: bool | None
+    _on_upgrade: Callable[[int, int], None] | None
     _data_path: str
     _env: Any
     _dbs: dict[bytes, Any]
     _gate: Gate
     _forked: bool
     _wal: wal.WriteAheadLog | None
-    _flusher: MetaFlusher | None
 
     def _open(self, *, verify: bool = True, inherited: bool = False) -> None:
         """``inherited``: in a forked child, beside the abandoned handle of its parent."""
         opening.check_directory(self.path, create=self._create, readonly=self.readonly)
         self._data_path = os.path.join(self.path, opening.DATA_FILE)
-        logged = opening.uses_log(
-            self.path, readonly=self.readonly, create_logged=self._want_log is not False
-        )
-        if self._want_log is not None and logged != self._want_log and not self.readonly:
-            raise opening.wal_mismatch(self.path, logged=logged)
-        lock_fd = None
-        if logged and not self.readonly:
-            try:
-                lock_fd = wal_recovery.open_lock(self.path)
-            except OSError as exc:
-                if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-                    raise refused_for_writing(self.path, exc.errno) from exc
-                raise translate_os(exc, self.path, "open the store for writing") from exc
-        try:
-            if not self.readonly:
-                compact_intent.finish_interrupted(self.path, lock_fd)
-            recovering = lock_fd is not None and wal_recovery.needs_recovery(lock_fd)
-            if recovering:
-                assert lock_fd is not None
-                wal_recovery.check_loss(lock_fd, self.path, self._data_path)
-                wal_recovery.restore_checkpoint(lock_fd, self._data_path)
-            elif logged and self.readonly and opening.log_needs_recovery(self.path):
+        if self.readonly:
+            state = opening.log_state(self.path)
+            if state is opening.LogState.PRESENT and opening.log_needs_recovery(self.path):
                 raise StorageError(
                     f"{self.path}: the machine restarted since the store was last written; "
                     "it must be recovered before it can be read",
                     hint="open it once for writing (as a user who may write it)",
                 )
-            self._open_lmdb(verify=verify, logged=logged, inherited=inherited)
-            if lock_fd is not None:
-                try:
-                    self._attach_log(lock_fd, recovering)
-                except BaseException:
-                    self._env.close()
-                    raise
+            self._open_lmdb(verify=verify, log=state, inherited=inherited)
+            return
+        lock = self._take_open_lock()
+        try:
+            self._open_writable(lock, verify=verify, inherited=inherited)
         finally:
-            if lock_fd is not None:
-                os.close(lock_fd)  # releases the lock
-        self._start_flushing(logged)
+            os.close(lock.fd)  # releases the lock
+        self._start_log()
 
-    def _open_lmdb(self, *, verify: bool, logged: bool, inherited: bool) -> None:
+    def _take_open_lock(self) -> wal_recovery.OpenLock:
+        try:
+            return wal_recovery.open_lock(self.path)
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise refused_for_writing(self.path, exc.errno) from exc
+            raise translate_os(exc, self.path, "open the store for writing") from exc
+
+    def _open_writable(self, lock: wal_recovery.OpenLock, *, verify: bool, inherited: bool) -> None:
+        """Under the open lock: a compaction that was cut short finished, the store recovered
+        after a restart, created, or brought from an older format to the current one."""
+        header = wal_log.read_header(lock.fd)
+        existing = os.path.exists(self._data_path)
+        if header is None and existing:
+            # An older format, or a creation or upgrade cut short: it changes to the current
+            # format only when no other process has it open (an older rstore may write it).
+            upgrade.hold_alone(self.path)
+        else:
+            compact_intent.finish_interrupted(self.path, lock.fd)
+        recovering = header is not None and header.boot_id != wal_log.boot_id()
+        if recovering:
+            wal_recovery.check_loss(lock.fd, self.path, self._data_path)
+            wal_recovery.restore_checkpoint(lock.fd, self._data_path)
+        state = opening.LogState.PRESENT if header is not None else opening.LogState.HEADERLESS
+        if lock.created and existing:
+            state = opening.LogState.ABSENT  # a store without the log: an older format
+        try:
+            self._open_lmdb(verify=verify, log=state, inherited=inherited)
+        except BaseException:
+            if lock.created:
+                wal_recovery.remove_created(lock)  # the store is left as it was found
+            raise
+        try:
+            self._attach_log(lock.fd, recovering)
+        except BaseException:
+            self._env.close()
+            raise
+
+    def _open_lmdb(self, *, verify: bool, log: opening.LogState, inherited: bool) -> None:
         with forks.beside_inherited() if inherited else nullcontext():
             self._env, self.locked = opening.open_lmdb(
-                self.path, sync=self.sync_mode and not logged, map_size=self._map_size,
-                create=self._create, readonly=self.readonly, max_dbs=len(layout.ALL_DBS) + 2,
+                self.path, map_size=self._map_size, create=self._create,
+                readonly=self.readonly, max_dbs=len(layout.ALL_DBS) + 2,
             )  # fmt: skip
         try:
             if not self.readonly:
@@ -106,9 +123,8 @@ class Opening:
                     if verify:
                         opening.verify_structure(self._env, self.path, pinned=self.locked)
                     self._dbs, self.format = opening.open_dbs(
-                        self._env, self.path, create=self._create and not self.readonly,
-                        logged=logged,
-                    )  # fmt: skip
+                        self._env, self.path, create=self._create and not self.readonly, log=log
+                    )
                     break
                 except lmdb.MapResizedError:  # another process grew the map meanwhile
                     self._env.set_mapsize(0)
@@ -121,9 +137,16 @@ class Opening:
         self.sealed = self.format >= layout.FIRST_SEALED_FORMAT
 
     def _attach_log(self, lock_fd: int, recovering: bool) -> None:
-        """Create the log of a new store, or redo it after a restart (under the open lock)."""
+        """Under the open lock: give a new store its log, bring a store of an older format to
+        the current one (:mod:`rstore.storage.upgrade`), or redo the log after a restart."""
         try:
-            wal_recovery.create(lock_fd, self._data_path, self._env, self._dbs)
+            self.upgraded = wal_recovery.create(
+                lock_fd, self._data_path, self._env, self._dbs, self.format, self._on_upgrade
+            )
+            if self.upgraded is not None:
+                log.warning("%s: upgraded from store format %d to %d", self.path,
+                            self.format, layout.FORMAT_VERSION)  # fmt: skip
+                self.format, self.sealed = layout.FORMAT_VERSION, True
             if recovering:
                 count = wal_recovery.recover(lock_fd, self._data_path, self._env, self._dbs)
                 log.warning("%s: recovered after a restart; %d logged commits redone",
@@ -148,35 +171,16 @@ class Opening:
         finally:
             self._gate.leave()
 
-    def _start_flushing(self, logged: bool) -> None:
+    def _start_log(self) -> None:
+        """The write-ahead log of a writable store (a reopen replaces the one it had)."""
         if self._wal is not None:
             self._wal.close()
-        elif self._flusher is not None:
-            self._flusher.close()
-        self._wal = self._flusher = None
-        if self.readonly:
-            return
+        self._wal = None
         try:
-            if logged:
-                self._wal = wal.WriteAheadLog(
-                    self.path, self._data_path, self._env, self._dbs, self._checkpoint_step
-                )
-                if self.sync_mode:
-                    self._flusher = self._wal.flusher
-                return
-            if self.sync_mode:
-                self._flusher = MetaFlusher(self.path, self._data_path)
-                # A writer killed between its commit and its flush (or the store's creation
-                # just now) may have left a commit that is visible but not yet on disk.
-                last = int(self._env.info()["last_txnid"])
-                self._flusher.forget_if_ahead(last)
-                self._flusher.make_durable(last)
+            self._wal = wal.WriteAheadLog(
+                self.path, self._data_path, self._env, self._dbs, self._checkpoint_step
+            )
         except BaseException as exc:
-            if self._wal is not None:
-                self._wal.close()
-            elif self._flusher is not None:
-                self._flusher.close()
-            self._wal = self._flusher = None
             self._env.close()
             if isinstance(exc, OSError):
                 raise translate_os(exc, self._data_path, "open") from exc

@@ -14,12 +14,15 @@ In order:
 3. the structure (:mod:`rstore.storage.pagecheck`): every tree of the current snapshot walked
    from the file, with the snapshot pinned by a read transaction so no writer reuses its pages
    meanwhile; a damaged or truncated file is refused with :class:`CorruptStoreError`;
-4. the sub-databases and the format record: format 2 has checksums; format 1 is read only.
+4. the sub-databases and the format record, checked against what the directory holds of the
+   write-ahead log (format 3 has one; formats 2 and 1, written by older rstore, are read, and
+   brought to format 3 by the first writable open: :mod:`rstore.storage.upgrade`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import os
 import stat
 import time
@@ -40,8 +43,8 @@ from rstore.storage.failures import translate, translate_os
 from rstore.storage.layout import StoreConfig
 
 __all__ = [
-    "DATA_FILE", "LOCK_FILE", "allocate_lock_file", "check_directory", "open_dbs", "open_lmdb",
-    "verify_structure",
+    "DATA_FILE", "LOCK_FILE", "LogState", "allocate_lock_file", "check_directory", "log_state",
+    "open_dbs", "open_lmdb", "verify_structure",
 ]  # fmt: skip
 
 DATA_FILE = "data.mdb"
@@ -101,7 +104,7 @@ def check_directory(path: str, *, create: bool, readonly: bool) -> None:
 
 
 def open_lmdb(
-    path: str, *, sync: bool, map_size: int, create: bool, readonly: bool, max_dbs: int
+    path: str, *, map_size: int, create: bool, readonly: bool, max_dbs: int
 ) -> tuple[Any, bool]:
     """Open LMDB's environment; ``(environment, locked)``.  ``locked`` is false for a
     read-only store whose lock file this user cannot open: readers then do not register, so a
@@ -110,11 +113,10 @@ def open_lmdb(
         "map_size": map_size, "max_dbs": max_dbs, "max_readers": MAX_READERS,
         # meminit: LMDB clears the unused part of each page it writes; without it whatever the
         # process's memory held there (secrets included) would reach the file.
-        "sync": sync, "meminit": True,
-        # A store with the write-ahead log is opened with sync=False (the log is flushed);
-        # a format-2 store with sync=True: the meta page is flushed after the writer lock is
-        # released (rstore.storage.durable), not inside the commit.
-        "metasync": False,
+        "meminit": True,
+        # Commits are made durable by the write-ahead log's flush, and data.mdb is flushed by
+        # the log's checkpoints (docs/durability.md): LMDB itself never flushes.
+        "sync": False, "metasync": False,
     }  # fmt: skip
     target = os.fsencode(path)  # a name that is not UTF-8 must reach LMDB byte for byte
     if not readonly:
@@ -222,29 +224,28 @@ def verify_structure(env: Any, path: str, *, pinned: bool) -> pagecheck.Report:
     return report
 
 
-def uses_log(path: str, *, readonly: bool, create_logged: bool) -> bool:
-    """Whether the store at ``path`` is written through the write-ahead log: it has one, or it
-    is about to be created with one (``create_logged``); decided before LMDB opens, which
-    needs to know."""
-    if os.path.exists(os.path.join(path, "wal.log")):
-        return True
-    return create_logged and not readonly and not os.path.exists(os.path.join(path, DATA_FILE))
+class LogState(enum.Enum):
+    """What a store directory holds of the write-ahead log, before LMDB opens."""
+
+    ABSENT = "absent"  # no wal.log: a store of an older format (or a new store)
+    HEADERLESS = "headerless"  # its creation, or an upgrade to the log, was cut short
+    PRESENT = "present"  # a log with its header
 
 
-def wal_mismatch(path: str, *, logged: bool) -> StorageError:
-    """The error for ``wal=True`` on a store without a write-ahead log, or ``wal=False`` on one
-    with it: the log is chosen when a store is created."""
-    if logged:
-        return StorageError(
-            f"{path} is a store with a write-ahead log (the log is chosen when a store is created)",
-            hint="open it without wal=False (the CLI's --no-wal), or save it and restore the "
-            "snapshot into a new store created with wal=False",
-        )
-    return StorageError(
-        f"{path} is a store without a write-ahead log (the log is chosen when a store is created)",
-        hint="open it without wal=True (the CLI's --wal), or save it and restore the snapshot "
-        "into a new store created with the log",
-    )
+def log_state(path: str) -> LogState:
+    """What ``path`` holds of the write-ahead log (see :class:`LogState`)."""
+    from rstore.storage import wal, wal_log  # noqa: PLC0415 -- they import its neighbours
+
+    try:
+        fd = os.open(os.path.join(path, wal.LOG_FILE), os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return LogState.ABSENT
+    except OSError as exc:
+        raise translate_os(exc, os.path.join(path, wal.LOG_FILE), "read") from exc
+    try:
+        return LogState.HEADERLESS if wal_log.read_header(fd) is None else LogState.PRESENT
+    finally:
+        os.close(fd)
 
 
 def log_needs_recovery(path: str) -> bool:
@@ -262,7 +263,7 @@ def log_needs_recovery(path: str) -> bool:
 
 
 def open_dbs(
-    env: Any, path: str, *, create: bool, logged: bool = False
+    env: Any, path: str, *, create: bool, log: LogState = LogState.PRESENT
 ) -> tuple[dict[bytes, Any], int]:
     """The sub-database handles and the store's format version; creates them in a new store."""
     try:
@@ -273,8 +274,7 @@ def open_dbs(
         if not names:
             if not create:
                 raise StoreNotFoundError(f"no store at {path}")
-            created = layout.FORMAT_VERSION if logged else layout.FIRST_SEALED_FORMAT
-            return _create(env, created), created
+            return _create(env, layout.FORMAT_VERSION), layout.FORMAT_VERSION
         # Handles opened outside a write transaction stay valid for the environment's life.
         missing = [n.decode() for n in layout.ALL_DBS if n not in names]
         if missing:
@@ -287,8 +287,14 @@ def open_dbs(
     version = layout.unpack_format(raw) if raw is not None else None
     if version is None:
         raise NotAStoreError(f"{path} has no rstore format record")
-    if (version >= layout.FIRST_LOGGED_FORMAT) != logged and version <= layout.FORMAT_VERSION:
-        what = "has no write-ahead log (wal.log)" if not logged else "has a stray wal.log"
+    logged = version >= layout.FIRST_LOGGED_FORMAT
+    # A log without its header is a creation or an upgrade that was cut short: either format.
+    if (
+        log is not LogState.HEADERLESS
+        and logged != (log is LogState.PRESENT)
+        and (version <= layout.FORMAT_VERSION)
+    ):
+        what = "has no write-ahead log (wal.log)" if logged else "has a stray wal.log"
         raise CorruptStoreError(
             f"{path} is in store format {version} but {what}",
             path=path, hint="restore it from a snapshot; `rstore check` lists what it finds",

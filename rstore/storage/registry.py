@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 
 from rstore.errors import StorageError
-from rstore.storage import opening
 from rstore.storage.env import DEFAULT_MAP_SIZE, Env
 
 __all__ = ["acquire", "open_mode", "release", "reserve", "unreserve"]
@@ -63,9 +63,10 @@ def acquire(
     map_size: int | None,
     create: bool,
     readonly: bool = False,
-    wal: bool | None = None,
+    on_upgrade: Callable[[int, int], None] | None = None,
 ) -> Env:
-    """The process's Env for ``path``, opened on first use and reference-counted."""
+    """The process's Env for ``path``, opened on first use and reference-counted
+    (``on_upgrade``: see :class:`Env`)."""
     real = os.path.realpath(path)
     with _REGISTRY.lock:
         if real in _REGISTRY.reserved:
@@ -80,15 +81,13 @@ def acquire(
             env = None
         if env is None:
             env = Env(real, sync=sync, map_size=map_size or DEFAULT_MAP_SIZE, create=create,
-                      readonly=readonly, write_ahead_log=wal)  # fmt: skip
+                      readonly=readonly, on_upgrade=on_upgrade)  # fmt: skip
             _REGISTRY.envs[real] = env
         elif env.sync_mode != sync:
             raise StorageError(
                 f"{path} is already open in this process with sync={env.sync_mode}; LMDB allows "
                 "one handle per process, so every Store on one path must use the same sync setting"
             )
-        elif wal is not None and not readonly and env.logged != wal:
-            raise opening.wal_mismatch(path, logged=env.logged)
         elif env.readonly != readonly:
             raise StorageError(
                 f"{path} is already open in this process with readonly={env.readonly}; LMDB "

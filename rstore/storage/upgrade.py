@@ -1,28 +1,38 @@
-"""Rewriting a store of an older format in the current one, in one write transaction.
+"""Bringing a store of an older format to the current one (format 3), when a process first opens
+it for writing (``Env`` opening; ``rstore upgrade`` is such an open).
 
-Format 1 had no checksums.  Upgrading seals every value of every sub-database (the format
-record aside) with its checksum (:func:`rstore.storage.layout.seal`) and then records format 2,
-all in one transaction: a crash or a full disk leaves the store exactly as it was, in format 1.
-Node listpacks are not touched (the checksum goes after them).  Before sealing, each format-1
-node is checked in depth: sealing damaged bytes would make them look sound.
+* **Format 2** (checksums, no write-ahead log) differs from format 3 only by the log: the
+  upgrade is the log's creation (:func:`rstore.storage.wal_recovery.create`), whose transaction
+  also records format 3.
+* **Format 1** had no checksums either: the same transaction seals every value of every
+  sub-database (the format record aside) with its checksum (:func:`rstore.storage.layout.seal`).
+  Node listpacks are not touched (the checksum goes after them); each format-1 node is checked
+  in depth first: sealing damaged bytes would make them look sound.
+
+Crash cases: until the transaction commits, the store is as it was, with a ``wal.log`` without
+its header, which the next writable open takes for an upgrade cut short and does again; after
+it, the log's header is written once ``data.mdb`` is flushed, and a log without its header is
+again finished by the next writable open.  A read-only open reads either state.  Only a store
+no other process has open is upgraded (:func:`hold_alone`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-import lmdb
+from contextlib import suppress
+from typing import Any
 
 from rstore.codec.node_validate import validate_node
-from rstore.errors import CorruptDataError, CorruptStoreError
+from rstore.errors import CorruptDataError, CorruptStoreError, StoreInUseError
 from rstore.storage import layout
-from rstore.storage.failures import translate
+from rstore.storage.compaction import exclusive
 
-if TYPE_CHECKING:
-    from rstore.storage.env import Env
+__all__ = ["BATCH", "LEGACY_SHARED_FILE", "bring_current", "forget_old_files", "hold_alone",
+           "seal_all"]  # fmt: skip
 
-__all__ = ["BATCH", "seal_all", "upgrade_env"]
+#: Format 2's shared word (which commits were on disk), removed by the upgrade.
+LEGACY_SHARED_FILE = "durable.shm"
 
 #: Records rewritten per cursor pass (the cursor is repositioned between passes).
 BATCH = 1024
@@ -53,9 +63,6 @@ def seal_all(
             after = batch[-1][0]
             if progress is not None:
                 progress(done, total)
-    raw.put(
-        layout.META_FORMAT, layout.pack_format(layout.FIRST_SEALED_FORMAT), db=dbs[layout.DB_META]
-    )
     return done
 
 
@@ -84,38 +91,44 @@ def _check_node(key: bytes, node: bytes, path: str) -> None:
         ) from exc  # fmt: skip
 
 
-def upgrade_env(env: Env, progress: Callable[[int, int], None] | None = None) -> tuple[int, int]:
-    """Rewrite the store of ``env`` from format 1 in format 2, in one write transaction, with
-    every other use of the environment kept out; ``(format before, records rewritten)``.
-    Nothing happens to a store of format 2 or later."""
-    if env.readonly:
-        raise env._refuse_write()
-    before = env.format
-    if before >= layout.FIRST_SEALED_FORMAT:
-        return before, 0
-    while True:
-        with env._gate.changing:
-            env._gate.drain()
-            try:
-                raw = env._env.begin(write=True)
-                try:
-                    count = seal_all(raw, env._dbs, env._data_path, progress)
-                except BaseException:
-                    raw.abort()
-                    raise
-                txnid = int(raw.id())
-                raw.commit()
-                env.format, env.sealed = layout.FIRST_SEALED_FORMAT, True
-                env._carry = None
-                if env._flusher is not None:  # MDB_NOMETASYNC: flush the meta page
-                    env._flusher.make_durable(txnid)
-                return before, count
-            except lmdb.MapFullError:
-                current = int(env._env.info()["map_size"])
-                try:
-                    env._env.set_mapsize(current * 2)
-                except lmdb.Error as exc:
-                    env._reopen_in_place(current)
-                    raise translate(exc, env.path, writing=True) from exc
-            except lmdb.Error as exc:
-                raise translate(exc, env.path, writing=True) from exc
+def bring_current(
+    raw: Any,
+    dbs: dict[bytes, Any],
+    version: int,
+    path: str,
+    progress: Callable[[int, int], None] | None,
+) -> int:
+    """In the write transaction ``raw`` that gives the store its log: a format-1 store's
+    records sealed, and the current format recorded; the number of records rewritten."""
+    count = seal_all(raw, dbs, path, progress) if version < layout.FIRST_SEALED_FORMAT else 0
+    raw.put(layout.META_FORMAT, layout.pack_format(layout.FORMAT_VERSION), db=dbs[layout.DB_META])
+    return count
+
+
+def hold_alone(store_path: str) -> None:
+    """Before a store of an older format (or one whose log was cut short) is given the log:
+    raise :class:`~rstore.errors.StoreInUseError` when another process has it open -- an
+    older rstore writing it without the log would write past the log.  The check holds LMDB's
+    lock for a moment only: this process has not opened LMDB yet, and closing the descriptor
+    must drop no lock LMDB holds.  Openers of this rstore wait for the log's open lock that
+    the caller holds."""
+    lock_fd = exclusive.lock_lmdb(store_path)
+    if lock_fd is not None:
+        os.close(lock_fd)
+        return
+    pids = exclusive.holders(store_path)
+    who = ", ".join(map(str, pids)) or "unknown"
+    raise StoreInUseError(
+        f"{store_path} is in an older store format, which this rstore upgrades to format "
+        f"{layout.FORMAT_VERSION} when it first opens the store for writing, and other processes "
+        f"have it open (pids: {who})",
+        hint="close it there (an older rstore may be writing it) and open it again; it can "
+        "be read meanwhile (readonly=True, the CLI's --read-only)",
+        pids=pids,
+    )
+
+
+def forget_old_files(store_path: str) -> None:
+    """After an upgrade: the shared word of format 2 (``durable.shm``) has no use any more."""
+    with suppress(OSError):
+        os.unlink(os.path.join(store_path, LEGACY_SHARED_FILE))

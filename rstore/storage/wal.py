@@ -58,7 +58,7 @@ class WriteAheadLog:
         self._data_path = data_path
         self._fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
         self._data_fd = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
-        self.flusher = LogFlusher(store_path, self.path, shared_name=SHARED_FILE, fd=self._fd)
+        self.flusher = LogFlusher(self.path, os.path.join(store_path, SHARED_FILE), self._fd)
         self.checkpoints = Checkpoints(
             env, dbs, self._fd, self._data_fd, self.flusher, step,
             f"rstore checkpoints {store_path}",

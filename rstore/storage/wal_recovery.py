@@ -3,9 +3,9 @@ a power loss (docs/durability.md, "Recovery").
 
 Both run while the opening process holds the log's ``flock`` (:func:`open_lock`), so they
 happen once however many processes open the store at the same time: :func:`create` gives a new
-store its log; after a restart (the header's boot id is not the running kernel's,
-:func:`needs_recovery`) :func:`restore_checkpoint` writes the checkpoint's meta page back
-before LMDB opens, and :func:`recover` redoes the records after it.
+store, or one of an older format, its log; after a restart (the header's boot id is not the
+running kernel's, :func:`needs_recovery`) :func:`restore_checkpoint` writes the checkpoint's
+meta page back before LMDB opens, and :func:`recover` redoes the records after it.
 """
 
 from __future__ import annotations
@@ -13,59 +13,131 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-from typing import Any
+from collections.abc import Callable
+from contextlib import suppress
+from typing import Any, NamedTuple
+
+import lmdb
 
 from rstore.errors import CorruptStoreError, StorageError
-from rstore.storage import layout, wal_capture, wal_log, wal_meta
-from rstore.storage.durable import read_word
+from rstore.storage import layout, upgrade, wal_capture, wal_log, wal_meta
 from rstore.storage.faults import crash_point
+from rstore.storage.log_flush import read_word
 from rstore.storage.wal import LOG_FILE, SHARED_FILE
 from rstore.storage.wal_log import Position, boot_id
 from rstore.storage.wal_position import META_WAL
 from rstore.storage.wal_position import read as read_position
 from rstore.storage.wal_position import write as write_position
 
-__all__ = ["check_loss", "create", "needs_recovery", "open_lock", "recover", "restore_checkpoint"]
+__all__ = [
+    "OpenLock", "check_loss", "create", "needs_recovery", "open_lock", "recover",
+    "remove_created", "restore_checkpoint",
+]  # fmt: skip
 
 log = logging.getLogger("rstore.storage")
 
 
-def open_lock(store_path: str) -> int:
+class OpenLock(NamedTuple):
+    """The log, open and locked by :func:`open_lock`; ``created``: this opener created the
+    file (there was none: a new store, or one of an older format)."""
+
+    fd: int
+    created: bool
+    path: str
+
+
+def open_lock(store_path: str) -> OpenLock:
     """The log, opened (created if need be) and locked exclusively: held while a process opens
-    the store, so that creating the log and recovering happen once."""
-    fd = os.open(os.path.join(store_path, LOG_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    the store, so that creating the log, upgrading and recovering happen once."""
+    path = os.path.join(store_path, LOG_FILE)
+    created = True
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    except FileExistsError:
+        created = False
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return OpenLock(fd, created, path)
 
 
-def create(fd: int, data_path: str, env: Any, dbs: dict[bytes, Any]) -> None:
-    """Give a new store its log (``fd`` from :func:`open_lock`): the ``wal`` position, a
-    flushed data file and a header.  Nothing to do when the header exists."""
+def remove_created(lock: OpenLock) -> None:
+    """An open that failed before the store changed: the log it created goes (still locked, so
+    no other opener can have begun to use it)."""
+    with suppress(OSError):
+        if wal_log.read_header(lock.fd) is None:
+            os.unlink(lock.path)
+
+
+def create(
+    fd: int,
+    data_path: str,
+    env: Any,
+    dbs: dict[bytes, Any],
+    version: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> int | None:
+    """Give a store its log (``fd`` from :func:`open_lock`): a new store, or one of an older
+    format ``version``, which the same transaction brings to the current format
+    (:func:`rstore.storage.upgrade.bring_current`).  In order: the log's space, the ``wal``
+    position and the format in one LMDB transaction, ``data.mdb`` flushed, the header written
+    and flushed.  Cut short anywhere, the log has no header and the next writable open does it
+    again.  Returns how many records an upgrade rewrote, ``None`` when nothing was upgraded;
+    nothing is done when the header exists."""
     if wal_log.read_header(fd) is not None:
-        return
+        return None
     data = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         os.posix_fallocate(fd, 0, wal_log.RECORDS_START)
-        raw = env.begin(write=True)
-        try:
-            meta = dbs[layout.DB_META]
-            if raw.get(META_WAL, db=meta) is None:
-                write_position(raw, meta, Position(1, wal_log.RECORDS_START, 1, 0))
-            position = read_position(raw, meta)
-            raw.commit()
-        except BaseException:
-            raw.abort()
-            raise
-        txnid = int(env.info()["last_txnid"])  # LMDB commits nothing if the position was there
+        rewritten = _position_and_format(env, dbs, data_path, version, progress)
+        txnid = int(env.info()["last_txnid"])  # LMDB commits nothing if all was there
         os.fdatasync(data)
+        crash_point("upgrade-committed")
+        position = env_position(env, dbs)
         wal_log.write_header(fd, txnid, position, boot_id(), wal_meta.capture(data, txnid))
         os.fdatasync(fd)
     finally:
         os.close(data)
+    if rewritten is not None:
+        upgrade.forget_old_files(os.path.dirname(data_path))
+    return rewritten
+
+
+def _position_and_format(
+    env: Any,
+    dbs: dict[bytes, Any],
+    data_path: str,
+    version: int,
+    progress: Callable[[int, int], None] | None,
+) -> int | None:
+    """The log's first position and the current format, committed in one transaction (the map
+    doubled and the transaction run again when an upgrade fills it)."""
+    while True:
+        raw = env.begin(write=True)
+        try:
+            meta = dbs[layout.DB_META]
+            rewritten = None
+            if version < layout.FORMAT_VERSION:
+                rewritten = upgrade.bring_current(raw, dbs, version, data_path, progress)
+            if raw.get(META_WAL, db=meta) is None:
+                write_position(raw, meta, Position(1, wal_log.RECORDS_START, 1, 0))
+            raw.commit()
+            return rewritten
+        except lmdb.MapFullError:
+            raw.abort()
+            env.set_mapsize(int(env.info()["map_size"]) * 2)
+        except BaseException:
+            raw.abort()
+            raise
+
+
+def env_position(env: Any, dbs: dict[bytes, Any]) -> Position:
+    """The log position LMDB holds."""
+    with env.begin() as raw:
+        return read_position(raw, dbs[layout.DB_META])
 
 
 def needs_recovery(fd: int) -> bool:

@@ -38,9 +38,9 @@ from dataclasses import dataclass
 
 import lmdb
 
-from rstore.errors import ReadOnlyStoreError, StorageError, StoreInUseError
+from rstore.errors import StorageError, StoreInUseError
 from rstore.model import DATABASES
-from rstore.storage import layout, opening, registry, wal, wal_log
+from rstore.storage import opening, registry, wal, wal_log
 from rstore.storage.compaction import compact_copy, compact_intent, exclusive
 from rstore.storage.failures import translate, translate_os
 from rstore.storage.faults import crash_point
@@ -87,15 +87,14 @@ class CompactReport:
 
 
 class _Plan:
-    """A store directory to compact: its database number, path, whether it has the log,
-    (once held) its hold, and (once inspected) its format and the bytes of its pages in use."""
+    """A store directory to compact: its database number, path, (once held) its hold, and
+    (once inspected) its format and the bytes of its pages in use."""
 
-    __slots__ = ("db", "format", "held", "live_bytes", "logged", "path")
+    __slots__ = ("db", "format", "held", "live_bytes", "path")
 
     def __init__(self, db: int, path: str) -> None:
         self.db = db
         self.path = path
-        self.logged = os.path.exists(os.path.join(path, wal.LOG_FILE))
         self.held: exclusive.Held | None = None
         self.format = 0
         self.live_bytes = 0
@@ -133,8 +132,9 @@ def _compact(path: str, wait_s: float, progress: Progress | None) -> CompactRepo
     """:func:`compact_store` (see the module)."""
     started = time.monotonic()
     plans = _plan(path)
-    for plan in plans:  # a recovery opens the store normally: before the hold
-        if plan.logged and opening.log_needs_recovery(plan.path):
+    for plan in plans:  # a recovery or an upgrade opens the store normally: before the hold
+        state = opening.log_state(plan.path)
+        if state is not opening.LogState.PRESENT or opening.log_needs_recovery(plan.path):
             registry.release(registry.acquire(plan.path, sync=True, map_size=None, create=False))
     reals = registry.reserve([plan.path for plan in plans])
     try:
@@ -186,7 +186,7 @@ def _hold_all(plans: list[_Plan], wait_s: float) -> None:
 
 def _hold(plan: _Plan) -> bool:
     try:
-        plan.held = exclusive.try_hold(plan.path, logged=plan.logged)
+        plan.held = exclusive.try_hold(plan.path)
     except OSError as exc:
         raise translate_os(exc, plan.path, "compact") from exc
     return plan.held is not None
@@ -237,25 +237,17 @@ def _inspect(plan: _Plan) -> None:
     path, held = plan.path, plan.held
     assert held is not None
     try:
-        if plan.logged:
-            compact_intent.finish_interrupted(path, held.log_fd)
-            header = wal_log.read_header(held.log_fd)
-            if header is None or header.boot_id != wal_log.boot_id():
-                raise StorageError(
-                    f"{path}: the write-ahead log has no valid header, or needs a recovery",
-                    hint="open the store once (`rstore check` says what is wrong)",
-                )
-        else:
-            compact_intent.remove_leftovers(path)  # never the opener's way: it drops the hold
+        compact_intent.finish_interrupted(path, held.log_fd)
+        header = wal_log.read_header(held.log_fd)
+        if header is None or header.boot_id != wal_log.boot_id():
+            raise StorageError(
+                f"{path}: the write-ahead log has no valid header, or needs a recovery",
+                hint="open the store once (`rstore check` says what is wrong)",
+            )
         env = compact_copy.open_source(path)
         try:
             opening.verify_structure(env, path, pinned=True)
-            _, plan.format = opening.open_dbs(env, path, create=False, logged=plan.logged)
-            if plan.format < layout.FIRST_SEALED_FORMAT:
-                raise ReadOnlyStoreError(
-                    f"{path} is in store format {plan.format}, which this rstore does not write",
-                    hint="run `rstore upgrade` first",
-                )
+            _, plan.format = opening.open_dbs(env, path, create=False)
             plan.live_bytes = compact_copy.live_pages(env) * int(env.stat()["psize"])
         finally:
             env.close()
@@ -281,13 +273,10 @@ def _compact_held(plan: _Plan, progress: Callable[[int], None] | None) -> Compac
     try:
         data_before, log_before = _sizes(path)
         copied = compact_copy.write_copy(path, plan.format, progress)
-        if plan.logged:
-            intent = compact_intent.Intent(copied.txnid, copied.position, copied.meta)
-            _write_intent(path, intent)
-            crash_point("compact-intent-written")
-            compact_intent.complete(path, held.log_fd, intent)
-        else:
-            compact_intent.swap_in(path)
+        intent = compact_intent.Intent(copied.txnid, copied.position, copied.meta)
+        _write_intent(path, intent)
+        crash_point("compact-intent-written")
+        compact_intent.complete(path, held.log_fd, intent)
         _rebuild_lock_table(path)
     except lmdb.Error as exc:
         raise translate(exc, path, writing=True) from exc

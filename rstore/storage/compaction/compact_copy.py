@@ -67,14 +67,14 @@ def _tree_pages(stat: dict[str, int]) -> int:
 
 class Copied:
     """The copy, written and checked: the store's format and last transaction, the copy's meta
-    page (of that transaction), the log's new position (format 3), pages before and after."""
+    page (of that transaction), the log's new position, pages before and after."""
 
     __slots__ = ("format", "meta", "pages_after", "pages_before", "position", "txnid")
 
-    def __init__(self, fmt: int, txnid: int, position: Position | None, pages: int) -> None:
+    def __init__(self, fmt: int, txnid: int, position: Position, pages: int) -> None:
         self.format = fmt
         self.txnid = txnid
-        self.position = position if position is not None else Position(0, 0, 0, 0)
+        self.position = position
         self.pages_before = pages
         self.pages_after = 0
         self.meta = b""
@@ -84,13 +84,12 @@ def write_copy(path: str, fmt: int, progress: Callable[[int], None] | None) -> C
     """The copy, written, checked and flushed (see the module); removed on any failure (the
     store is untouched until then)."""
     copy_path = os.path.join(path, compact_intent.COPY_FILE)
-    logged = fmt >= layout.FIRST_LOGGED_FORMAT
     source = open_source(path)
     try:
-        dbs, _ = opening.open_dbs(source, path, create=False, logged=logged)
+        dbs, _ = opening.open_dbs(source, path, create=False)
         with source.begin() as txn:
             counts = _counts(txn, dbs)
-            position = _fresh_position(txn, dbs) if logged else None
+            position = _fresh_position(txn, dbs)
         info = source.info()
         copied = Copied(fmt, int(info["last_txnid"]), position, int(info["last_pgno"]) + 1)
         fd = _create_copy(path, copy_path)
@@ -172,19 +171,17 @@ def _finish_copy(copy_path: str, copied: Copied, counts: dict[bytes, int]) -> No
     ``pages_after`` set)."""
     env = lmdb.open(
         os.fsencode(copy_path), subdir=False, lock=False, create=False, map_size=0,
-        max_dbs=_MAX_DBS, readonly=copied.format < layout.FIRST_LOGGED_FORMAT, sync=False,
+        max_dbs=_MAX_DBS, sync=False,
         metasync=False, meminit=True,
     )  # fmt: skip
     try:
         dbs = {name: env.open_db(name, create=False) for name in layout.ALL_DBS}
-        logged = copied.format >= layout.FIRST_LOGGED_FORMAT
-        with env.begin(write=logged) as txn:
+        with env.begin(write=True) as txn:
             if _counts(txn, dbs) != counts:
                 raise StorageError(f"{copy_path}: the compacted copy lacks records; not used")
-            if logged:
-                meta_db = dbs[layout.DB_META]
-                wal_position.write(txn, meta_db, copied.position)
-                txn.delete(wal.META_BARRIER, db=meta_db)  # the copy is a checkpoint of all
+            meta_db = dbs[layout.DB_META]
+            wal_position.write(txn, meta_db, copied.position)
+            txn.delete(wal.META_BARRIER, db=meta_db)  # the copy is a checkpoint of all
         info = env.info()
         last, copied.pages_after = int(info["last_txnid"]), int(info["last_pgno"]) + 1
     finally:

@@ -36,7 +36,6 @@ import struct
 import zlib
 from contextlib import suppress
 
-from rstore.errors import StorageError
 from rstore.storage import wal_log, wal_meta
 from rstore.storage.failures import translate_os
 from rstore.storage.faults import crash_point
@@ -182,16 +181,10 @@ def remove_leftovers(store_path: str) -> bool:
     return removed
 
 
-def finish_interrupted(store_path: str, log_fd: int | None) -> None:
+def finish_interrupted(store_path: str, log_fd: int) -> None:
     """Before a writable opener uses the store: finish or undo a compaction that was
-    interrupted (see the module).  ``log_fd``: ``wal.log`` with its open lock held (format 3),
-    ``None`` for a store without the log."""
+    interrupted (see the module).  ``log_fd``: ``wal.log`` with its open lock held."""
     copy = os.path.join(store_path, COPY_FILE)
-    if log_fd is None:
-        if os.path.exists(copy):
-            with suppress(OSError, StorageError):  # best effort: the next opener looks again
-                _remove_when_unused(store_path)
-        return
     try:
         if not os.path.exists(os.path.join(store_path, INTENT_FILE)):
             if os.path.exists(copy):
@@ -205,17 +198,3 @@ def finish_interrupted(store_path: str, log_fd: int | None) -> None:
     except OSError as exc:
         raise translate_os(exc, store_path, "finish the interrupted compaction of") from exc
     log.warning("%s: finished a compaction that was interrupted", store_path)
-
-
-def _remove_when_unused(store_path: str) -> None:
-    """Format 2: remove a copy left behind when no process has the store open (this one has
-    not opened LMDB yet, so closing the lock file drops no lock LMDB holds)."""
-    from rstore.storage.compaction import exclusive  # noqa: PLC0415 -- rare: not at start-up
-
-    lock_fd = exclusive.lock_lmdb(store_path)
-    if lock_fd is None:
-        return  # a compaction runs, or other processes use the store
-    try:
-        remove_leftovers(store_path)
-    finally:
-        os.close(lock_fd)

@@ -36,8 +36,7 @@ _BUSY = (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK)
 
 
 class Held(NamedTuple):
-    """A store directory held by this process: LMDB's lock byte, and the open lock of a store
-    with the log (``log_fd`` is -1 for a store without)."""
+    """A store directory held by this process: LMDB's lock byte, and the log's open lock."""
 
     path: str
     lock_fd: int
@@ -60,28 +59,24 @@ def lock_lmdb(store_path: str) -> int | None:
     return fd
 
 
-def try_hold(store_path: str, *, logged: bool) -> Held | None:
+def try_hold(store_path: str) -> Held | None:
     """Both locks of the store (see the module), or ``None`` when another process holds
     either; nothing is held then."""
-    log_fd = -1
-    if logged:
-        log_fd = os.open(os.path.join(store_path, LOG_FILE), os.O_RDWR | os.O_CLOEXEC)
-        try:
-            fcntl.flock(log_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(log_fd)
-            if exc.errno in _BUSY:
-                return None
-            raise
+    log_fd = os.open(os.path.join(store_path, LOG_FILE), os.O_RDWR | os.O_CLOEXEC)
+    try:
+        fcntl.flock(log_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(log_fd)
+        if exc.errno in _BUSY:
+            return None
+        raise
     try:
         lock_fd = lock_lmdb(store_path)
     except BaseException:
-        if log_fd >= 0:
-            os.close(log_fd)
+        os.close(log_fd)
         raise
     if lock_fd is None:
-        if log_fd >= 0:
-            os.close(log_fd)
+        os.close(log_fd)
         return None
     return Held(store_path, lock_fd, log_fd)
 
@@ -89,8 +84,7 @@ def try_hold(store_path: str, *, logged: bool) -> Held | None:
 def release(held: Held) -> None:
     """Give both locks back (LMDB's first, then the open lock that openers wait for first)."""
     os.close(held.lock_fd)
-    if held.log_fd >= 0:
-        os.close(held.log_fd)
+    os.close(held.log_fd)
 
 
 def holders(store_path: str) -> tuple[int, ...]:
