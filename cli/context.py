@@ -56,7 +56,7 @@ ERROR_PREFIX = "rstore_cli.error_prefix"
 MAX_DB = 15
 
 
-_NOTED: set[str] = set()  # the deprecation notes printed (once per process)
+_WAL_NOTED = "rstore.wal-noted"  # the note on --wal/--no-wal was printed (per command line)
 
 
 class StoreOpener(NamedTuple):
@@ -81,9 +81,12 @@ class StoreOpener(NamedTuple):
         return f"{path} (db {self.db})" if self.db else path
 
     def note_deprecated(self) -> None:
-        """One line on stderr, once per process, when ``--wal`` or ``--no-wal`` was given."""
-        if self.wal is not None and not _NOTED:
-            _NOTED.add("wal")
+        """One line on stderr, once per command line, when ``--wal`` or ``--no-wal`` was
+        given."""
+        context = click.get_current_context(silent=True)
+        noted = context.find_root().meta if context is not None else {}
+        if self.wal is not None and not noted.get(_WAL_NOTED):
+            noted[_WAL_NOTED] = True
             click.echo(
                 "note: --wal/--no-wal are deprecated and ignored: every store has the "
                 "write-ahead log (store format 3)",
@@ -130,7 +133,9 @@ class StoreOpener(NamedTuple):
             return rstore.Store(path, readonly=True, create=False)
         try:
             return rstore.Store(path, create=create)
-        except rstore.ReadOnlyStoreError:
+        except (rstore.ReadOnlyStoreError, rstore.StoreInUseError):
+            # Not this user's to write, or of an older format that others hold open (so it
+            # cannot be upgraded now): readers read it as it is, writers are told why not.
             if create:
                 raise
             return rstore.Store(path, readonly=True, create=False)
@@ -221,7 +226,7 @@ def late_options() -> list[click.Option]:
         settings = {
             key: value
             for key, value in option.settings.items()
-            if key not in ("envvar", "show_envvar", "default")
+            if key not in ("envvar", "show_envvar", "default", "hidden")
         }
         is_flag = bool(settings.get("is_flag"))
         late.append(

@@ -19,8 +19,8 @@ from rstore.storage import group_records, layout, pagecheck, wal_checkpoints
 PAGE = 4096
 
 
-def _populate(path: Path, *, wal_log: bool = True) -> None:
-    with rstore.Store(path, wal=wal_log, node_max_entries=7, node_max_bytes=2048) as s:
+def _populate(path: Path) -> None:
+    with rstore.Store(path, node_max_entries=7, node_max_bytes=2048) as s:
         for i in range(300):
             s.xadd("orders", {"i": str(i), "blob": bytes([i % 256]) * (i % 50)})
             if i % 3 == 0:
@@ -79,7 +79,7 @@ def _digests(path: Path) -> dict[str, str]:
 @pytest.mark.parametrize("version", [3, 2, 1])
 def test_a_sound_store_of_any_format_is_copied_whole(tmp_path: Path, version: int) -> None:
     src, dst = tmp_path / "src", tmp_path / "dst"
-    _populate(src, wal_log=version == 3)
+    _populate(src)
     if version < 3:
         downgrade(str(src), version)
     expected = _state(src)
@@ -93,13 +93,6 @@ def test_a_sound_store_of_any_format_is_copied_whole(tmp_path: Path, version: in
     with rstore.Store(dst, create=False) as store:
         assert store.format == 3  # the new store has the default format
     assert report.entries == sum(len(v[0]) for k, v in expected.items() if k.startswith("b'"))
-
-
-def test_the_new_store_takes_the_format_asked(tmp_path: Path) -> None:
-    _populate(tmp_path / "src")
-    rstore.salvage_store(tmp_path / "src", tmp_path / "dst", wal=False)
-    with rstore.Store(tmp_path / "dst", create=False) as store:
-        assert store.format == 2
 
 
 def test_every_database_is_salvaged(tmp_path: Path) -> None:

@@ -99,14 +99,14 @@ class Opening:
             state = opening.LogState.ABSENT  # a store without the log: an older format
         try:
             self._open_lmdb(verify=verify, log=state, inherited=inherited)
+            try:
+                self._attach_log(lock.fd, recovering)
+            except BaseException:
+                self._env.close()
+                raise
         except BaseException:
             if lock.created:
                 wal_recovery.remove_created(lock)  # the store is left as it was found
-            raise
-        try:
-            self._attach_log(lock.fd, recovering)
-        except BaseException:
-            self._env.close()
             raise
 
     def _open_lmdb(self, *, verify: bool, log: opening.LogState, inherited: bool) -> None:

@@ -41,8 +41,9 @@ BATCH = 1024
 def seal_all(
     raw: Any, dbs: dict[bytes, Any], path: str, progress: Callable[[int, int], None] | None
 ) -> int:
-    """Seal every record in the write transaction ``raw``; the number of records sealed."""
-    total = sum(int(raw.stat(dbs[name])["entries"]) for name in layout.ALL_DBS)
+    """Seal every record in the write transaction ``raw`` but the format record; the number
+    of records sealed."""
+    total = sum(int(raw.stat(dbs[name])["entries"]) for name in layout.ALL_DBS) - 1
     done = 0
     if progress is not None:
         progress(0, total)
@@ -59,7 +60,7 @@ def seal_all(
                 if name == layout.DB_NODES:
                     _check_node(key, value, path)
                 raw.put(key, layout.seal(key, value), db=db)
-            done += len(batch)
+                done += 1
             after = batch[-1][0]
             if progress is not None:
                 progress(done, total)

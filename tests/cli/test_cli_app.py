@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -305,20 +306,31 @@ def test_check_names_the_damage_of_a_store_too_damaged_to_open(tmp_path: Path) -
 
 
 def test_upgrade_and_read_only(tmp_path: Path) -> None:
-    from store_formats import downgrade_to_format_1
+    from store_formats import downgrade, downgrade_to_format_1
 
     store = tmp_path / "store"
     with rstore.Store(store) as s:
         s.xadd("orders", {"a": "1"}, id="1-0")
     downgrade_to_format_1(str(store))
     runner = CliRunner()
-    refused = runner.invoke(cli, ["--store", str(store), "add", "orders", "b=2"])
-    assert refused.exit_code == 1 and "rstore upgrade" in refused.output
-    assert runner.invoke(cli, ["--store", str(store), "len", "orders"]).output == "1\n"
+    read = runner.invoke(cli, ["--store", str(store), "--read-only", "len", "orders"])
+    assert read.output == "1\n"
+    assert not (store / "wal.log").exists()  # a reader changes nothing
     upgraded = runner.invoke(cli, ["--store", str(store), "upgrade", "--json"])
-    assert upgraded.exit_code == 0 and '"upgraded": true' in upgraded.output
+    assert upgraded.exit_code == 0, upgraded.output
+    assert json.loads(upgraded.stdout) == {
+        "upgraded": True, "format_before": 1, "format": 3, "records": 5,
+    }  # fmt: skip
     again = runner.invoke(cli, ["upgrade", "--store", str(store)])
     assert again.output == "already current: nothing to do\n"
+    downgrade_to_format_1(str(store))
+    upgraded = runner.invoke(cli, ["--store", str(store), "upgrade"])
+    assert upgraded.stdout == "upgraded from format 1 to 3; 5 records rewritten with checksums\n"
+    downgrade(str(store), 2)
+    # Any command that may write opens it for writing, and so upgrades it: `len` too.
+    assert runner.invoke(cli, ["--store", str(store), "len", "orders"]).output == "1\n"
+    with rstore.Store(store, readonly=True) as s:
+        assert s.format == 3
     read_only = runner.invoke(cli, ["--store", str(store), "--read-only", "add", "orders", "c=3"])
     assert read_only.exit_code == 1 and "read-only" in read_only.output
     late = runner.invoke(cli, ["add", "orders", "c=3", "--store", str(store), "--read-only"])

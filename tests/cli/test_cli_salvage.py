@@ -8,6 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from conftest import make_runner
 from rstore_cli.main import cli
+from store_formats import downgrade
 
 import rstore
 from rstore.storage import pagecheck
@@ -16,14 +17,16 @@ PAGE = 4096
 
 
 def _store(path: Path) -> Path:
-    """A store without the log (format 2): with it, a salvage may rebuild from the log's
-    records the nodes a damaged page held, depending on when its last checkpoint ran."""
-    with rstore.Store(path, node_max_entries=5, wal=False) as s:
+    """A store without the log (format 2, as an older rstore wrote it): with the log, a
+    salvage may rebuild from its records the nodes a damaged page held, depending on when its
+    last checkpoint ran."""
+    with rstore.Store(path, node_max_entries=5) as s:
         for i in range(200):
             s.xadd("orders", {"i": str(i)}, id=f"{1000 + i}-0")
         s.xadd("other", {"x": "y"}, id="5-0")
         s.xgroup_create("orders", "billing", "0")
         s.xreadgroup("billing", "alice", {"orders": ">"}, count=30)
+    downgrade(str(path), 2)
     return path
 
 
@@ -105,16 +108,16 @@ def test_one_line_errors_with_status_1(tmp_path: Path) -> None:
     assert not (tmp_path / "dst").exists()
 
 
-def test_the_new_store_has_the_format_asked(tmp_path: Path) -> None:
+def test_the_new_store_has_the_current_format(tmp_path: Path) -> None:
     src = _store(tmp_path / "src")
     runner = make_runner()
     assert _salvage(runner, str(src), str(tmp_path / "default"))[0] == 0
     result = runner.invoke(cli, ["--no-wal", "salvage", str(src), str(tmp_path / "no-wal")])
     assert result.exit_code == 0, result.stderr
-    with rstore.Store(tmp_path / "default", create=False) as s:
-        assert s.format == 3
-    with rstore.Store(tmp_path / "no-wal", create=False) as s:
-        assert s.format == 2
+    assert result.stderr.startswith("note: --wal/--no-wal are deprecated and ignored")
+    for made in ("default", "no-wal"):
+        with rstore.Store(tmp_path / made, readonly=True) as s:
+            assert s.format == 3
 
 
 def test_progress_on_request(tmp_path: Path) -> None:

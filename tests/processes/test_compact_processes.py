@@ -95,7 +95,7 @@ _READER = textwrap.dedent(
 )
 
 # The shared fixtures (tests/storage/compacting.py).
-wal, populations, populated = compacting.wal, compacting.populations, compacting.populated
+population, populated = compacting.population, compacting.populated
 
 
 class Child:
@@ -255,9 +255,7 @@ def test_a_reader_opening_meanwhile_reads_the_copy(populated: Path, kids: list[C
 
 
 @pytest.mark.parametrize("point", ["compact-renamed", "compact-copied"])
-def test_killed_while_a_writer_waits(
-    populated: Path, kids: list[Child], wal: bool, point: str
-) -> None:
+def test_killed_while_a_writer_waits(populated: Path, kids: list[Child], point: str) -> None:
     """Killed with an opener waiting: after the rename (the lock table not rebuilt) the
     opener gets in on the copy; before it, on the old file; either way its write lands."""
     kept = state(populated)
@@ -284,10 +282,7 @@ def test_killed_while_a_writer_waits(
 # ------------------------------------------------------------------- SIGKILL at each step
 
 _KILLED = "import sys, rstore\nrstore.compact_store(sys.argv[1])\n"
-_POINTS = {
-    True: ["compact-copied", "compact-intent-written", "compact-renamed", "compact-header-written"],
-    False: ["compact-copied", "compact-renamed"],
-}
+_POINTS = ["compact-copied", "compact-intent-written", "compact-renamed", "compact-header-written"]
 
 
 def _kill_at(path: Path, point: str) -> None:
@@ -299,15 +294,12 @@ def _kill_at(path: Path, point: str) -> None:
 
 
 @pytest.mark.parametrize("restart", [False, True], ids=["same-boot", "after-restart"])
-@pytest.mark.parametrize(
-    ("logged", "point"), [(wal, point) for wal, points in _POINTS.items() for point in points]
-)
+@pytest.mark.parametrize("point", _POINTS)
 def test_killed_at_each_step(
-    tmp_path: Path, populations: dict[bool, Path], monkeypatch: pytest.MonkeyPatch,
-    logged: bool, point: str, restart: bool,
+    tmp_path: Path, population: Path, monkeypatch: pytest.MonkeyPatch, point: str, restart: bool,
 ) -> None:  # fmt: skip
     populated = tmp_path / "store"
-    shutil.copytree(populations[logged], populated)
+    shutil.copytree(population, populated)
     kept = state(populated)
     with rstore.Store(populated, create=False) as store:
         length = store.xlen("kept")
@@ -343,27 +335,24 @@ _TIMED = textwrap.dedent(
 )
 
 
-def test_killed_at_random_moments(
-    tmp_path: Path, populations: dict[bool, Path], kids: list[Child]
-) -> None:
+def test_killed_at_random_moments(tmp_path: Path, population: Path, kids: list[Child]) -> None:
     """SIGKILL from outside at random moments of compactions of a store whose live data takes
     a while to copy (a first compaction is timed): each time the store is whole, old or new."""
     rng = random.Random(int(os.environ.get("RSTORE_COMPACT_SEED", "5")))
-    for logged in (True, False):
-        source = tmp_path / f"source{logged}"
-        shutil.copytree(populations[logged], source)
-        with rstore.Store(source, sync=False) as store:
-            for _ in range(4):
-                store.append_entries(("live", None, [b"f", b"x" * 200]) for _ in range(20_000))
-        kept = state(source)
-        timed = start(kids, _TIMED, str(shutil.copytree(source, tmp_path / f"timed{logged}")))
-        assert timed.line() == "start"
-        seconds = float(timed.line())
-        for trial in range(6):
-            path = shutil.copytree(source, tmp_path / f"t{logged}{trial}")
-            child = start(kids, _TIMED, str(path))
-            assert child.line() == "start"
-            time.sleep(rng.uniform(0, seconds))
-            child.kill()
-            assert state(Path(path)) == kept, (logged, trial)
-            assert leftovers(Path(path)) == []
+    source = tmp_path / "source"
+    shutil.copytree(population, source)
+    with rstore.Store(source, sync=False) as store:
+        for _ in range(4):
+            store.append_entries(("live", None, [b"f", b"x" * 200]) for _ in range(20_000))
+    kept = state(source)
+    timed = start(kids, _TIMED, str(shutil.copytree(source, tmp_path / "timed")))
+    assert timed.line() == "start"
+    seconds = float(timed.line())
+    for trial in range(6):
+        path = shutil.copytree(source, tmp_path / f"t{trial}")
+        child = start(kids, _TIMED, str(path))
+        assert child.line() == "start"
+        time.sleep(rng.uniform(0, seconds))
+        child.kill()
+        assert state(Path(path)) == kept, trial
+        assert leftovers(Path(path)) == []

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from store_formats import downgrade
 from valkey_server import free_port
 
 import rstore
@@ -61,27 +62,19 @@ def store_dir(tmp_path: Path) -> Path:
     return tmp_path / "store"
 
 
-@pytest.mark.parametrize(("flag", "logged"), [([], True), (["--no-wal"], False)])
-def test_serve_creates_the_format_asked_and_refuses_the_other(
-    store_dir: Path, flag: list[str], logged: bool
-) -> None:
-    """A store the server creates has the write-ahead log unless given ``--no-wal``; given
-    ``--wal`` / ``--no-wal``, a store of the other format refuses to start, left as it was."""
-    served = Served(store_dir, *flag)
-    assert served.client().xadd("s", {"f": "v"}, id="1-1") == b"1-1"
+def test_serve_upgrades_an_older_store_and_ignores_no_wal(store_dir: Path) -> None:
+    """The server opens its store for writing: a store of format 2 (an older rstore's) is
+    upgraded to format 3 at start-up, and ``--no-wal`` (deprecated) only prints a note."""
+    with rstore.Store(store_dir) as store:
+        store.xadd("s", {"f": "v"}, id="1-1")
+    downgrade(str(store_dir), 2)
+    served = Served(store_dir, "--no-wal")
+    assert served.client().xadd("s", {"f": "w"}, id="1-2") == b"1-2"
     code, err = served.stop()
     assert code == 0, err
-    with rstore.Store(store_dir, create=False) as store:
-        assert (store.wal, store.xlen("s")) == (logged, 1)
-    other = "--wal" if not logged else "--no-wal"
-    refused = subprocess.run(_serve(store_dir, other), check=False, capture_output=True, timeout=60)
-    assert refused.returncode == 1
-    without = "without" if not logged else "with"
-    assert refused.stderr.decode().startswith(
-        f"Error: {store_dir} is a store {without} a write-ahead log"
-    )
-    with rstore.Store(store_dir, create=False) as store:
-        assert (store.wal, store.xlen("s")) == (logged, 1)
+    assert "--wal/--no-wal are deprecated and ignored" in err
+    with rstore.Store(store_dir, readonly=True) as store:
+        assert (store.format, store.wal, store.xlen("s")) == (3, True, 2)
 
 
 def test_sigterm_stops_cleanly(store_dir: Path, tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
-"""What the compaction tests share: a populated store in either format (the fixtures
-``wal``, ``populations`` and ``populated``, imported by the test modules), and its records read
-back for comparison (``tests/storage/test_compact.py``, ``tests/processes/test_compact_*``)."""
+"""What the compaction tests share: a populated store (the fixtures ``population`` and
+``populated``, imported by the test modules), and its records read back for comparison
+(``tests/storage/test_compact.py``, ``tests/processes/test_compact_*``)."""
 
 from __future__ import annotations
 
@@ -40,12 +40,10 @@ def state(path: Path) -> dict[int, Records]:
         return {n: records(store.database(n)) for n in store.databases()}
 
 
-def populate(path: Path, *, wal: bool, deleted: int = 60_000) -> None:
+def populate(path: Path, *, deleted: int = 60_000) -> None:
     """The damage campaign's store (groups, consumers, pending entries, tombstones, trims, long
-    names) in ``path``, with the log or not, a second database (3), a batch record and a
-    stream of ``deleted`` entries written and deleted."""
-    if not wal:
-        rstore.Store(path, wal=False).close()
+    names) in ``path``, a second database (3), a batch record and a stream of ``deleted``
+    entries written and deleted."""
     build(path, seed=7)
     with rstore.Store(path, sync=False) as store:
         store.append_entries(("gone", None, [b"f", b"%d" % i]) for i in range(deleted))
@@ -54,23 +52,15 @@ def populate(path: Path, *, wal: bool, deleted: int = 60_000) -> None:
         store.delete("gone")
 
 
-@pytest.fixture(params=["log", "format2"])
-def wal(request: pytest.FixtureRequest) -> bool:
-    """Each format: with the log (format 3) and without (format 2)."""
-    return bool(request.param == "log")
-
-
 @pytest.fixture(scope="module")
-def populations(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, Path]:
-    """:func:`populate` once in each format (``True``: with the log), for a module's tests."""
-    built = {}
-    for logged in (True, False):
-        built[logged] = tmp_path_factory.mktemp("population") / "store"
-        populate(built[logged], wal=logged)
+def population(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """:func:`populate` once, for a module's tests."""
+    built = tmp_path_factory.mktemp("population") / "store"
+    populate(built)
     return built
 
 
 @pytest.fixture
-def populated(populations: dict[bool, Path], wal: bool, tmp_path: Path) -> Path:
-    """A copy of the population in the format ``wal`` says, for one test."""
-    return Path(shutil.copytree(populations[wal], tmp_path / "store"))
+def populated(population: Path, tmp_path: Path) -> Path:
+    """A copy of the population, for one test."""
+    return Path(shutil.copytree(population, tmp_path / "store"))

@@ -124,18 +124,23 @@ def test_a_flipped_bit_in_a_pending_entry_is_an_error(store_path: str) -> None:
 # ----------------------------------------------------------------------------- format 1
 
 
-def test_a_format_1_store_is_read_not_written(store_path: str) -> None:
+def test_a_format_1_store_is_read_read_only_and_upgraded_by_a_writer(store_path: str) -> None:
     with rstore.Store(store_path) as s:
         before = (s.xrange("big"), s.xpending("big", "workers"), s.xinfo_stream("big"))
     downgrade_to_format_1(store_path)
-    with rstore.Store(store_path) as s:
-        assert s.readonly
+    with rstore.Store(store_path, readonly=True) as s:
+        assert (s.format, s.wal) == (1, False)
         assert (s.xrange("big"), s.xpending("big", "workers"), s.xinfo_stream("big")) == before
-        with pytest.raises(rstore.ReadOnlyStoreError, match=r"format 1.*rstore upgrade"):
+        with pytest.raises(rstore.ReadOnlyStoreError, match="read-only"):
             s.xadd("big", {"a": "b"})
-        with pytest.raises(rstore.ReadOnlyStoreError):
-            s.xreadgroup("workers", "alice", {"big": ">"})
         assert s.check() == []
+    assert not os.path.exists(os.path.join(store_path, "wal.log"))  # reading changed nothing
+    with rstore.Store(store_path) as s:  # the first open that may write upgrades it
+        assert (s.format, s.wal, s.readonly) == (3, True, False)
+        assert s.upgrade() > 400  # every record rewritten with its checksum
+        assert (s.xrange("big"), s.xpending("big", "workers"), s.xinfo_stream("big")) == before
+        assert s.check() == []
+        s.xadd("big", {"a": "b"})
 
 
 def _pending(s: rstore.Store) -> list[tuple[bytes, bytes, int]]:
@@ -165,12 +170,18 @@ def test_a_damaged_format_1_node_is_an_error_and_is_not_upgraded(store_path: str
         for at in find(store_path, b"a-value-found-once-in-the-file"):
             f.seek(data.find(b"\xff", at))
             f.write(b"\x00")
-    with rstore.Store(store_path) as s, pytest.raises(rstore.CorruptStoreError, match="malformed"):
+    with (
+        rstore.Store(store_path, readonly=True) as s,
+        pytest.raises(rstore.CorruptStoreError, match="malformed"),
+    ):
         s.xrange("big")
     with pytest.raises(rstore.CorruptStoreError, match="not upgraded"):
         rstore.upgrade_store(store_path)
-    with rstore.Store(store_path) as s:
-        assert s.readonly  # still format 1: the upgrade left nothing behind
+    with pytest.raises(rstore.CorruptStoreError, match="not upgraded"):
+        rstore.Store(store_path)  # an open that may write upgrades first
+    assert not os.path.exists(os.path.join(store_path, "wal.log"))  # nothing left behind
+    with rstore.Store(store_path, readonly=True) as s:
+        assert s.format == 1
 
 
 def test_a_short_format_1_group_record_is_a_problem_not_an_exception(store_path: str) -> None:

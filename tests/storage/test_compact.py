@@ -1,6 +1,7 @@
 """Compaction (issue 21, item 5): ``data.mdb`` (and ``wal.log``) shrink to about the live data,
 and nothing the user can see changes -- every record of every sub-database, in every database
-of the store -- in both formats; the store goes on, through a later power-loss recovery too.
+of the store (a store of an older format upgraded first); the store goes on, through a later
+power-loss recovery too.
 
 In one process; the other processes (refusal, waiting, SIGKILL at every step) are in
 ``tests/processes/test_compact_processes.py``.
@@ -15,6 +16,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from store_formats import downgrade
 
 import rstore
 from rstore.storage.compaction import compact_intent
@@ -24,43 +26,42 @@ from tests.storage import compacting
 from tests.storage.compacting import records, state
 
 # The shared fixtures (tests/storage/compacting.py).
-wal, populations, populated = compacting.wal, compacting.populations, compacting.populated
+population, populated = compacting.population, compacting.populated
 
 
 def data_size(path: Path) -> int:
     return os.path.getsize(path / "data.mdb")
 
 
-def test_a_deleted_stream_gives_its_space_back(tmp_path: Path, wal: bool) -> None:
+def test_a_deleted_stream_gives_its_space_back(tmp_path: Path) -> None:
     """The issue's case, scaled down: 200,000 entries, DEL, compact: data.mdb is then no more
     than twice a fresh store restored from a save of the same data, and wal.log is cut back."""
     path, fresh = tmp_path / "store", tmp_path / "fresh"
-    with rstore.Store(path, wal=wal) as store:
+    with rstore.Store(path) as store:
         store.xadd("kept", {"f": "v"})
         store.xgroup_create("kept", "g", id="0")
         for _ in range(2):
             store.append_entries(("big", None, [b"field", b"value"]) for _ in range(100_000))
         store.delete("big")
         store.save(tmp_path / "dump.rdb")
-    with rstore.Store(fresh, wal=wal) as store:
+    with rstore.Store(fresh) as store:
         store.restore_file(tmp_path / "dump.rdb")
     before = data_size(path)
     assert before > 100 * data_size(fresh)  # what the issue reports: the file never shrinks
     kept = state(path)
     report = rstore.compact_store(path)
     (db,) = report.databases
-    assert (db.db, db.format, db.bytes_before) == (0, 3 if wal else 2, before)
+    assert (db.db, db.format, db.bytes_before) == (0, 3, before)
     assert db.bytes_after == data_size(path) <= 2 * data_size(fresh)
     assert db.pages_after < db.pages_before // 100
-    if wal:
-        assert db.log_bytes_before > 1 << 20
-        assert db.log_bytes_after == os.path.getsize(path / "wal.log") == 4096
+    assert db.log_bytes_before > 1 << 20
+    assert db.log_bytes_after == os.path.getsize(path / "wal.log") == 4096
     assert report.bytes_after < report.bytes_before // 100
     assert state(path) == kept
     assert sorted(os.listdir(path)) == sorted(os.listdir(fresh))  # nothing left behind
 
 
-def test_every_record_of_every_database_survives(populated: Path, wal: bool) -> None:
+def test_every_record_of_every_database_survives(populated: Path) -> None:
     kept = state(populated)
     assert set(kept) == {0, 3}
     sizes = {0: data_size(populated), 3: data_size(populated / "db3")}
@@ -80,6 +81,21 @@ def test_every_record_of_every_database_survives(populated: Path, wal: bool) -> 
     assert state(populated) == written
 
 
+def test_a_store_of_an_older_format_is_upgraded_then_compacted(populated: Path) -> None:
+    """Format 2 (written by an older rstore, in both databases): the compaction brings it to
+    format 3 first, as every open that may write it does, then compacts it; every record
+    stays."""
+    kept = state(populated)
+    for path in (populated, populated / "db3"):
+        downgrade(str(path), 2)
+        assert not (path / "wal.log").exists()
+    sizes = [data_size(populated), data_size(populated / "db3")]
+    report = rstore.compact_store(populated)
+    assert [(d.db, d.format) for d in report.databases] == [(0, 3), (3, 3)]
+    assert [d.bytes_after for d in report.databases] < sizes
+    assert state(populated) == kept
+
+
 def test_a_compacted_store_recovers_after_a_power_loss(
     populated: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -95,9 +111,9 @@ def test_a_compacted_store_recovers_after_a_power_loss(
     assert state(populated) == written
 
 
-def test_compacting_twice_and_an_empty_store(tmp_path: Path, wal: bool) -> None:
+def test_compacting_twice_and_an_empty_store(tmp_path: Path) -> None:
     path = tmp_path / "store"
-    rstore.Store(path, wal=wal).close()
+    rstore.Store(path).close()
     for n in range(2):
         report = rstore.compact_store(path)
         assert report.databases[0].bytes_after <= report.databases[0].bytes_before

@@ -36,14 +36,14 @@ def _flip(path: Path, offset: int) -> None:
 @pytest.mark.parametrize("sync", [True, False])
 def test_a_sound_log_checks_clean(tmp_path: Path, no_checkpoints: None, sync: bool) -> None:
     path = tmp_path / "s"
-    with rstore.Store(path, sync=sync, wal=True) as s:
+    with rstore.Store(path, sync=sync) as s:
         for i in range(20):
             s.xadd("k", {"i": i})
         s.xgroup_create("k", "g", "0")
         s.xreadgroup("g", "c", {"k": ">"}, count=5)
         assert len(log_chain(path)) >= 22  # not checkpointed: the check reads them all
         assert s.check() == []
-    with rstore.Store(path, wal=True) as s:
+    with rstore.Store(path) as s:
         assert s.check() == []
 
 
@@ -51,7 +51,7 @@ def test_a_damaged_record_since_the_checkpoint_is_named(
     tmp_path: Path, no_checkpoints: None
 ) -> None:
     path = tmp_path / "s"
-    with rstore.Store(path, wal=True) as s:
+    with rstore.Store(path) as s:
         for i in range(5):
             s.xadd("k", {"i": i})
         records = log_chain(path)
@@ -69,7 +69,7 @@ def test_a_damaged_record_since_the_checkpoint_is_named(
 
 def test_a_damaged_header_is_named(tmp_path: Path, no_checkpoints: None) -> None:
     path = tmp_path / "s"
-    with rstore.Store(path, wal=True) as s:
+    with rstore.Store(path) as s:
         s.xadd("k", {"f": "v"})
         with open(path / "wal.log", "r+b") as f:
             saved = f.read(2 * wal_log.HEADER_SLOT)
@@ -88,7 +88,7 @@ def test_a_store_in_use_checks_clean(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(wal, "LOG_LIMIT", 64 << 10)
     monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_COMMITS", 16)
     path = tmp_path / "s"
-    with rstore.Store(path, sync=False, wal=True) as s:
+    with rstore.Store(path, sync=False) as s:
         s.xadd("k", {"f": "v"})
         start = log_header(path).position.generation
         done = threading.Event()

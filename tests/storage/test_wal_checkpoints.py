@@ -24,7 +24,7 @@ def test_the_checkpoint_follows_the_writes_and_the_thread_stops_with_the_store(
 ) -> None:
     path = tmp_path / "s"
     before = len(_checkpointers())
-    with rstore.Store(path, sync=False, wal=True) as s:
+    with rstore.Store(path, sync=False) as s:
         first = log_header(path).checkpoint_txnid
         for i in range(200):
             s.xadd("k", {"i": i})
@@ -49,7 +49,7 @@ def test_single_writes_keep_the_file_from_growing(
     monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_COMMITS", 1 << 40)
     path = tmp_path / "s"
     pages = []
-    with rstore.Store(path, sync=False, wal=True) as s:
+    with rstore.Store(path, sync=False) as s:
         log = s._live_env()._wal
         assert log is not None
         for _ in range(8):
@@ -66,7 +66,7 @@ def test_the_checkpointer_keeps_bursts_of_writes_bounded(tmp_path: Path) -> None
     (how far below depends on how promptly the thread runs: 5-20 MiB measured, more on a
     loaded machine)."""
     path = tmp_path / "s"
-    with rstore.Store(path, sync=False, wal=True) as s:
+    with rstore.Store(path, sync=False) as s:
         for _ in range(3):
             for i in range(5000):
                 s.xadd("k", {"i": i})

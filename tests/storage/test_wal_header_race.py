@@ -21,7 +21,7 @@ def test_an_older_checkpoint_never_replaces_a_newer_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "s"
-    with rstore.Store(path, sync=False, wal=True) as store:
+    with rstore.Store(path, sync=False) as store:
         store.xadd("k", {"f": "v"})
         log = store._live_env()._wal
         assert log is not None
