@@ -229,8 +229,8 @@ class StorageError(RStoreError):
 
 
 class ReadOnlyStoreError(StorageError):
-    """A write on a store opened read-only (``Store(readonly=True)``, a store the user may not
-    write, or a store in an older format that must be upgraded before it is written)."""
+    """A write on a store opened read-only (``Store(readonly=True)``, or a store the user may
+    not write, which the CLI's reading commands open read-only)."""
 
 
 class DiskFullError(StorageError):

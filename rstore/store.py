@@ -154,7 +154,7 @@ class Store(RedisCommands, Databases):
 
     @property
     def readonly(self) -> bool:
-        """Whether writes are refused: opened read-only, or a store in an older format."""
+        """Whether writes are refused: the store was opened read-only."""
         return not self._live_env().writable
 
     def close(self) -> None:

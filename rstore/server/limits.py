@@ -10,8 +10,8 @@ holds, with three warnings (docs/server.md#limits).  rstore does the same with i
   room for what Python opens for a moment (a module loaded late, ``/proc/self/statm``);
 * **8** per store (database) the server has: LMDB opens ``data.mdb`` three times and
   ``lock.mdb`` once, the write-ahead log ``wal.log`` and its flush word ``wal.shm``, the waiter
-  table ``notify.shm`` and the socket that wakes blocked readers (8 measured; a format-2 store
-  has ``durable.shm`` instead of the log's two: 7); every database the store has
+  table ``notify.shm`` and the socket that wakes blocked readers (8 measured); every database
+  the store has
   (:meth:`rstore.Store.databases`) when the server starts is counted;
 * **2** per client: its connection, and the socket of the waiter that watches its parked
   blocking read (XREAD / XREADGROUP with BLOCK), so that clients all blocked at once never

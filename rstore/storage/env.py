@@ -8,9 +8,9 @@ process, so every :class:`rstore.Store` on the same path shares it, reference-co
   runs one in a write transaction and commits it.  LMDB serialises writers across threads and
   processes; readers never block writers.  Both pass the :class:`~rstore.storage.gate.Gate`.
 * **Opening** (:mod:`rstore.storage.env_opening`, with :mod:`rstore.storage.opening`): the
-  directory is checked, a store with the log is created or recovered under the log's lock,
-  LMDB's trees are walked and verified before LMDB uses them, the format decides what may be
-  written.
+  directory is checked; a writable open creates the store with its log, recovers it, or
+  upgrades a store of an older format, under the log's lock; LMDB's trees are walked and
+  verified before LMDB uses them.  Every writable store is written through its log.
 * **Map growth.** The map starts large and sparse.  When a write finds it full, the transaction
   is aborted, the map doubled and the function run again; another process that grew the map is
   followed (``MDB_MAP_RESIZED``) the same way.  A growth that fails (an address-space limit)
@@ -18,8 +18,8 @@ process, so every :class:`rstore.Store` on the same path shares it, reference-co
 * **Closing** waits for the transactions in flight and wakes this process's blocked readers;
   every later use raises :class:`~rstore.errors.StoreClosedError`.
 * **Fork.** A child process must not use its parent's LMDB handle.  After a fork the handle is
-  marked stale and the first use in the child closes it (py-lmdb knows it is inherited) and opens
-  a fresh one.
+  marked stale, kept but never used or closed (:mod:`rstore.storage.forks`), and the first use
+  in the child opens a fresh one beside it.
 * **After a commit** nothing may fail the write: waking blocked readers is best effort
   (:meth:`Env.notify`); a broken waiter table is reported once and readers poll instead.
 """

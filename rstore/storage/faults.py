@@ -20,6 +20,7 @@ POINTS = (
     "record-marked",  # marked; the log is not flushed
     "bulk-committed",  # a bulk write committed with its barrier; no checkpoint covers it yet
     "checkpoint-data-flushed",  # data.mdb flushed for a checkpoint; the header is not written
+    "upgrade-committed",  # an upgrade's transaction committed, data.mdb flushed; no header yet
     "recovery-meta-restored",  # recovery wrote the checkpoint's meta page back; nothing redone
     "recovery-redone",  # the redo committed in LMDB; the new header is not written
     "compact-copied",  # a compaction's copy written and flushed; data.mdb untouched

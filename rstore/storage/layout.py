@@ -22,7 +22,8 @@ consumer_pel  group handle + u16 len + name + ID       nothing (an index)
 CRC-32 (zlib's) of the key followed by the value: :func:`seal` adds it, :func:`unseal` checks and
 removes it.  Covering the key too means a record that moved, or whose key was damaged, does not
 pass.  The node listpack itself stays byte-identical to Redis's; the checksum sits after it.
-Format 1 stores (no checksums) are read, never written, until ``rstore upgrade`` rewrites them.
+Format 1 stores (no checksums) are read; the first open that may write one seals every record
+(:mod:`rstore.storage.upgrade`).
 
 The key name is prefixed with its CRC64 so the keyspace is ordered by a stable hash: SCAN's
 cursor is that hash (a plain integer, stateless, with Redis's guarantee that keys present for
@@ -43,10 +44,10 @@ from rstore.model import ID, INVALID_ENTRIES_READ, ConsumerState, GroupState, St
 
 FORMAT_MAGIC = b"rstore"
 FORMAT_VERSION = 3
-#: The first format with checksums; older stores are read-only until upgraded.
+#: The first format with checksums (format 1, without, is read, and sealed when upgraded).
 FIRST_SEALED_FORMAT = 2
-#: The first format written through the write-ahead log (``wal.log``); a format-2 store is
-#: still written the way it was (two flushes per durable commit, no log).
+#: The first format written through the write-ahead log (``wal.log``): the only one written;
+#: a store of an older format is read, and upgraded by the first open that may write it.
 FIRST_LOGGED_FORMAT = 3
 
 DB_META = b"meta"

@@ -178,6 +178,20 @@ class LogFlusher:
         with self._lock:
             self._known = max(self._known, lsn)
 
+    def forget_if_ahead(self, last_lsn: int) -> None:
+        """At open: words claiming records the store does not hold (``data.mdb`` and
+        ``wal.log`` put back in place from a copy, which kept their inodes) are erased;
+        trusted, they would let writes skip their flush.  Racing a writer that just published
+        is harmless: erasing only costs a flush."""
+        if self._shared is None:
+            return
+        durable, marked = self._read_words()
+        with suppress(OSError):
+            if durable > last_lsn:
+                os.pwrite(self._shared, bytes(_DURABLE.size), 0)
+            if marked > last_lsn:
+                os.pwrite(self._shared, bytes(_MARKED.size), _MARKED_AT)
+
     def known_durable(self) -> int:
         """The highest sequence number this process, or ``wal.shm``, knows is on disk."""
         return max(self._known, self._read_durable())

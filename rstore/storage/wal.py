@@ -4,8 +4,8 @@ One :class:`WriteAheadLog` per environment per process.  LMDB runs with ``MDB_NO
 write transaction's changes (:mod:`rstore.storage.wal_capture`) are written as one record
 (:mod:`rstore.storage.wal_log`) under LMDB's writer lock, at the position LMDB holds in the
 ``wal`` record of the meta sub-database; after LMDB's commit the record is marked committed and
-the log flushed once (shared between writers, :class:`~rstore.storage.durable.MetaFlusher` on
-the log).  Checkpoints flush ``data.mdb`` and name the checkpoint in the log's header; this
+the log flushed once (shared between writers and processes,
+:class:`~rstore.storage.log_flush.LogFlusher`).  Checkpoints flush ``data.mdb`` and name the checkpoint in the log's header; this
 process pins a checkpoint no newer than the header's with a read transaction while it writes,
 so the header's tree is never overwritten.  :mod:`rstore.storage.wal_recovery` creates the log
 and brings a store back from it after an OS crash or power loss.
@@ -59,6 +59,8 @@ class WriteAheadLog:
         self._fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
         self._data_fd = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
         self.flusher = LogFlusher(self.path, os.path.join(store_path, SHARED_FILE), self._fd)
+        with env.begin() as raw:
+            self.flusher.forget_if_ahead(wal_position.read(raw, dbs[layout.DB_META]).lsn - 1)
         self.checkpoints = Checkpoints(
             env, dbs, self._fd, self._data_fd, self.flusher, step,
             f"rstore checkpoints {store_path}",
