@@ -9,7 +9,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import rstore
-from rstore.storage import durable
+from rstore.storage.log_flush import LogFlusher, counters
 
 from .children import WAIT_S, Reports, Waitable, report
 
@@ -23,25 +23,11 @@ def durable_writer(path: str, start: Waitable, who: int, count: int, results: Re
         start.wait(WAIT_S)
 
         def body() -> tuple[list[bytes], int, int]:
-            f0, s0 = durable.counters.flushes, durable.counters.skipped
+            f0, s0 = counters.flushes, counters.skipped
             ids = [store.xadd(KEY, {"w": who, "seq": n}) for n in range(count)]
-            return ids, durable.counters.flushes - f0, durable.counters.skipped - s0
+            return ids, counters.flushes - f0, counters.skipped - s0
 
         report(results, who, body)
-
-
-def killed_between_commit_and_flush(path: str, conn: Connection) -> None:
-    """One durable XADD, then one whose commit succeeds and whose meta-page flush kills the
-    process (SIGKILL at the ``fdatasync``): the commit is in LMDB, not yet known durable."""
-    store = rstore.Store(path, sync=True)
-    conn.send_bytes(store.xadd(KEY, {"w": 0, "seq": 0}))
-
-    def die(fd: int) -> None:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    os.fdatasync = die  # this child only
-    store.xadd(KEY, {"w": 0, "seq": 1})
-    conn.send_bytes(b"not reached")
 
 
 def threads_until_killed(path: str, conn: Connection, threads: int, pipeline: int) -> None:
@@ -76,7 +62,7 @@ GROUP = "g"
 
 
 def _durability(store: rstore.Store) -> tuple[int, int]:
-    """``(last committed txnid, highest txnid known on disk)`` of the store, seen from here."""
+    """``(last record of the log, highest one known on disk)`` of the store, seen from here."""
     return store._live_env().durability()
 
 
@@ -105,15 +91,15 @@ def durable_group_reader(path: str, results: Reports, die_once_woken: bool, ack:
                 woken.append(got)
                 return got
 
-            real_make_durable = durable.MetaFlusher.make_durable
+            real_make_durable = LogFlusher.make_durable
 
-            def die(self: durable.MetaFlusher, txnid: int, grace_s: float = 0.0) -> None:
+            def die(self: LogFlusher, lsn: int, grace_s: float = 0.0) -> None:
                 if any(woken):
                     os.kill(os.getpid(), signal.SIGKILL)
-                real_make_durable(self, txnid, grace_s)
+                real_make_durable(self, lsn, grace_s)
 
             waiters.Waiter.wait = wait  # type: ignore[method-assign]
-            durable.MetaFlusher.make_durable = die  # type: ignore[method-assign]  # this child
+            LogFlusher.make_durable = die  # type: ignore[method-assign]  # this child only
         reply = store.xreadgroup(GROUP, "c1", {KEY: ">"}, count=1, block=60_000)
         when_read = _durability(store)
         when_acked = None
@@ -141,9 +127,9 @@ def xadd_killed_at_its_flush(path: str, conn: Connection) -> None:
     and woke the readers that may be woken before that, then died (never returned)."""
     store = rstore.Store(path, sync=True)
 
-    def die(self: durable.MetaFlusher, txnid: int, grace_s: float = 0.0) -> None:
+    def die(self: LogFlusher, lsn: int, grace_s: float = 0.0) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
-    durable.MetaFlusher.make_durable = die  # type: ignore[method-assign]  # this child only
+    LogFlusher.make_durable = die  # type: ignore[method-assign]  # this child only
     store.xadd(KEY, {"from": "killed writer"})
     conn.send_bytes(b"not reached")

@@ -1,4 +1,4 @@
-"""Durable XREADGROUP readers are woken between a writer's commit and its meta-page flush
+"""Durable XREADGROUP readers are woken between a writer's commit and its log flush
 (docs/durability.md, "Wake-ups before the flush"): no acknowledged write or delivery is lost
 when the writer or the reader is killed around that step, the store stays consistent, and a
 reader returns only once what it read and its own delivery are on disk."""
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 import rstore
-from rstore.storage import durable
+from rstore.storage import commit, log_flush
 
 from . import helpers_flush as hf
 from . import helpers_queue as hq
@@ -20,11 +20,10 @@ from .children import WAIT_S, Children, next_report
 PROMPT_S = 5.0  # a wake-up, not the reader's safety re-check (60 s in these children)
 
 
-@pytest.fixture(params=[False, True], ids=["format2", "wal"])
-def store(path: str, request: pytest.FixtureRequest) -> Iterator[rstore.Store]:
-    """The store of each test, in both formats: the reader's own commit covers the writer's
-    meta page (format 2) or its log record (``wal=True``)."""
-    with rstore.Store(path, wal=request.param) as s:
+@pytest.fixture
+def store(path: str) -> Iterator[rstore.Store]:
+    """The store of each test: the reader's own commit covers the writer's log record."""
+    with rstore.Store(path) as s:
         yield s
 
 
@@ -38,7 +37,7 @@ def test_a_writer_killed_at_its_flush_has_already_woken_a_durable_group_reader(
     """The writer dies at its after-commit flush, so it never returned; the reader was woken
     before that flush (its safety re-check is 60 s away) and got the entry.  When the reader
     returned, everything it had seen -- the writer's commit and its own delivery -- was on
-    disk: its own commit's flushes cover the writer's unflushed meta page."""
+    disk: its own commit's flush covers the writer's unflushed log record."""
     _group(store)
     results = children.ctx.Queue()
     reader = children.start(hf.durable_group_reader, path, results, False, True)
@@ -116,22 +115,22 @@ def test_the_woken_readers_commit_makes_the_writers_own_flush_unnecessary(
 ) -> None:
     """The writer woke a durable reader before its flush and waits for it (the grace is
     lengthened here so the test does not depend on the machine's speed): the reader's commit
-    flushed the data file, which covered the writer's commit, so the XADD returns without a
-    flush of its own, durable all the same."""
-    monkeypatch.setattr(durable, "READER_GRACE_S", 30.0)
+    flushed the log, which covered the writer's record, so the XADD returns without a flush
+    of its own, durable all the same."""
+    monkeypatch.setattr(commit, "READER_GRACE_S", 30.0)  # the name the writer's commit reads
     _group(store)
     results = children.ctx.Queue()
     reader = children.start(hf.durable_group_reader, path, results, False, False)
     assert reader.pid is not None
     hq.wait_blocked(path, 1, [reader.pid])
-    flushes, handed = durable.counters.flushes, durable.counters.handed
+    flushes, handed = log_flush.counters.flushes, log_flush.counters.handed
     before, _ = store._live_env().durability()
     entry_id = store.xadd(hf.KEY, {"n": 1})
-    assert durable.counters.handed == handed + 1
-    assert durable.counters.flushes == flushes
+    assert log_flush.counters.handed == handed + 1
+    assert log_flush.counters.flushes == flushes
     _, on_disk = store._live_env().durability()
-    assert on_disk >= before + 1  # the XADD's commit (LMDB numbers commits one by one)
-    _, status, (reply, (last, durable_txnid), _) = next_report(results, "reader")
+    assert on_disk >= before + 1  # the XADD's record (the log numbers records one by one)
+    _, status, (reply, (last, durable_lsn), _) = next_report(results, "reader")
     assert status == "ok"
     assert reply == [[hf.KEY, [[entry_id.decode(), {"n": "1"}]]]]
-    assert durable_txnid >= last
+    assert durable_lsn >= last

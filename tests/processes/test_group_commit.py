@@ -1,16 +1,13 @@
 """Durable writers in several processes: every commit is made durable by a flush (its own or
-one that covered it), nothing acknowledged is lost, and a writer killed between its commit
-and its flush leaves a store whose next opener flushes that commit."""
+one that covered it), and nothing acknowledged is lost when a process whose threads share
+commits is killed.  (A writer killed at each step of its commit, its flush included:
+test_wal_crashes.py.)"""
 
 from __future__ import annotations
 
-import signal
-
 import pytest
-from store_formats import legacy_store
 
 import rstore
-from rstore.storage import durable
 
 from . import helpers_flush as hf
 from . import helpers_mp as h
@@ -36,31 +33,6 @@ def test_durable_writer_processes_make_every_commit_durable(path: str, children:
         assert flushes + skipped == count, (w, flushes, skipped)
         mine = [eid for eid, f in entries if f[b"w"] == str(w).encode()]
         assert mine == ids
-
-
-def test_a_writer_killed_between_commit_and_flush(path: str, children: Children) -> None:
-    """The killed writer's last commit is in the store (it never returned, so keeping it is
-    allowed, as for a kill just after a commit); the next process to open the store flushes
-    it, since no flush is known to cover it.  (A format-2 store: with the log there is no
-    second flush; the log's crash cases are in test_wal_crashes.py.)"""
-    legacy_store(path)
-    parent_end, child_end = children.ctx.Pipe(duplex=False)
-    proc = children.start(hf.killed_between_commit_and_flush, path, child_end)
-    child_end.close()
-    assert parent_end.poll(WAIT_S)
-    first = parent_end.recv_bytes()
-    proc.join(WAIT_S)
-    assert proc.exitcode == -signal.SIGKILL
-    with pytest.raises(EOFError):  # the second XADD never returned
-        parent_end.recv_bytes()
-    f0 = durable.counters.flushes
-    with rstore.Store(path, sync=True) as store:
-        assert durable.counters.flushes - f0 == 1  # the opener made the commit durable
-        entries = store.xrange(hf.KEY)
-        assert entries[0][0] == first
-        assert [f[b"seq"] for _, f in entries] == [b"0", b"1"]
-        store.xadd(hf.KEY, {"w": 1, "seq": 2})
-        assert store.xlen(hf.KEY) == 3
 
 
 @pytest.mark.parametrize("pipeline", [0, 20])

@@ -1,4 +1,4 @@
-"""Which blocked readers a durable commit wakes before its meta-page flush and which after it
+"""Which blocked readers a durable commit wakes before its log flush and which after it
 (``Notifier.notify``'s phases; docs/blocking.md, "What a writer does"), and a writer's flush
 left to the commit of a reader it woke (docs/durability.md, "Wake-ups before the flush")."""
 
@@ -12,7 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 import rstore
-from rstore.storage import durable
+from rstore.storage import log_flush
+from rstore.storage.log_flush import LogFlusher
 from rstore.storage.notify import (
     ALL,
     EARLY,
@@ -106,53 +107,61 @@ def test_a_store_flags_its_group_readers_early_only_with_sync(
 # ------------------------------------------------------------------ the flush a reader covers
 
 
-def _flushers(tmp_path: os.PathLike[str]) -> tuple[durable.MetaFlusher, durable.MetaFlusher]:
-    """Two handles on one store's flush bookkeeping, as two processes have (a bare data file
-    stands for the store: only its identity and ``durable.shm`` matter here)."""
-    data = os.path.join(str(tmp_path), "data.mdb")
-    with open(data, "wb") as f:
+@pytest.fixture
+def flushers(tmp_path: os.PathLike[str]) -> Iterator[tuple[LogFlusher, LogFlusher]]:
+    """Two handles on one log's flushes, as two processes have: each with its own descriptor
+    of the log file, both sharing ``wal.shm`` (a bare file stands for the log: only its
+    identity and ``wal.shm`` matter here)."""
+    log_path = os.path.join(str(tmp_path), "wal.log")
+    shared_path = os.path.join(str(tmp_path), "wal.shm")
+    with open(log_path, "wb") as f:
         f.write(b"\0" * 4096)
-    return durable.MetaFlusher(str(tmp_path), data), durable.MetaFlusher(str(tmp_path), data)
+    fds = [os.open(log_path, os.O_RDWR | os.O_CLOEXEC) for _ in range(2)]
+    first, second = (LogFlusher(log_path, shared_path, fd) for fd in fds)
+    try:
+        yield first, second
+    finally:
+        first.close()
+        second.close()
+        for fd in fds:
+            os.close(fd)
 
 
 def test_a_later_commit_makes_the_earlier_ones_flush_unnecessary(
-    tmp_path: os.PathLike[str],
+    flushers: tuple[LogFlusher, LogFlusher],
 ) -> None:
     """A writer that woke readers waits for a later commit (a reader's, in another process):
-    that commit's flush inside LMDB covered the writer's, so the writer returns without its
-    own flush, and both handles know it is on disk."""
-    writer, reader = _flushers(tmp_path)
-    try:
-        flushes, handed = durable.counters.flushes, durable.counters.handed
-        timer = threading.Timer(0.05, reader.committed, args=(8,))
-        timer.start()
-        started = time.monotonic()
-        writer.make_durable(7, grace_s=30.0)
-        assert time.monotonic() - started < 10  # the reader's commit, not the grace, ended it
-        timer.join()
-        assert durable.counters.flushes == flushes
-        assert durable.counters.handed == handed + 1
-        assert writer.known_durable() >= 7 and reader.known_durable() == 7
-    finally:
-        writer.close()
-        reader.close()
+    that commit's flush of the log covered the writer's record, so the writer returns without
+    its own flush, and both handles know it is on disk."""
+    writer, reader = flushers
+    flushes, handed = log_flush.counters.flushes, log_flush.counters.handed
+
+    def reader_commits() -> None:
+        reader.note_marked(8)  # its record, after the writer's, marked committed
+        reader.make_durable(8)
+
+    timer = threading.Timer(0.05, reader_commits)
+    timer.start()
+    started = time.monotonic()
+    writer.make_durable(7, grace_s=30.0)
+    assert time.monotonic() - started < 10  # the reader's commit, not the grace, ended it
+    timer.join()
+    assert log_flush.counters.flushes == flushes + 1  # the reader's flush; none of the writer
+    assert log_flush.counters.handed == handed + 1
+    assert writer.known_durable() >= 7 and reader.known_durable() == 8
 
 
 def test_without_a_later_commit_the_writer_flushes_after_the_grace(
-    tmp_path: os.PathLike[str],
+    flushers: tuple[LogFlusher, LogFlusher],
 ) -> None:
-    writer, other = _flushers(tmp_path)
-    try:
-        flushes, handed = durable.counters.flushes, durable.counters.handed
-        started = time.monotonic()
-        writer.make_durable(7, grace_s=0.05)
-        assert time.monotonic() - started >= 0.05
-        assert durable.counters.flushes == flushes + 1
-        assert durable.counters.handed == handed
-        assert other.known_durable() == 7  # published for the other processes
-    finally:
-        writer.close()
-        other.close()
+    writer, other = flushers
+    flushes, handed = log_flush.counters.flushes, log_flush.counters.handed
+    started = time.monotonic()
+    writer.make_durable(7, grace_s=0.05)
+    assert time.monotonic() - started >= 0.05
+    assert log_flush.counters.flushes == flushes + 1
+    assert log_flush.counters.handed == handed
+    assert other.known_durable() == 7  # published for the other processes
 
 
 def test_a_writer_does_not_wait_for_a_reader_of_its_own_process(
@@ -177,9 +186,9 @@ def test_a_writer_does_not_wait_for_a_reader_of_its_own_process(
                 time.sleep(0.005)
         finally:
             notifier.close()
-        handed = durable.counters.handed
+        handed = log_flush.counters.handed
         entry_id = store.xadd("s", {"n": 1})
         reader.join(30)
         assert replies == [[[b"s", [(entry_id, {b"n": b"1"})]]]]
         # a wait would have ended with the reader thread's commit covering the XADD
-        assert durable.counters.handed == handed
+        assert log_flush.counters.handed == handed
