@@ -5,10 +5,11 @@ write transaction's changes (:mod:`rstore.storage.wal_capture`) are written as o
 (:mod:`rstore.storage.wal_log`) under LMDB's writer lock, at the position LMDB holds in the
 ``wal`` record of the meta sub-database; after LMDB's commit the record is marked committed and
 the log flushed once (shared between writers and processes,
-:class:`~rstore.storage.log_flush.LogFlusher`).  Checkpoints flush ``data.mdb`` and name the checkpoint in the log's header; this
-process pins a checkpoint no newer than the header's with a read transaction while it writes,
-so the header's tree is never overwritten.  :mod:`rstore.storage.wal_recovery` creates the log
-and brings a store back from it after an OS crash or power loss.
+:class:`~rstore.storage.log_flush.LogFlusher`).  Checkpoints flush ``data.mdb`` and name the
+checkpoint in the log's header; this process pins a checkpoint no newer than the header's with
+a read transaction while it writes, so the header's tree is never overwritten.
+:mod:`rstore.storage.wal_recovery` creates the log and brings a store back from it after an OS
+crash or power loss.
 """
 
 from __future__ import annotations

@@ -413,11 +413,6 @@ def test_an_interrupt_after_a_lone_commit_leaves_the_store_closable(tmp_path: Pa
         assert _get(_env(again), b"t:a") == b"A"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="rstore bug (reported to the lead): opening a store never erases a wal.shm word "
-    "ahead of its log, so a sync=True write skips its flush",
-)
 def test_a_shared_word_ahead_of_the_log_is_erased_at_open(tmp_path: Path) -> None:
     """A word that names this log file but claims more than the log ever held (a store
     replaced at the same path, its new log on the same inode -- restored in place from a copy
