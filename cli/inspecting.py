@@ -140,12 +140,14 @@ def _by_name(info: rstore.StreamInfo) -> bytes:
 
 
 def _store_report(
-    path: str, db: int | None, key: bytes | None, progress: bool | None, readonly: bool
+    opener: StoreOpener, path: str, key: bytes | None, progress: bool | None
 ) -> dict[str, Any]:
-    """What a store holds: its format, and per database (each on disk, or ``db`` alone) its
-    streams, in the shape of a file's report (``bytes`` unknown: ``None``)."""
+    """What a store holds: its format, and per database (each on disk, or ``--db`` alone)
+    its streams, in the shape of a file's report (``bytes`` unknown: ``None``).  The store is
+    opened as every command opens it (read-only when it cannot be written now)."""
+    db = opener.db
     with (
-        rstore.Store(path, create=False, readonly=readonly) as store,
+        opener._replace(path=path, db=None).open(create=False) as store,
         progress_reporter("reading", progress) as callback,
     ):
         numbers = store.databases() if db is None else [db]
@@ -228,7 +230,7 @@ def inspect_command(
     raw_key = None if key is None else to_bytes(key, unescape, "--key")
     path = opener.store_path if target is None else target
     if target is None or os.path.isdir(path):
-        report = _store_report(path, opener.db, raw_key, progress, bool(opener.readonly))
+        report = _store_report(opener, path, raw_key, progress)
         if raw_key is not None and not report["streams"]:
             raise click.ClickException(f"no stream {token(raw_key)} in {show_path(path)}")
         if as_json:

@@ -41,6 +41,7 @@ def check_command(opener: StoreOpener, as_json: bool) -> None:
       rstore check --json
       rstore --store /var/lib/queue check
     """
+    opener.note_deprecated()
     problems = rstore.check_store(rstore.database_path(opener.store_path, opener.db or 0))
     if as_json:
         echo_json({"ok": not problems, "problems": problems})
@@ -60,31 +61,51 @@ def check_command(opener: StoreOpener, as_json: bool) -> None:
 def upgrade_command(opener: StoreOpener, as_json: bool) -> None:
     """Bring the store to the current on-disk format, format 3: a write-ahead log, and a
     checksum on every record.  Every command that may write a store does this when it first
-    opens it; this one does only that.  A format-2 store gets its log; a format-1 store also
-    has every record rewritten with its checksum.  Either way in one step: a crash leaves the
-    store as it was or upgraded.  It needs the store to itself (an older rstore may be
-    writing it): other processes must close it first.  A current store is left as it is.
+    opens it; this one does only that, for every database of the store (or --db N alone).  A
+    format-2 store gets its log; a format-1 store also has every record rewritten with its
+    checksum.  Either way in one step: a crash leaves the store as it was or upgraded.  It
+    needs the store to itself (an older rstore may be writing it): other processes must close
+    it first.  A current store is left as it is.
 
     \b
     Examples:
       rstore upgrade --json
       rstore upgrade --store /var/lib/queue
     """
-    path = opener.store_path
-    if opener.db:
-        path = rstore.database_path(path, opener.db)
-    before = _format_of(path)
+    opener.note_deprecated()
+    if opener.readonly:
+        raise click.UsageError("upgrade rewrites the store: it cannot run with --read-only")
+    numbers = [opener.db] if opener.db is not None else _databases(opener.store_path)
+    done = []
     with progress_reporter("upgrading", None) as report:
-        records = rstore.upgrade_store(path, progress=report)
-    upgraded = before is not None and before < rstore.FORMAT_VERSION
+        for n in numbers:
+            path = rstore.database_path(opener.store_path, n)
+            before = _format_of(path)
+            done.append((n, before, rstore.upgrade_store(path, progress=report)))
+    upgraded = [(n, b, r) for n, b, r in done if b is not None and b < rstore.FORMAT_VERSION]
     if as_json:
-        echo_json({"upgraded": upgraded, "format_before": before,
-                   "format": rstore.FORMAT_VERSION, "records": records})  # fmt: skip
-    elif upgraded:
+        echo_json({
+            "upgraded": bool(upgraded), "format": rstore.FORMAT_VERSION,
+            "format_before": done[0][1], "records": sum(r for _, _, r in done),
+            "databases": [{"db": n, "format_before": b, "records": r} for n, b, r in done],
+        })  # fmt: skip
+        return
+    for n, before, records in upgraded:
+        where = f"database {n}: " if len(done) > 1 else ""
         rewritten = f"; {counted(records, 'record')} rewritten with checksums" if records else ""
-        click.echo(f"upgraded from format {before} to {rstore.FORMAT_VERSION}{rewritten}")
-    else:
+        click.echo(f"{where}upgraded from format {before} to {rstore.FORMAT_VERSION}{rewritten}")
+    if not upgraded:
         click.echo("already current: nothing to do")
+
+
+def _databases(path: str) -> list[int]:
+    """Database 0 and every other database the store has on disk (0 alone when a read-only
+    look cannot tell: its upgrade then says what is wrong)."""
+    try:
+        with rstore.Store(path, readonly=True, create=False) as store:
+            return store.databases()
+    except rstore.RStoreError:
+        return [0]
 
 
 def _format_of(path: str) -> int | None:
@@ -131,6 +152,7 @@ def compact_command(
       rstore compact --wait 30 --json
       rstore --store /var/lib/queue compact
     """
+    opener.note_deprecated()
     if opener.readonly:
         raise click.UsageError("compact rewrites the store's files: it cannot run with --read-only")
     if opener.db is not None:

@@ -67,6 +67,10 @@ class Opening:
         lock = self._take_open_lock()
         try:
             self._open_writable(lock, verify=verify, inherited=inherited)
+        except BaseException:
+            if lock.created:
+                wal_recovery.remove_created(lock)  # the store is left as it was found
+            raise
         finally:
             os.close(lock.fd)  # releases the lock
         self._start_log()
@@ -83,8 +87,8 @@ class Opening:
         """Under the open lock: a compaction that was cut short finished, the store recovered
         after a restart, created, or brought from an older format to the current one."""
         header = wal_log.read_header(lock.fd)
-        existing = os.path.exists(self._data_path)
-        if header is None and existing:
+        upgrading = header is None and os.path.exists(self._data_path)
+        if upgrading:
             # An older format, or a creation or upgrade cut short: it changes to the current
             # format only when no other process has it open (an older rstore may write it).
             upgrade.hold_alone(self.path)
@@ -95,25 +99,28 @@ class Opening:
             wal_recovery.check_loss(lock.fd, self.path, self._data_path)
             wal_recovery.restore_checkpoint(lock.fd, self._data_path)
         state = opening.LogState.PRESENT if header is not None else opening.LogState.HEADERLESS
-        if lock.created and existing:
+        if lock.created and upgrading:
             state = opening.LogState.ABSENT  # a store without the log: an older format
+        # An upgrade commits before the log has a checkpoint to recover from: LMDB flushes
+        # its pages before it writes the meta page, as format 2 did (upgrade.py).
+        self._open_lmdb(verify=verify, log=state, inherited=inherited, durable=upgrading)
         try:
-            self._open_lmdb(verify=verify, log=state, inherited=inherited)
-            try:
-                self._attach_log(lock.fd, recovering)
-            except BaseException:
-                self._env.close()
-                raise
+            self._attach_log(lock.fd, recovering)
         except BaseException:
-            if lock.created:
-                wal_recovery.remove_created(lock)  # the store is left as it was found
+            self._env.close()
             raise
+        if upgrading:  # LMDB need not flush any more: the log does
+            self._env.close()
+            self._open_lmdb(verify=False, log=opening.LogState.PRESENT, inherited=inherited)
 
-    def _open_lmdb(self, *, verify: bool, log: opening.LogState, inherited: bool) -> None:
+    def _open_lmdb(
+        self, *, verify: bool, log: opening.LogState, inherited: bool, durable: bool = False
+    ) -> None:
+        """``durable``: LMDB flushes its pages in every commit (see ``opening.open_lmdb``)."""
         with forks.beside_inherited() if inherited else nullcontext():
             self._env, self.locked = opening.open_lmdb(
                 self.path, map_size=self._map_size, create=self._create,
-                readonly=self.readonly, max_dbs=len(layout.ALL_DBS) + 2,
+                readonly=self.readonly, max_dbs=len(layout.ALL_DBS) + 2, durable=durable,
             )  # fmt: skip
         try:
             if not self.readonly:
@@ -144,8 +151,8 @@ class Opening:
                 lock_fd, self._data_path, self._env, self._dbs, self.format, self._on_upgrade
             )
             if self.upgraded is not None:
-                log.warning("%s: upgraded from store format %d to %d", self.path,
-                            self.format, layout.FORMAT_VERSION)  # fmt: skip
+                log.info("%s: upgraded from store format %d to %d", self.path,
+                         self.format, layout.FORMAT_VERSION)  # fmt: skip
                 self.format, self.sealed = layout.FORMAT_VERSION, True
             if recovering:
                 count = wal_recovery.recover(lock_fd, self._data_path, self._env, self._dbs)

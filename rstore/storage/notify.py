@@ -19,7 +19,7 @@ Readers of the same consumer group are served oldest first, as in Redis: the wri
 the oldest of them, and each, after running, wakes the next
 (:meth:`~rstore.storage.waiters.Waiter.pass_baton`).
 After a ``sync=True`` commit, readers flagged :data:`FLAG_EARLY` (XREADGROUP of a durable
-handle) are woken before the writer's meta-page flush, the others after it
+handle) are woken before the writer's log flush, the others after it
 (:meth:`Notifier.notify`'s phases; docs/durability.md, "Wake-ups before the flush").  A
 reader that died while blocked is skipped and its slot reclaimed.  Waiting itself is a
 ``select`` on the socket -- no CPU is used while idle.
@@ -72,7 +72,7 @@ _U32 = struct.Struct("<I")
 KIND_READ = 1
 KIND_GROUP = 2
 #: Slot flag: this reader may be woken as soon as a durable writer's commit is visible, before
-#: the writer's meta-page flush (an XREADGROUP of a ``sync=True`` handle: its reply follows a
+#: the writer's log flush (an XREADGROUP of a ``sync=True`` handle: its reply follows a
 #: durable commit of its own, whose flush covers the writer's commit too; docs/durability.md).
 FLAG_EARLY = 1
 #: Which waiters a call of :meth:`Notifier.notify` wakes: those flagged early, the others, all.
@@ -280,7 +280,7 @@ class Notifier:
         """Wake readers waiting on any of ``key_hashes`` (``None``: on any key).
 
         ``phase`` says which: :data:`EARLY` only readers flagged :data:`FLAG_EARLY` (called
-        right after a durable commit, before its meta-page flush), :data:`LATE` only the
+        right after a durable commit, before its log flush), :data:`LATE` only the
         others (after the flush), :data:`ALL` every one.  Of each group only the oldest
         reader is woken, and only in the phase its flag belongs to: a phase whose oldest
         reader of a group belongs to the other phase leaves that group alone.  Returns how

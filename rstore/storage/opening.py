@@ -104,11 +104,13 @@ def check_directory(path: str, *, create: bool, readonly: bool) -> None:
 
 
 def open_lmdb(
-    path: str, *, map_size: int, create: bool, readonly: bool, max_dbs: int
+    path: str, *, map_size: int, create: bool, readonly: bool, max_dbs: int, durable: bool = False
 ) -> tuple[Any, bool]:
     """Open LMDB's environment; ``(environment, locked)``.  ``locked`` is false for a
     read-only store whose lock file this user cannot open: readers then do not register, so a
-    writer in another process may reuse pages under them (reads retry, see Env.read)."""
+    writer in another process may reuse pages under them (reads retry, see Env.read).
+    ``durable``: every commit flushes its pages before it writes its meta page (LMDB's
+    ``MDB_NOMETASYNC``), for a commit no checkpoint covers yet (an upgrade's)."""
     options: dict[str, Any] = {
         "map_size": map_size, "max_dbs": max_dbs, "max_readers": MAX_READERS,
         # meminit: LMDB clears the unused part of each page it writes; without it whatever the
@@ -116,7 +118,7 @@ def open_lmdb(
         "meminit": True,
         # Commits are made durable by the write-ahead log's flush, and data.mdb is flushed by
         # the log's checkpoints (docs/durability.md): LMDB itself never flushes.
-        "sync": False, "metasync": False,
+        "sync": durable, "metasync": False,
     }  # fmt: skip
     target = os.fsencode(path)  # a name that is not UTF-8 must reach LMDB byte for byte
     if not readonly:

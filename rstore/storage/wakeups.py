@@ -68,7 +68,7 @@ class Wakeups:
     def notify(self, keys: set[bytes] | None, phase: int = ALL) -> int:
         """Wake readers blocked on ``keys`` (``None``: on every key) after a commit; ``phase``
         (:mod:`rstore.storage.notify`) chooses the readers woken before the commit's
-        meta-page flush (``EARLY``) or after it (``LATE``), or all (``ALL``).
+        log flush (``EARLY``) or after it (``LATE``), or all (``ALL``).
 
         Returns how many blocked calls of other processes were woken.  Never raises: the
         write has committed, so its caller must get its result whatever happens here; a

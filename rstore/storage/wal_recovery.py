@@ -101,8 +101,7 @@ def create(
         os.fdatasync(fd)
     finally:
         os.close(data)
-    if rewritten is not None:
-        upgrade.forget_old_files(os.path.dirname(data_path))
+    upgrade.forget_old_files(os.path.dirname(data_path))  # also after an upgrade cut short
     return rewritten
 
 

@@ -320,12 +320,23 @@ def test_upgrade_and_read_only(tmp_path: Path) -> None:
     assert upgraded.exit_code == 0, upgraded.output
     assert json.loads(upgraded.stdout) == {
         "upgraded": True, "format_before": 1, "format": 3, "records": 5,
+        "databases": [{"db": 0, "format_before": 1, "records": 5}],
     }  # fmt: skip
+    refused = runner.invoke(cli, ["--store", str(store), "--read-only", "upgrade"])
+    assert refused.exit_code == 2 and "cannot run with --read-only" in refused.output
     again = runner.invoke(cli, ["upgrade", "--store", str(store)])
     assert again.output == "already current: nothing to do\n"
     downgrade_to_format_1(str(store))
     upgraded = runner.invoke(cli, ["--store", str(store), "upgrade"])
     assert upgraded.stdout == "upgraded from format 1 to 3; 5 records rewritten with checksums\n"
+    with rstore.Store(store) as s:  # a second database, both in format 2: both upgraded
+        s.database(4).xadd("four", {"a": "1"})
+    for path in (store, store / "db4"):
+        downgrade(str(path), 2)
+    upgraded = runner.invoke(cli, ["--store", str(store), "upgrade"])
+    assert upgraded.stdout == (
+        "database 0: upgraded from format 2 to 3\ndatabase 4: upgraded from format 2 to 3\n"
+    )
     downgrade(str(store), 2)
     # Any command that may write opens it for writing, and so upgrades it: `len` too.
     assert runner.invoke(cli, ["--store", str(store), "len", "orders"]).output == "1\n"

@@ -14,12 +14,13 @@ For each store directory (database 0, then each ``db<N>`` that exists), all held
 
 1. a leftover of an interrupted compaction is finished or removed; the trees are walked
    (``pagecheck``: a damaged store is refused); a store whose log needs a recovery (the
-   machine restarted) was opened normally once beforehand, which recovers it;
-2. the copy is written beside ``data.mdb``, checked, fixed up (format 3: the log starts a new
+   machine restarted), or of an older format (which upgrades it), was opened normally once
+   beforehand;
+2. the copy is written beside ``data.mdb``, checked, fixed up (the log starts a new
    generation; the transaction ids go on) and flushed
    (:mod:`~rstore.storage.compaction.compact_copy`);
-3. format 2: it is renamed over ``data.mdb``.  Format 3: an intent record, then the rename,
-   the log's header naming the copy's checkpoint and the log cut back
+3. an intent record, then the rename, the log's header naming the copy's checkpoint and the
+   log cut back
    (:mod:`~rstore.storage.compaction.compact_intent`, which every writable opener also runs);
 4. LMDB is opened once in this process, read-only, while the hold is still its own: it is then
    the first opener and rebuilds ``lock.mdb``'s table for the new file before any waiting
@@ -56,7 +57,7 @@ _POLL_S = 0.05  # how often a waiting compaction looks again; how often progress
 class CompactedDatabase:
     """One store directory compacted: database ``db`` (0, or N for ``<path>/db<N>``), its
     format, ``data.mdb``'s size and LMDB's pages in it (in use and free) before and after, and
-    ``wal.log``'s size before and after (0 in format 2)."""
+    ``wal.log``'s size before and after."""
 
     db: int
     path: str

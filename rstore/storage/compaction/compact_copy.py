@@ -18,7 +18,7 @@ up and flushed, beside ``data.mdb`` as ``data.mdb.compact`` (``compact_intent.CO
   A process that opens the store with ``lock.mdb``'s table not rebuilt (its opener waited in
   ``F_SETLKW`` while a compaction was killed after its rename) takes the transaction id from
   that table: it then finds the copy's trees in the slot it reads.  Ids keep growing, as the
-  log's header and ``durable.shm`` expect.
+  log's header and ``wal.shm`` expect.
 * Flushed, and walked again from the file (``pagecheck``) before anything may use it.
 """
 

@@ -1,26 +1,21 @@
 """The last steps of a compaction, and finishing one that was interrupted (every writable
 opener looks).
 
-A compaction (:mod:`rstore.storage.compaction.compact`) writes the compacted copy of ``data.mdb`` as
-:data:`COPY_FILE` in the store directory, flushed, and renames it over ``data.mdb``.  A store
-without the write-ahead log (format 2) needs nothing more: before the rename the old file is
-the store, after it the copy.  A store with the log (format 3) also needs the log's header to
-name the copy's checkpoint -- its meta page, which points at other pages than the old file's:
-between the rename and that header a recovery after a power loss would write the old file's
-meta page into the new file.  So before the rename the compaction writes :data:`INTENT_FILE`
+A compaction (:mod:`rstore.storage.compaction.compact`) writes the compacted copy of ``data.mdb``
+as :data:`COPY_FILE` in the store directory, flushed, and renames it over ``data.mdb``.  The
+log's header must then name the copy's checkpoint -- its meta page, which points at other
+pages than the old file's: between the rename and that header a recovery after a power loss
+would write the old file's meta page into the new file.  So before the rename the compaction writes :data:`INTENT_FILE`
 (the header to write: the copy's last transaction, its meta page, the log's new position),
 flushed with its directory, and then runs :func:`complete`: rename, header, log cut back to its
 first record, intent removed.  Whoever finds an intent runs :func:`complete` again.
 
 :func:`finish_interrupted` is what every writable opener runs before anything else
-(``env_opening``), so a store is never used between a compaction's steps:
-
-* **format 3**, under the log's open lock (which a compaction holds from start to end): a valid
-  intent is completed -- rolled forward: the copy was flushed before the intent was written;
-  a copy without a valid intent (a crash before or while the intent was written) is removed,
-  and so is a torn intent -- rolled back: ``data.mdb`` was never touched;
-* **format 2**: a copy left behind is removed once no process has the store open (LMDB's lock
-  byte is free: a compaction holds it while its copy exists).
+(``env_opening``), under the log's open lock (which a compaction holds from start to end), so
+a store is never used between a compaction's steps: a valid intent is completed -- rolled
+forward: the copy was flushed before the intent was written; a copy without a valid intent (a
+crash before or while the intent was written) is removed, and so is a torn intent -- rolled
+back: ``data.mdb`` was never touched.
 
 Layout of the intent (little-endian)::
 
