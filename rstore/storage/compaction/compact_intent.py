@@ -1,14 +1,15 @@
 """The last steps of a compaction, and finishing one that was interrupted (every writable
 opener looks).
 
-A compaction (:mod:`rstore.storage.compaction.compact`) writes the compacted copy of ``data.mdb``
-as :data:`COPY_FILE` in the store directory, flushed, and renames it over ``data.mdb``.  The
-log's header must then name the copy's checkpoint -- its meta page, which points at other
-pages than the old file's: between the rename and that header a recovery after a power loss
-would write the old file's meta page into the new file.  So before the rename the compaction writes :data:`INTENT_FILE`
-(the header to write: the copy's last transaction, its meta page, the log's new position),
-flushed with its directory, and then runs :func:`complete`: rename, header, log cut back to its
-first record, intent removed.  Whoever finds an intent runs :func:`complete` again.
+A compaction (:mod:`rstore.storage.compaction.compact`) writes the compacted copy of
+``data.mdb`` as :data:`COPY_FILE` in the store directory, flushed, and renames it over
+``data.mdb``. The log's header must then name the copy's checkpoint -- its meta page, which
+points at other pages than the old file's: between the rename and that header a recovery after a
+power loss would write the old file's meta page into the new file. So before the rename the
+compaction writes :data:`INTENT_FILE` (the header to write: the copy's last transaction, its
+meta page, the log's new position), flushed with its directory, and then runs :func:`complete`:
+rename, header, log cut back to its first record, intent removed. Whoever finds an intent runs
+:func:`complete` again.
 
 :func:`finish_interrupted` is what every writable opener runs before anything else
 (``env_opening``), under the log's open lock (which a compaction holds from start to end), so
