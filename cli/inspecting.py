@@ -227,6 +227,7 @@ def inspect_command(
       rstore inspect dump.rdb --key events --json | jq '.streams[0].groups'
       rstore --store ./data inspect
     """
+    opener.note_deprecated()
     raw_key = None if key is None else to_bytes(key, unescape, "--key")
     path = opener.store_path if target is None else target
     if target is None or os.path.isdir(path):
