@@ -28,13 +28,12 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from rstore.codec.node_validate import validate_node
-from rstore.errors import CorruptDataError
+from rstore.errors import CorruptDataError, CorruptStoreError
 from rstore.model import ID
-from rstore.storage import layout, pagecheck
+from rstore.storage import layout, pagecheck, txn_errors
 from rstore.storage.carry import Carry
 from rstore.storage.cursors import seek_node
 from rstore.storage.layout import KeyRecord, StoreConfig, StreamMeta
-from rstore.storage.txn_errors import DamageErrors
 
 __all__ = ["Carry", "Txn"]
 
@@ -45,7 +44,7 @@ _CARRY_LIMIT = 4096  # records carried from one write transaction to the next, a
 _DECODE_ERRORS = (struct.error, ValueError, IndexError, KeyError, CorruptDataError)
 
 
-class Txn(DamageErrors):
+class Txn:
     """One LMDB transaction with rstore's record types."""
 
     __slots__ = (
@@ -88,6 +87,14 @@ class Txn(DamageErrors):
         self._config = carry.config
         self._clean_nodes = carry.nodes
         self._names = carry.names
+
+    def corrupt(self, db: bytes, key: bytes, what: str) -> CorruptStoreError:
+        """The error for a damaged record of ``db`` at ``key``, naming its stream if known."""
+        return txn_errors.corrupt(self, self._names, self._path, db, key, what)
+
+    def inconsistent(self, db: bytes, what: str, stream: bytes | None = None) -> CorruptStoreError:
+        """The error for records that disagree, each sound on its own (see txn_errors)."""
+        return txn_errors.inconsistent(self._path, db, what, stream)
 
     def carry(self, txnid: int) -> Carry | None:
         """After a successful commit of transaction ``txnid``: its records, for the next."""
