@@ -43,7 +43,7 @@ from rstore.storage.commit import commit_batch
 from rstore.storage.env_opening import Opening
 from rstore.storage.failures import translate, translate_os
 from rstore.storage.gate import Gate
-from rstore.storage.notify import Notifier
+from rstore.storage.notify import ALL
 from rstore.storage.txn import Carry, Txn
 from rstore.storage.waiters import PollingWaiter, Waiter
 from rstore.storage.wakeups import Wakeups
@@ -76,10 +76,9 @@ def _after_fork_in_child() -> None:
         if log is not None:
             log.abandon()  # its flusher too
         env._gate = Gate(env.path)
-        env._notifier_lock = threading.Lock()
+        env._wakeups = Wakeups(env.path)  # the parent's table: its flock and fd are the parent's
         env._carry = None
         env._carry_lock = threading.Lock()
-        env._waiters = weakref.WeakSet()
         env._combiner = Combiner(env._commit_batch)
 
 
@@ -87,7 +86,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-class Env(Opening, Wakeups):
+class Env(Opening):
     """A shared, process-local LMDB environment for one store directory."""
 
     def __init__(
@@ -111,11 +110,7 @@ class Env(Opening, Wakeups):
         self.upgraded: int | None = None  # records rewritten when this open upgraded the store
         self._gate = Gate(path)
         self._forked = False
-        self._notifier: Notifier | None = None
-        self._notifier_broken: str | None = None  # why blocking reads poll, once known
-        self._polling_logged = False  # a call had to poll: said once
-        self._notifier_lock = threading.Lock()
-        self._waiters: weakref.WeakSet[Waiter | PollingWaiter] = weakref.WeakSet()
+        self._wakeups = Wakeups(path)
         self._carry: Carry | None = None  # what the last write transaction knew
         self._carry_lock = threading.Lock()
         self.format = layout.FORMAT_VERSION
@@ -145,7 +140,6 @@ class Env(Opening, Wakeups):
         # The inherited handle was abandoned at the fork (never closed: closing it would
         # release the parent's reader slots); open our own beside it.
         self._forked = False
-        self._notifier = None  # its flock and fd belong to the parent's open file
         self._open(inherited=True)
 
     # ------------------------------------------------------------------ transactions
@@ -228,6 +222,38 @@ class Env(Opening, Wakeups):
 
     def _commit_batch(self, batch: list[Request]) -> Callable[[bool], None] | None:
         return commit_batch(self, batch)
+
+    # ------------------------------------------------------------------ wake-ups
+
+    def notify(self, keys: set[bytes] | None, phase: int = ALL) -> int:
+        """Wake readers blocked on ``keys`` (``None``: every key) after a commit; how many of
+        other processes were woken.  Never raises (:meth:`Wakeups.notify`)."""
+        if keys is not None and not keys:
+            return 0
+        try:
+            self._gate.enter()
+        except StorageError:
+            return 0  # closed meanwhile: nobody of this process waits any more
+        try:
+            if self._forked:
+                self._reopen_after_fork()
+            return self._wakeups.notify(keys, phase)
+        except Exception as exc:  # a reopen after a fork failed: the write has committed
+            log.warning("%s: blocked readers were not woken (%s)", self.path, exc)
+            return 0
+        finally:
+            self._gate.leave()
+
+    def waiter(self, kind: int, keys: list[bytes], group: int = 0) -> Waiter | PollingWaiter:
+        """Something to block on until ``keys`` may have changed (:meth:`Wakeups.waiter`)."""
+        self._gate.enter()
+        try:
+            if self._forked:
+                self._reopen_after_fork()
+            early = self.flushes_after_commit
+            return self._wakeups.waiter(kind, keys, group, guard=self._gate, early=early)
+        finally:
+            self._gate.leave()
 
     def _check_readers_on_growth(self) -> None:
         """After a commit that extended the file, free the reader slots of dead processes.
@@ -344,12 +370,10 @@ class Env(Opening, Wakeups):
         """Wait for transactions in flight, wake this process's blocked readers, close."""
         if not self._gate.close():
             return
-        for waiter in list(self._waiters):
-            waiter.interrupt()
+        self._wakeups.interrupt_all()
         if not self._forked:
             self._drop_pin()
             self._env.close()
-            if self._notifier is not None:
-                self._notifier.close()
+            self._wakeups.close()
         if self._wal is not None:
             self._wal.close()
