@@ -33,9 +33,9 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from rstore import BlockedCall, ResponseError, Store, command_table
+from rstore import BlockedCall, ResponseError, Store, command_table, messages
 
-from . import admin, messages
+from . import admin
 from .client import Client
 from .config import ServerConfig
 from .counters import CommandCounters
