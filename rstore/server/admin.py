@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rstore import NIL_ARRAY, ResponseError
+from rstore import messages as m
 
-from . import messages as m
 from .config import config_handler
 from .info import info_text
 from .resp import Map, Verbatim
@@ -238,8 +238,8 @@ def _auth(server: Server, client: Client, argv: list[bytes]) -> Any:
 
 
 def refused(server: Server, client: Client, argv: list[bytes]) -> ResponseError | None:
-    """NOPERM for what a read-only (``+@read``) user may not run: anything but the store's
-    read commands, AUTH, HELLO, QUIT and RESET (Valkey's @read category)."""
+    """The NOPERM error for what a read-only (``+@read``) user may not run: anything but the
+    store's read commands, AUTH, HELLO, QUIT and RESET (Valkey's @read category)."""
     name = argv[0].lower()
     if name in _ALWAYS:
         return None

@@ -7,27 +7,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from typing import Any
-
-from rstore import BlockedCall, BlockWatch
+from typing import TYPE_CHECKING, Any
 
 from .protocol import ProtocolError, RequestParser
 
-__all__ = ["Client", "Parked"]
+if TYPE_CHECKING:
+    from .parked import Parked
 
-
-class Parked:
-    """A client's blocking read waiting to be served: the call, its watch, its timers (its
-    BLOCK time; looking again when the watch has no descriptor)."""
-
-    __slots__ = ("call", "poll", "timer", "watch", "woken")
-
-    def __init__(self, call: BlockedCall, watch: BlockWatch) -> None:
-        self.call = call
-        self.watch = watch
-        self.timer: asyncio.TimerHandle | None = None
-        self.poll: asyncio.TimerHandle | None = None
-        self.woken = False
+__all__ = ["Client"]
 
 
 class Client:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rstore import ResponseError
+from rstore import messages as m
 
-from . import messages as m
 from .info import client_line
 from .resp import Verbatim
 

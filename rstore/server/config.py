@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from rstore import ResponseError, key_matches
+from rstore import messages as m
 
-from . import messages as m
 from .limits import fit_open_files
 
 if TYPE_CHECKING:

@@ -13,9 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from rstore import ResponseError
-
-from . import messages
+from rstore import ResponseError, messages
 
 __all__ = ["CommandCounters"]
 

@@ -1,33 +1,30 @@
 """Parked blocking reads of ``rstore serve``: XREAD / XREADGROUP with BLOCK that found
-nothing wait here (a part of :class:`rstore.server.server.Server`, kept apart for its size).
+nothing wait here, in the server's loop, until they run again.
 
-A parked read holds a :class:`rstore.BlockWatch`; the loop listens to its descriptor, and a
-write by any client of the server or by any process using the store directory makes it
-readable: the read runs again in the next batch (:meth:`ParkedReads.wake`), until it is
-served, its BLOCK time runs out (nil), CLIENT UNBLOCK ends it, or its client leaves.  A watch
-without a descriptor (the store's waiter table full, or descriptors short: the store then
-polls) is looked at every :data:`POLL_S`; every parked read is looked at every
-:data:`RECHECK_S` anyway, in case a process that would have woken it died.
+A parked read (:class:`Parked`, a client's ``parked``) holds a :class:`rstore.BlockWatch`; the
+loop listens to its descriptor, and a write by any client of the server or by any process using
+the store directory makes it readable: the read is handed back to the server to run again in
+its next batch (:meth:`ParkedReads.wake`), until it is served, its BLOCK time runs out (the
+server answers nil), CLIENT UNBLOCK ends it, or its client leaves.  A watch without a
+descriptor (the store's waiter table full, or descriptors short: the store then polls) is
+looked at every :data:`POLL_S`; the server has every parked read look again every
+:data:`RECHECK_S` anyway (:meth:`ParkedReads.look_again`), in case a process that would have
+woken it died.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from rstore import NIL_ARRAY, BlockedCall
-
-from .client import Client, Parked
+from rstore import BlockedCall, BlockWatch
 
 if TYPE_CHECKING:
-    from rstore import Store
+    from .client import Client
 
-    from .config import ServerConfig
-    from .counters import CommandCounters
-
-__all__ = ["POLL_S", "RECHECK_S", "ParkedReads"]
+__all__ = ["POLL_S", "RECHECK_S", "Parked", "ParkedReads"]
 
 #: a parked read re-checks at least this often, even without a wake-up
 RECHECK_S = 1.0
@@ -35,35 +32,75 @@ RECHECK_S = 1.0
 POLL_S = 0.05
 
 
+class Parked:
+    """A client's blocking read waiting to be served: the call, its watch, its timers (its
+    BLOCK time; looking again when the watch has no descriptor)."""
+
+    __slots__ = ("call", "poll", "timer", "watch", "woken")
+
+    def __init__(self, call: BlockedCall, watch: BlockWatch) -> None:
+        self.call = call
+        self.watch = watch
+        self.timer: asyncio.TimerHandle | None = None
+        self.poll: asyncio.TimerHandle | None = None
+        self.woken = False
+
+
 class ParkedReads:
-    """The parked-read methods of the server (a mixin: the server gives the attributes and
-    methods declared here)."""
+    """The blocking reads parked in one server's loop: each one's watch, poll and BLOCK timer
+    set up and torn down, and its wake-ups handed to the server.
 
-    loop: asyncio.AbstractEventLoop | None
-    clients: dict[int, Client]
-    config: ServerConfig
-    counters: CommandCounters
-    _ready: dict[int, Client]
+    ``run_again(client)`` is called when a parked read should run again (woken, polled, looked
+    at again); ``time_out(client)`` when its BLOCK time ran out and it is still parked.  Both
+    run in ``loop``, as every method here does.
+    """
 
-    if TYPE_CHECKING:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        run_again: Callable[[Client], None],
+        time_out: Callable[[Client], None],
+    ) -> None:
+        self._loop = loop
+        self._run_again = run_again
+        self._time_out = time_out
 
-        def store_of(self, db: int) -> Store: ...
-        def close_client(self, client: Client) -> None: ...
-        def _schedule(self) -> None: ...
-        def _send(self, client: Client) -> None: ...
-        def _write_reply(self, client: Client, argv: list[bytes], result: Any) -> None: ...
-
-    def _park(self, client: Client, call: BlockedCall) -> None:
-        watch = self.store_of(client.db).watch(call)
+    def park(self, client: Client, call: BlockedCall, watch: BlockWatch) -> None:
+        """Park ``client``'s read ``call``, which found nothing, with ``watch`` on its keys."""
         parked = client.parked = Parked(call, watch)
-        assert self.loop is not None
         fd = watch.fileno()
         if fd is not None:
-            self.loop.add_reader(fd, self._woken, client)
+            self._loop.add_reader(fd, self._woken, client)
         else:
-            parked.poll = self.loop.call_later(POLL_S, self._poll, client)
+            parked.poll = self._loop.call_later(POLL_S, self._poll, client)
         if call.deadline is not None:
-            parked.timer = self.loop.call_at(call.deadline, self._timed_out, client)
+            parked.timer = self._loop.call_at(call.deadline, self._timed_out, client)
+
+    def wake(self, client: Client) -> None:
+        """Have a parked read run again in the server's next batch."""
+        if client.parked is not None:
+            client.parked.woken = True
+            self._run_again(client)
+
+    def look_again(self, clients: Iterable[Client]) -> None:
+        """Every parked read among ``clients`` runs again (a waking process may have died)."""
+        for client in clients:
+            if client.parked is not None:
+                self.wake(client)
+
+    def unpark(self, client: Client) -> None:
+        """End ``client``'s parked read, if any: its timers cancelled, its watch closed."""
+        parked, client.parked = client.parked, None
+        if parked is None:
+            return
+        for handle in (parked.timer, parked.poll):
+            if handle is not None:
+                handle.cancel()
+        fd = parked.watch.fileno()
+        if fd is not None:
+            self._loop.remove_reader(fd)
+        with contextlib.suppress(Exception):
+            parked.watch.close()
 
     def _woken(self, client: Client) -> None:
         parked = client.parked
@@ -74,59 +111,11 @@ class ParkedReads:
 
     def _poll(self, client: Client) -> None:
         parked = client.parked
-        if parked is None or self.loop is None:
+        if parked is None:
             return
-        parked.poll = self.loop.call_later(POLL_S, self._poll, client)
+        parked.poll = self._loop.call_later(POLL_S, self._poll, client)
         self.wake(client)
-
-    def wake(self, client: Client) -> None:
-        """Run a parked read again in the next batch."""
-        if client.parked is not None:
-            client.parked.woken = True
-            self._ready[client.id] = client
-            self._schedule()
 
     def _timed_out(self, client: Client) -> None:
         if client.parked is not None:
-            self.unblock(client, NIL_ARRAY)
-
-    def unblock(self, client: Client, reply: Any) -> None:
-        """End a parked read with ``reply`` (a timeout's nil, CLIENT UNBLOCK's)."""
-        parked = client.parked
-        if parked is None:
-            return
-        if client.in_flight:  # its read runs again right now: see what that gives first
-            client.unblock_reply = (reply,)
-            return
-        self._unpark(client)
-        self.counters.count(parked.call.argv, reply, 0.0)
-        self._write_reply(client, parked.call.argv, reply)
-        self._send(client)
-
-    def _unpark(self, client: Client) -> None:
-        parked, client.parked = client.parked, None
-        if parked is None:
-            return
-        for handle in (parked.timer, parked.poll):
-            if handle is not None:
-                handle.cancel()
-        fd = parked.watch.fileno()
-        if fd is not None and self.loop is not None:
-            self.loop.remove_reader(fd)
-        with contextlib.suppress(Exception):
-            parked.watch.close()
-
-    def _recheck(self) -> None:
-        """Every parked read looks again now and then (a waking process may have died); an
-        idle client past ``timeout`` is closed."""
-        for client in list(self.clients.values()):
-            if client.parked is not None:
-                self.wake(client)
-        timeout = self.config.timeout
-        if timeout:
-            idle = time.monotonic() - timeout
-            for client in list(self.clients.values()):
-                if client.parked is None and client.last_active < idle and not client.queue:
-                    self.close_client(client)
-        assert self.loop is not None
-        self.loop.call_later(RECHECK_S, self._recheck)
+            self._time_out(client)

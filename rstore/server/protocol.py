@@ -22,7 +22,7 @@ import contextlib
 import os
 from collections.abc import Callable
 
-from . import messages
+from rstore import messages
 
 #: the C scanner of canonical arrays, or ``None`` (not built, or turned off)
 c_scan: Callable[[bytes, int, int, list[list[bytes]]], int] | None = None

@@ -33,9 +33,9 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
-from rstore import BlockedCall, ResponseError, Store, command_table
+from rstore import NIL_ARRAY, BlockedCall, ResponseError, Store, command_table, messages
 
-from . import admin, messages
+from . import admin
 from .client import Client
 from .config import ServerConfig
 from .counters import CommandCounters
@@ -90,7 +90,7 @@ class _Connection(asyncio.Protocol):
             self.server.resume(self.client)
 
 
-class Server(ParkedReads):
+class Server:
     """``rstore serve``: a RESP server over one store (see the module docstring)."""
 
     def __init__(self, store: Store, config: ServerConfig) -> None:
@@ -104,6 +104,7 @@ class Server(ParkedReads):
         self._servers: list[asyncio.AbstractServer] = []
         self._stopping: asyncio.Event | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self._parked_reads: ParkedReads | None = None  # made by start(), with the loop
         self.started = time.time()
         self.last_save = int(time.time())
         self.last_bgsave_ok = True  # INFO rdb_last_bgsave_status
@@ -138,6 +139,12 @@ class Server(ParkedReads):
             self.store_of(db)
         return dict(self._stores)
 
+    @property
+    def parked_reads(self) -> ParkedReads:
+        """The blocking reads parked in the loop (:mod:`.parked`), from :meth:`start` on."""
+        assert self._parked_reads is not None, "the server has not started"
+        return self._parked_reads
+
     def command_names(self) -> dict[bytes, list[Any]]:
         """COMMAND INFO entries: the store's commands and the loop's own."""
         if self._command_table is None:
@@ -165,7 +172,7 @@ class Server(ParkedReads):
 
     def disconnected(self, client: Client) -> None:
         client.closed = True
-        self._unpark(client)
+        self.parked_reads.unpark(client)
         self.clients.pop(client.id, None)
         self._ready.pop(client.id, None)
 
@@ -202,10 +209,14 @@ class Server(ParkedReads):
             return
         if got or client.protocol_error is not None:
             client.queue.extend(got)
-            self._ready[client.id] = client
-            self._schedule()
+            self._run_soon(client)
 
     # -- the turn ------------------------------------------------------------------------------
+
+    def _run_soon(self, client: Client) -> None:
+        """Run what ``client`` has waiting (requests, a woken parked read) in the next turn."""
+        self._ready[client.id] = client
+        self._schedule()
 
     def _schedule(self) -> None:
         if not self._scheduled and self.loop is not None and not self._running:
@@ -309,8 +320,7 @@ class Server(ParkedReads):
             if client.protocol_error is not None or (
                 client.parked is not None and client.parked.woken
             ):  # the error goes after these replies; a wake-up meanwhile runs it again
-                self._ready[client.id] = client
-                self._schedule()
+                self._run_soon(client)
             self._send(client)
         if self._ready:  # what gathered while the batch ran
             self._schedule()
@@ -371,14 +381,31 @@ class Server(ParkedReads):
         if isinstance(result, BlockedCall):
             if rerun:
                 return  # still nothing: stays parked, its first deadline and place kept
-            self._park(client, result)
+            self.parked_reads.park(client, result, self.store_of(client.db).watch(result))
             return
         parked = client.parked if rerun else None
         if parked is not None:
             if parked.call.group_read:
                 parked.watch.served()
-            self._unpark(client)
+            self.parked_reads.unpark(client)
         self._write_reply(client, argv, result)
+
+    def unblock(self, client: Client, reply: Any) -> None:
+        """End a parked read with ``reply`` (a timeout's nil, CLIENT UNBLOCK's)."""
+        parked = client.parked
+        if parked is None:
+            return
+        if client.in_flight:  # its read runs again right now: see what that gives first
+            client.unblock_reply = (reply,)
+            return
+        self.parked_reads.unpark(client)
+        self.counters.count(parked.call.argv, reply, 0.0)
+        self._write_reply(client, parked.call.argv, reply)
+        self._send(client)
+
+    def _timed_out(self, client: Client) -> None:
+        """A parked read's BLOCK time ran out: it answers nil."""
+        self.unblock(client, NIL_ARRAY)
 
     def _write_reply(self, client: Client, argv: list[bytes], result: Any) -> None:
         if client.closed:
@@ -399,14 +426,14 @@ class Server(ParkedReads):
         if client.closing and not client.closed:
             client.transport.close()
         elif client.queue and client.parked is None and not client.closed:
-            self._ready[client.id] = client
-            self._schedule()
+            self._run_soon(client)
 
     # -- running -------------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Listen on the configured addresses."""
         self.loop = asyncio.get_running_loop()
+        self._parked_reads = ParkedReads(self.loop, self._run_soon, self._timed_out)
         if self.config.sync == "always" and self._worker is None:
             self._worker = BatchWorker()
         make = lambda: _Connection(self)  # noqa: E731
@@ -423,6 +450,19 @@ class Server(ParkedReads):
         self.loop.call_later(RECHECK_S, self._recheck)
         if self.config.sync == "everysec":
             self.loop.call_later(1.0, self._flush_every_second)
+
+    def _recheck(self) -> None:
+        """Every :data:`RECHECK_S`: every parked read looks again (a waking process may have
+        died); an idle client past ``timeout`` is closed."""
+        self.parked_reads.look_again(list(self.clients.values()))
+        timeout = self.config.timeout
+        if timeout:
+            idle = time.monotonic() - timeout
+            for client in list(self.clients.values()):
+                if client.parked is None and client.last_active < idle and not client.queue:
+                    self.close_client(client)
+        assert self.loop is not None
+        self.loop.call_later(RECHECK_S, self._recheck)
 
     @property
     def ports(self) -> list[Any]:
@@ -467,7 +507,7 @@ class Server(ParkedReads):
         if self._worker is not None:
             self._worker.stop()
         for client in list(self.clients.values()):
-            self._unpark(client)
+            self.parked_reads.unpark(client)
             client.transport.close()
         for _ in range(50):  # let the transports finish closing (TLS ones take a few turns)
             if not self.clients:

@@ -19,9 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rstore import ResponseError, Store
-
-from . import messages
+from rstore import ResponseError, Store, messages
 
 __all__ = ["BatchWorker", "execute"]
 

@@ -2,7 +2,7 @@
 is woken by another client's write and by a write of another process on the same store,
 answers nil at its timeout, is ended by CLIENT UNBLOCK, and learns of its stream's deletion
 with Valkey's reply; other clients are served meanwhile; parked clients are served in the
-order they blocked."""
+order they blocked; a parked group reader that hangs up takes no entry."""
 
 from __future__ import annotations
 
@@ -140,3 +140,25 @@ def test_parked_readers_are_served_in_the_order_they_blocked(ports: dict[str, An
             conn.close()
     served = [got[0][0][1][0][0] for _t, got, _c in readers]
     assert served == [b"1-0", b"2-0", b"3-0", b"4-0"]
+
+
+def _group_reader_leaves(port: int) -> dict[str, Any]:
+    replies: dict[str, Any] = {}
+    with RespClient(HOST, port) as c:
+        c.execute("XGROUP", "CREATE", "q", "g", "$", "MKSTREAM")
+        gone = RespClient(HOST, port)
+        gone.send("XREADGROUP", "GROUP", "g", "gone", "BLOCK", "0", "STREAMS", "q", ">")
+        _wait_blocked(port)
+        gone.close()
+        _wait_blocked(port, 0)
+        c.execute("XADD", "q", "1-0", "n", "1")
+        replies["next reader"] = c.execute("XREADGROUP", "GROUP", "g", "stays", "STREAMS", "q", ">")
+        replies["pending"] = c.execute("XPENDING", "q", "g")
+    return replies
+
+
+def test_a_parked_group_reader_that_hangs_up_takes_no_entry(ports: dict[str, Any]) -> None:
+    expected = _group_reader_leaves(ports["valkey"])
+    actual = _group_reader_leaves(ports["rstore"])
+    assert actual == expected
+    assert actual["pending"] == [1, b"1-0", b"1-0", [[b"stays", b"1"]]]
