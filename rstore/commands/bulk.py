@@ -10,9 +10,9 @@ from rstore.commands.executor import in_transaction
 from rstore.commands.registry import Context
 from rstore.ids import ID, format_id
 from rstore.model import AppendReport
-from rstore.storage.batch_marks import batch_get, batch_put, checkpoint_get, checkpoint_put
+from rstore.storage.batch_marks import batch_get, batch_put, bookmark_get, bookmark_put
 from rstore.storage.env import Env
-from rstore.storage.layout import MAX_BATCH_NAME, MAX_CHECKPOINT_VALUE
+from rstore.storage.layout import MAX_BATCH_NAME, MAX_BOOKMARK_VALUE
 from rstore.storage.txn import Txn
 
 __all__ = ["bulk_key", "load", "read_batch", "read_checkpoint"]
@@ -36,7 +36,7 @@ def read_batch(env: Env, name: str | bytes) -> int | None:
 
 def read_checkpoint(env: Env, name: str | bytes) -> bytes | None:
     key = bulk_key(name)
-    return env.read(lambda txn: checkpoint_get(txn, key))
+    return env.read(lambda txn: bookmark_get(txn, key))
 
 
 def load(
@@ -56,9 +56,9 @@ def load(
     cp_key = cp_value = None
     if checkpoint is not None:
         cp_key, cp_value = bulk_key(checkpoint[0]), checkpoint[1]
-        if not isinstance(cp_value, bytes) or len(cp_value) > MAX_CHECKPOINT_VALUE:
+        if not isinstance(cp_value, bytes) or len(cp_value) > MAX_BOOKMARK_VALUE:
             raise ValueError(
-                f"checkpoint value must be bytes of at most {MAX_CHECKPOINT_VALUE} bytes"
+                f"checkpoint value must be bytes of at most {MAX_BOOKMARK_VALUE} bytes"
             )
     mark = number = None
     if batch is not None:
@@ -83,7 +83,7 @@ def load(
             batch_put(ctx.txn, mark, number)
         added = loader(ctx.txn, ctx.now_ms)
         if cp_key is not None and cp_value is not None:
-            checkpoint_put(ctx.txn, cp_key, cp_value)
+            bookmark_put(ctx.txn, cp_key, cp_value)
         for name in added:
             ctx.signal(name)
         return AppendReport(

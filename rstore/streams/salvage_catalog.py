@@ -24,7 +24,7 @@ __all__ = ["Catalog", "count_orphans", "handle_span", "read_catalog", "shown", "
 
 _DECODE_ERRORS = (struct.error, ValueError, IndexError)
 _LAST_HANDLE = (1 << 64) - 1
-_MARKS = (layout.META_BATCH_PREFIX, layout.META_CHECKPOINT_PREFIX)
+_MARKS = (layout.META_BATCH_PREFIX, layout.META_BOOKMARK_PREFIX)
 
 
 def shown(name: bytes, limit: int = 60) -> str:
