@@ -59,6 +59,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from rstore.pipeline import Pipeline
     from rstore.queue.consumer import Consumer, Message
     from rstore.ranges import iter_range, iter_range_pages
+    from rstore.renames import renamed_alias, renamed_keywords
     from rstore.replay.checkpoints import load_checkpoint_file, read_checkpoint
     from rstore.replay.engine import (
         ReplayConflict,
@@ -179,6 +180,8 @@ _LAZY: dict[str, str] = {
     "Pipeline": "rstore.pipeline",
     "iter_range": "rstore.ranges",
     "iter_range_pages": "rstore.ranges",
+    "renamed_alias": "rstore.renames",
+    "renamed_keywords": "rstore.renames",
     "DEFAULT_PATH": "rstore.store",
     "Store": "rstore.store",
     "check_store": "rstore.store",
@@ -355,6 +358,8 @@ __all__ = [
     "read_rdb_nodes",
     "read_rdb_range",
     "read_rdb_streams",
+    "renamed_alias",
+    "renamed_keywords",
     "run_replay",
     "runs_from_jsonl",
     "runs_from_rdb",
