@@ -23,6 +23,7 @@ Errors are not handled here: :class:`rstore_cli.main.RStoreGroup` maps them once
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -43,6 +44,7 @@ __all__ = [
     "json_option",
     "late_options",
     "pass_opener",
+    "renamed_option",
     "unescape_option",
 ]
 
@@ -265,3 +267,26 @@ def unescape_option(f: F) -> F:
         help="Read backslash escapes in the arguments as redis-cli does inside double quotes "
         "(\\xHH, \\n, \\t, \\\\ ...).  By default arguments are passed byte for byte.",
     )(f)
+
+
+def renamed_option(old: str, new: str, dest: str, **settings: Any) -> Callable[[F], F]:
+    """``old``, the spelling of the option ``new`` (value in the parameter ``dest``) before it
+    was renamed: hidden from --help, it still works for one release, with one note on stderr;
+    giving both is a usage error (DEVELOPERS.md, "Renaming a public name")."""
+    hidden = f"renamed_{dest}"
+
+    def decorate(f: F) -> F:
+        @functools.wraps(f)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            value = kwargs.pop(hidden)
+            if value is not None:
+                if kwargs[dest] is not None:
+                    raise click.UsageError(f"give {new} only ({old} is its deprecated name)")
+                click.echo(f"note: {old} is deprecated, use {new} (the same option)", err=True)
+                kwargs[dest] = value
+            return f(*args, **kwargs)
+
+        option = click.option(old, hidden, hidden=True, help=f"Deprecated: {new}.", **settings)
+        return option(command)  # type: ignore[return-value]
+
+    return decorate

@@ -18,7 +18,7 @@ import click
 
 import rstore
 
-from .context import StoreOpener, json_option, pass_opener, unescape_option
+from .context import StoreOpener, json_option, pass_opener, renamed_option, unescape_option
 from .entry import EXIT_INTERRUPTED
 from .files import file_errors
 from .format import counted, show_path
@@ -139,9 +139,9 @@ def _check_conflicts(
     options: dict[str, Any],
 ) -> None:
     """--on-conflict fail, all or nothing: every selected stream's first entry to replay (after
-    the checkpoint) is compared with its target's last ID before anything is written."""
-    checkpoint = options["checkpoint"]
-    position = {} if checkpoint is None else rstore.read_checkpoint(sink, checkpoint)
+    the bookmark) is compared with its target's last ID before anything is written."""
+    bookmark = options["bookmark"]
+    position = {} if bookmark is None else rstore.read_bookmark(sink, bookmark)
     firsts = {}
     for key in streams:
         seen = position.get(key)
@@ -174,8 +174,8 @@ def _run(
     as_json = options.pop("as_json")
     progress = options.pop("progress")
     if options.pop("dry_run"):
-        checkpoint = options.pop("checkpoint")
-        position = {} if checkpoint is None else rstore.read_checkpoint(sink, checkpoint)
+        bookmark = options.pop("bookmark")
+        position = {} if bookmark is None else rstore.read_bookmark(sink, bookmark)
         plans, seconds = rstore.plan_replay(
             entries,
             sink,
@@ -229,7 +229,8 @@ def _run(
 @click.option("--max-gap", metavar="DURATION", help="With --speed: the longest wait (5s).")
 @click.option("--rate", metavar="N/s", help="Pace at a fixed rate instead (500/s).")
 @click.option("--top-speed", is_flag=True, help="No pacing (the default).")
-@click.option("--checkpoint", metavar="NAME", help="Record progress under NAME; rerun resumes.")
+@click.option("--bookmark", metavar="NAME", help="Record progress under NAME; rerun resumes.")
+@renamed_option("--checkpoint", "--bookmark", "bookmark", metavar="NAME")
 @click.option("--dry-run", is_flag=True, help="Print the plan; write nothing.")
 @click.option("--follow", is_flag=True, help="Then go on with new entries, until ^C.")
 @click.option("--with-groups", is_flag=True, help="Copy consumer groups and PELs along.")
@@ -259,7 +260,7 @@ def replay_command(
     max_gap: str | None,
     rate: str | None,
     top_speed: bool,
-    checkpoint: str | None,
+    bookmark: str | None,
     dry_run: bool,
     follow: bool,
     with_groups: bool,
@@ -277,7 +278,7 @@ def replay_command(
     unless --new-ids; --on-conflict says what to do with a kept ID not above the target's last
     one.  Top speed unless --speed (10, 0.5; --max-gap caps idle gaps) or --rate.  --follow
     goes on with entries added later, like `tail -f`, until ^C.  With
-    --checkpoint NAME progress is recorded after each write (in the target store's
+    --bookmark NAME progress is recorded after each write (in the target store's
     transaction, exactly once; else in the file NAME, at least once): rerun to resume.  ^C
     stops between entries (exit 130).  docs/replay.md has the details.
 
@@ -286,7 +287,7 @@ def replay_command(
       rstore replay events --start 2026-11-17T09:00 --end 2026-11-17T10:00 --speed 10 \\
           --to-url redis://localhost:6379
       rstore replay 'orders:*' --prefix replay: --new-ids
-      rstore replay --from-dump dump.rdb --to-store ./copy --checkpoint copy1
+      rstore replay --from-dump dump.rdb --to-store ./copy --bookmark copy1
       rstore export | rstore replay --from-jsonl - --rate 100/s
     """
     sources = [x for x in (dump_file, jsonl, from_url) if x is not None]
@@ -323,7 +324,7 @@ def replay_command(
         "as_json": as_json,
         "progress": progress,
         "dry_run": dry_run,
-        "checkpoint": checkpoint,
+        "bookmark": bookmark,
         "target": target,
         "where": [to_bytes(w, unescape, "--where") for w in where],
         "count": count,
@@ -399,8 +400,8 @@ def replay_command(
                 if dump_file is not None
                 else rstore.groups_of_store(source_store, keys)  # type: ignore[arg-type]
             )
-        if checkpoint is not None and not sink.transactional:  # a file of the user's
-            stack.enter_context(file_errors(checkpoint, "write"))
+        if bookmark is not None and not sink.transactional:  # a file of the user's
+            stack.enter_context(file_errors(bookmark, "write"))
         if first_of is not None and on_conflict == "fail" and not (new_ids or where or dry_run):
             _check_conflicts(first_of, selected, low, high, sink, options)
         delivered = _run(
@@ -414,8 +415,8 @@ def replay_command(
         )
         if groups is not None and delivered:
             execute = sink.store.execute if to_url is None else sink.client.execute_command
-            # a rerun with a checkpoint resumes: the groups its first run copied are updated
-            existing = "fail" if checkpoint is None else "update"
+            # a rerun with a bookmark resumes: the groups its first run copied are updated
+            existing = "fail" if bookmark is None else "update"
             copied = rstore.copy_groups(groups, execute, target=target, existing=existing)
             if not as_json:
                 click.echo(
@@ -427,7 +428,8 @@ def replay_command(
 
 @click.command("import", short_help="Add JSON lines (export's envelope) to the store.")
 @click.argument("file", default="-", metavar="[FILE|-]")
-@click.option("--checkpoint", metavar="NAME", help="Record progress under NAME; rerun resumes.")
+@click.option("--bookmark", metavar="NAME", help="Record progress under NAME; rerun resumes.")
+@renamed_option("--checkpoint", "--bookmark", "bookmark", metavar="NAME")
 @click.option(
     "--on-conflict",
     type=click.Choice(["fail", "skip", "new-id"]),
@@ -442,7 +444,7 @@ def replay_command(
 def import_command(
     opener: StoreOpener,
     file: str,
-    checkpoint: str | None,
+    bookmark: str | None,
     on_conflict: str,
     batch_entries: int,
     progress: bool | None,
@@ -451,13 +453,13 @@ def import_command(
     """Add the entries of a JSON lines file (stdin by default) in rstore's envelope -- what
     `rstore export` writes -- to the store, keeping their IDs, as whole nodes built as XADD
     builds them, in big batches: each batch one transaction, all or nothing.  A malformed
-    line stops the import before its batch is written.  With --checkpoint NAME the position
+    line stops the import before its batch is written.  With --bookmark NAME the position
     is recorded in each batch's transaction: rerun the same command to resume, exactly once.
 
     \b
     Examples:
       rstore export --store old | rstore import --store new
-      rstore import events.jsonl --checkpoint load-events
+      rstore import events.jsonl --bookmark load-events
     """
     name_shown = "stdin" if file == "-" else show_path(file)
     hint = "--on-conflict skip leaves such entries out, --on-conflict new-id gives them new IDs"
@@ -472,7 +474,7 @@ def import_command(
             "as_json": as_json,
             "progress": progress,
             "dry_run": False,
-            "checkpoint": checkpoint,
+            "bookmark": bookmark,
             "on_conflict": on_conflict,
             "batch_entries": batch_entries,
         }

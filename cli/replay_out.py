@@ -212,7 +212,7 @@ def summary(
     if report.renumbered:
         parts.append(f"{report.renumbered} given new IDs (conflicts)")
     if report.resumed:
-        parts.append(f"{report.resumed} delivered before (checkpoint)")
+        parts.append(f"{report.resumed} delivered before (bookmark)")
     if report.interrupted:
         parts.append("interrupted")
     if not to_stdout:

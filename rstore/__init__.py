@@ -14,6 +14,7 @@ imported up front.
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from rstore.version import __version__
@@ -59,7 +60,8 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from rstore.pipeline import Pipeline
     from rstore.queue.consumer import Consumer, Message
     from rstore.ranges import iter_range, iter_range_pages
-    from rstore.replay.checkpoints import load_checkpoint_file, read_checkpoint
+    from rstore.renames import renamed_alias, renamed_keywords
+    from rstore.replay.bookmarks import load_bookmark_file, read_bookmark
     from rstore.replay.engine import (
         ReplayConflict,
         ReplayReport,
@@ -179,6 +181,8 @@ _LAZY: dict[str, str] = {
     "Pipeline": "rstore.pipeline",
     "iter_range": "rstore.ranges",
     "iter_range_pages": "rstore.ranges",
+    "renamed_alias": "rstore.renames",
+    "renamed_keywords": "rstore.renames",
     "DEFAULT_PATH": "rstore.store",
     "FORMAT_VERSION": "rstore.store",
     "Store": "rstore.store",
@@ -223,7 +227,7 @@ _LAZY: dict[str, str] = {
         ),
         "rstore.replay.engine",
     ),
-    **dict.fromkeys(("load_checkpoint_file", "read_checkpoint"), "rstore.replay.checkpoints"),
+    **dict.fromkeys(("load_bookmark_file", "read_bookmark"), "rstore.replay.bookmarks"),
     **dict.fromkeys(
         ("LinesSink", "Sink", "SinkError", "StoreSink", "UrlSink"), "rstore.replay.sinks"
     ),
@@ -343,7 +347,7 @@ __all__ = [
     "iter_range_pages",
     "jsonl_blocks",
     "key_matches",
-    "load_checkpoint_file",
+    "load_bookmark_file",
     "node_facts",
     "parse_duration",
     "parse_range_bound",
@@ -352,11 +356,13 @@ __all__ = [
     "parse_time_ms",
     "parse_xadd_id",
     "plan_replay",
-    "read_checkpoint",
+    "read_bookmark",
     "read_rdb_entries",
     "read_rdb_nodes",
     "read_rdb_range",
     "read_rdb_streams",
+    "renamed_alias",
+    "renamed_keywords",
     "run_replay",
     "runs_from_jsonl",
     "runs_from_rdb",
@@ -367,8 +373,24 @@ __all__ = [
 ]
 
 
+#: Public names renamed, old -> new: the old name gives the new one's object, with a
+#: DeprecationWarning, for one release (DEVELOPERS.md, "Renaming a public name").
+_RENAMED: dict[str, str] = {
+    "load_checkpoint_file": "load_bookmark_file",
+    "read_checkpoint": "read_bookmark",
+}
+
+
 def __getattr__(name: str) -> Any:
     """Import the module behind a public name on first use, and keep the name here."""
+    if name in _RENAMED:  # never kept here, so that each use warns
+        new = _RENAMED[name]
+        warnings.warn(
+            f"rstore.{name} is deprecated, use rstore.{new} (the same)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return __getattr__(new)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'rstore' has no attribute {name!r}")

@@ -5,7 +5,7 @@ a file system), flushed to disk, then renamed over the target: a reader sees the
 the complete new one, and a crash or an error leaves no half-written file under the name (the
 temporary is removed).  The new file gets the mode any new file gets, 0666 less the umask,
 like a file a shell redirection creates.  An :class:`OSError` names the target, never the
-temporary.  Used for replay checkpoint files, ``rstore export -o`` and ``rstore dump -o``.
+temporary.  Used for replay bookmark files, ``rstore export -o`` and ``rstore dump -o``.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from rstore.databases import Databases
 from rstore.errors import CorruptStoreError, ResponseError, StorageError, StoreClosedError
 from rstore.model import AppendReport
 from rstore.pipeline import Pipeline
+from rstore.renames import renamed_alias, renamed_keywords
 from rstore.storage import registry
 from rstore.storage.env import Env
 from rstore.storage.layout import FORMAT_VERSION, StoreConfig
@@ -275,12 +276,13 @@ class Store(RedisCommands, Databases):
         key = encode_arg(name)
         return self._live_env().read(lambda txn: dump_payload(txn, key, rdb_version))
 
+    @renamed_keywords(checkpoint="bookmark")
     def append_entries(
         self,
         entries: Iterable[tuple[Any, Any, Sequence[Any]]],
         *,
         batch: tuple[str | bytes, int] | None = None,
-        checkpoint: tuple[str | bytes, bytes] | None = None,
+        bookmark: tuple[str | bytes, bytes] | None = None,
     ) -> AppendReport:
         """Append many entries in ONE write transaction: all of them or none.
 
@@ -308,26 +310,27 @@ class Store(RedisCommands, Databases):
         replayed after a crash is skipped (``report.applied`` is false, ``entries`` is not
         read).  Readers blocked on the streams are woken after the commit.
 
-        ``checkpoint=(name, value)`` records the bytes ``value`` under ``name`` in the same
-        transaction as the entries (replacing what was there; see :meth:`checkpoint`): a
-        reader of the checkpoint sees exactly the position of what was committed with it --
-        the resume point of ``rstore.replay`` into a store.  With ``batch``, a skipped load
-        records nothing.
+        ``bookmark=(name, value)`` records the bytes ``value`` under ``name`` in the same
+        transaction as the entries (replacing what was there; see :meth:`bookmark`): a
+        reader of the bookmark sees exactly the position of what was committed with it --
+        the resume point of ``rstore.run_replay`` into a store.  With ``batch``, a skipped load
+        records nothing.  (``checkpoint=``, its name before, still works and warns.)
         """
         from rstore.commands.bulk import load  # noqa: PLC0415 - loaded on first use
         from rstore.streams.bulk import add_many  # noqa: PLC0415
 
         return load(
             self._live_env(), lambda txn, now: add_many(txn, entries, now),
-            one_shot=iter(entries) is entries, what="entries", batch=batch, checkpoint=checkpoint,
+            one_shot=iter(entries) is entries, what="entries", batch=batch, bookmark=bookmark,
         )  # fmt: skip
 
+    @renamed_keywords(checkpoint="bookmark")
     def append_nodes(
         self,
         nodes: Iterable[tuple[Any, tuple[int, int], bytes]],
         *,
         batch: tuple[str | bytes, int] | None = None,
-        checkpoint: tuple[str | bytes, bytes] | None = None,
+        bookmark: tuple[str | bytes, bytes] | None = None,
     ) -> AppendReport:
         """Append whole stream nodes in ONE write transaction: all of them or none.
 
@@ -340,7 +343,7 @@ class Store(RedisCommands, Databases):
         are kept).  Every node is checked in depth first; a damaged node raises
         :class:`CorruptDataError`, one with deleted entries :class:`ValueError`, one whose
         entries are not above the stream's last ID XADD's :class:`ResponseError` -- and then
-        nothing is written.  ``batch`` and ``checkpoint`` work as in :meth:`append_entries`.
+        nothing is written.  ``batch`` and ``bookmark`` work as in :meth:`append_entries`.
         """
         from rstore.commands.bulk import load  # noqa: PLC0415 - loaded on first use
         from rstore.streams.node_copy import add_nodes  # noqa: PLC0415
@@ -350,7 +353,7 @@ class Store(RedisCommands, Databases):
 
         return load(
             self._live_env(), loader,
-            one_shot=iter(nodes) is nodes, what="nodes", batch=batch, checkpoint=checkpoint,
+            one_shot=iter(nodes) is nodes, what="nodes", batch=batch, bookmark=bookmark,
         )  # fmt: skip
 
     def last_batch(self, name: str | bytes) -> int | None:
@@ -359,12 +362,14 @@ class Store(RedisCommands, Databases):
 
         return read_batch(self._live_env(), name)
 
-    def checkpoint(self, name: str | bytes) -> bytes | None:
-        """The bytes :meth:`append_entries` last recorded under checkpoint ``name``, or
+    def bookmark(self, name: str | bytes) -> bytes | None:
+        """The bytes :meth:`append_entries` last recorded under bookmark ``name``, or
         ``None``."""
-        from rstore.commands.bulk import read_checkpoint  # noqa: PLC0415 - loaded on first use
+        from rstore.commands.bulk import read_bookmark  # noqa: PLC0415 - loaded on first use
 
-        return read_checkpoint(self._live_env(), name)
+        return read_bookmark(self._live_env(), name)
+
+    checkpoint = renamed_alias(bookmark, "Store.checkpoint", "Store.bookmark")
 
     @property
     def config(self) -> StoreConfig:

@@ -198,33 +198,33 @@ def test_batches_apply_once(tmp_path: Path) -> None:
             store.append_entries([], batch=("q", -1))
 
 
-def test_checkpoints_are_recorded_with_the_entries_or_not_at_all(tmp_path: Path) -> None:
+def test_bookmarks_are_recorded_with_the_entries_or_not_at_all(tmp_path: Path) -> None:
     with Store(tmp_path / "s") as store:
-        assert store.checkpoint("r") is None
-        store.append_entries([("s", "1-1", ["k", "1"])], checkpoint=("r", b"\x00pos 1"))
-        assert store.checkpoint("r") == b"\x00pos 1"
-        store.append_entries([("s", "2-1", ["k", "2"])], checkpoint=(b"r", b"pos 2"))
-        assert store.checkpoint(b"r") == b"pos 2"
-        # A refused load leaves the checkpoint of the last load that was committed.
+        assert store.bookmark("r") is None
+        store.append_entries([("s", "1-1", ["k", "1"])], bookmark=("r", b"\x00pos 1"))
+        assert store.bookmark("r") == b"\x00pos 1"
+        store.append_entries([("s", "2-1", ["k", "2"])], bookmark=(b"r", b"pos 2"))
+        assert store.bookmark(b"r") == b"pos 2"
+        # A refused load leaves the bookmark of the last load that was committed.
         with pytest.raises(ResponseError):
             store.append_entries(
-                [("s", "3-1", ["k", "3"]), ("s", "1-1", ["k", "4"])], checkpoint=("r", b"pos 3")
+                [("s", "3-1", ["k", "3"]), ("s", "1-1", ["k", "4"])], bookmark=("r", b"pos 3")
             )
-        assert store.checkpoint("r") == b"pos 2"
+        assert store.bookmark("r") == b"pos 2"
         assert [e[0] for e in store.xrange("s")] == [b"1-1", b"2-1"]
         # A batch skipped as applied before records nothing.
         store.append_entries([("s", "4-1", ["k", "5"])], batch=("b", 1))
         skipped = store.append_entries(
-            [("s", "5-1", ["k", "6"])], batch=("b", 1), checkpoint=("r", b"x")
+            [("s", "5-1", ["k", "6"])], batch=("b", 1), bookmark=("r", b"x")
         )
-        assert not skipped.applied and store.checkpoint("r") == b"pos 2"
-        # An empty load moves the checkpoint alone; checkpoints are not keys.
-        store.append_entries([], checkpoint=("r", b""))
-        assert store.checkpoint("r") == b"" and store.keys() == [b"s"]
+        assert not skipped.applied and store.bookmark("r") == b"pos 2"
+        # An empty load moves the bookmark alone; bookmarks are not keys.
+        store.append_entries([], bookmark=("r", b""))
+        assert store.bookmark("r") == b"" and store.keys() == [b"s"]
         with pytest.raises(ValueError):
-            store.append_entries([], checkpoint=("r", "text"))  # type: ignore[arg-type]
+            store.append_entries([], bookmark=("r", "text"))  # type: ignore[arg-type]
         with pytest.raises(ValueError):
-            store.append_entries([], checkpoint=("", b"x"))
+            store.append_entries([], bookmark=("", b"x"))
 
 
 def test_ids_as_tuples_are_explicit_ids(tmp_path: Path) -> None:

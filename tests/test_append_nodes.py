@@ -128,16 +128,16 @@ def test_damaged_nodes_and_tombstones_are_refused_writing_nothing(tmp_path: Path
             assert dst.execute("EXISTS", "h") == 0
 
 
-def test_checkpoint_and_batch_are_written_with_the_nodes(tmp_path: Path) -> None:
+def test_bookmark_and_batch_are_written_with_the_nodes(tmp_path: Path) -> None:
     nodes = _source(tmp_path)
     with Store(tmp_path / "dst") as dst:
-        first = dst.append_nodes([("s", *nodes[0])], batch=("copy", 1), checkpoint=("cp", b"1"))
-        again = dst.append_nodes([("s", *nodes[1])], batch=("copy", 1), checkpoint=("cp", b"2"))
+        first = dst.append_nodes([("s", *nodes[0])], batch=("copy", 1), bookmark=("cp", b"1"))
+        again = dst.append_nodes([("s", *nodes[1])], batch=("copy", 1), bookmark=("cp", b"2"))
         assert first.applied and not again.applied and again.added == 0
-        assert dst.checkpoint("cp") == b"1" and dst.last_batch("copy") == 1
+        assert dst.bookmark("cp") == b"1" and dst.last_batch("copy") == 1
         with pytest.raises(ResponseError):
-            dst.append_nodes([("s", *nodes[0])], checkpoint=("cp", b"3"))
-        assert dst.checkpoint("cp") == b"1" and dst.execute("XLEN", "s") == 4
+            dst.append_nodes([("s", *nodes[0])], bookmark=("cp", b"3"))
+        assert dst.bookmark("cp") == b"1" and dst.execute("XLEN", "s") == 4
 
 
 @pytest.mark.parametrize("how", ["nodes", "entries"])

@@ -35,7 +35,7 @@ def _populate(path: Path) -> None:
         s.xadd("empty", {"x": "y"})
         s.xtrim("empty", maxlen=0)
         s.append_entries([("orders", "*", ["via", "batch"])], batch=("loader", 7))
-        s.append_entries([], checkpoint=("replay", b"\x00position\xff"))
+        s.append_entries([], bookmark=("replay", b"\x00position\xff"))
 
 
 def _state(path: Path) -> dict[str, Any]:
@@ -56,7 +56,7 @@ def _state(path: Path) -> dict[str, Any]:
             )
         out["config"] = s.execute("CONFIG", "GET", "stream-node-max-*")
         out["batch"] = s.last_batch("loader")
-        out["checkpoint"] = s.checkpoint("replay")
+        out["bookmark"] = s.bookmark("replay")
     return out
 
 

@@ -1,5 +1,5 @@
 """Bulk loads in one write transaction (``Store.append_entries``, ``Store.append_nodes``): the
-load, an optional batch mark that makes it idempotent, an optional checkpoint written with it,
+load, an optional batch mark that makes it idempotent, an optional bookmark written with it,
 and the wake-up of the readers of the streams it grew."""
 
 from __future__ import annotations
@@ -10,19 +10,19 @@ from rstore.commands.executor import in_transaction
 from rstore.commands.registry import Context
 from rstore.ids import ID, format_id
 from rstore.model import AppendReport
-from rstore.storage.batch_marks import batch_get, batch_put, checkpoint_get, checkpoint_put
+from rstore.storage.batch_marks import batch_get, batch_put, bookmark_get, bookmark_put
 from rstore.storage.env import Env
-from rstore.storage.layout import MAX_BATCH_NAME, MAX_CHECKPOINT_VALUE
+from rstore.storage.layout import MAX_BATCH_NAME, MAX_BOOKMARK_VALUE
 from rstore.storage.txn import Txn
 
-__all__ = ["bulk_key", "load", "read_batch", "read_checkpoint"]
+__all__ = ["bulk_key", "load", "read_batch", "read_bookmark"]
 
 #: ``load(txn, now_ms)``: what was added, ``{stream: (entries added, last ID)}``
 Loader = Callable[[Txn, int], dict[bytes, tuple[int, ID]]]
 
 
 def bulk_key(name: str | bytes) -> bytes:
-    """A batch or checkpoint name as stored: 1 to MAX_BATCH_NAME bytes (str is UTF-8)."""
+    """A batch or bookmark name as stored: 1 to MAX_BATCH_NAME bytes (str is UTF-8)."""
     key = name.encode("utf-8") if isinstance(name, str) else bytes(name)
     if not key or len(key) > MAX_BATCH_NAME:
         raise ValueError(f"batch name must be 1 to {MAX_BATCH_NAME} bytes, not {len(key)}")
@@ -34,9 +34,9 @@ def read_batch(env: Env, name: str | bytes) -> int | None:
     return env.read(lambda txn: batch_get(txn, key))
 
 
-def read_checkpoint(env: Env, name: str | bytes) -> bytes | None:
+def read_bookmark(env: Env, name: str | bytes) -> bytes | None:
     key = bulk_key(name)
-    return env.read(lambda txn: checkpoint_get(txn, key))
+    return env.read(lambda txn: bookmark_get(txn, key))
 
 
 def load(
@@ -46,20 +46,18 @@ def load(
     one_shot: bool,
     what: str,
     batch: tuple[str | bytes, int] | None = None,
-    checkpoint: tuple[str | bytes, bytes] | None = None,
+    bookmark: tuple[str | bytes, bytes] | None = None,
 ) -> AppendReport:
-    """Run ``loader`` in one write transaction with the batch mark and the checkpoint.
+    """Run ``loader`` in one write transaction with the batch mark and the bookmark.
 
     ``one_shot``: the items ``loader`` reads cannot be read twice, so a transaction that LMDB
     rolls back to grow the map fails with :class:`ValueError` instead of starting over; ``what``
     names them in that message (``"entries"``, ``"nodes"``)."""
-    cp_key = cp_value = None
-    if checkpoint is not None:
-        cp_key, cp_value = bulk_key(checkpoint[0]), checkpoint[1]
-        if not isinstance(cp_value, bytes) or len(cp_value) > MAX_CHECKPOINT_VALUE:
-            raise ValueError(
-                f"checkpoint value must be bytes of at most {MAX_CHECKPOINT_VALUE} bytes"
-            )
+    bookmark_key = bookmark_value = None
+    if bookmark is not None:
+        bookmark_key, bookmark_value = bulk_key(bookmark[0]), bookmark[1]
+        if not isinstance(bookmark_value, bytes) or len(bookmark_value) > MAX_BOOKMARK_VALUE:
+            raise ValueError(f"bookmark value must be bytes of at most {MAX_BOOKMARK_VALUE} bytes")
     mark = number = None
     if batch is not None:
         mark, number = bulk_key(batch[0]), batch[1]
@@ -82,8 +80,8 @@ def load(
                 return AppendReport(0, {}, False)
             batch_put(ctx.txn, mark, number)
         added = loader(ctx.txn, ctx.now_ms)
-        if cp_key is not None and cp_value is not None:
-            checkpoint_put(ctx.txn, cp_key, cp_value)
+        if bookmark_key is not None and bookmark_value is not None:
+            bookmark_put(ctx.txn, bookmark_key, bookmark_value)
         for name in added:
             ctx.signal(name)
         return AppendReport(

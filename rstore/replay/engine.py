@@ -1,5 +1,5 @@
 """The replay engine: entries of a source, selected, given IDs by a policy, paced, delivered
-to a sink, with a checkpoint to resume from (``docs/replay.md``).
+to a sink, with a bookmark to resume from (``docs/replay.md``).
 
 :func:`run_replay` does it; :func:`plan_replay` computes what it would do (``--dry-run``)
 without writing anything.  Both take the entries of any source of :mod:`.sources` or
@@ -12,10 +12,10 @@ target stream's last ID, and ``on_conflict`` says what happens to one that is no
 ``"skip"`` leaves it out (counted), ``"new-id"`` gives it a new ID.  The engine chooses every
 ID itself before writing, so a store target never refuses one mid-batch.
 
-**Checkpoints.**  The position is, per source stream, the last source ID delivered (or skipped
+**Bookmarks.**  The position is, per source stream, the last source ID delivered (or skipped
 as a conflict): JSON ``{"stream": "ms-seq", ...}`` (stream names that are not UTF-8 are kept
 through ``\\udcXX`` escapes).  Into a store it is recorded in the same transaction as the batch
-(exactly once); for other sinks ``checkpoint`` is a file path, rewritten atomically after the
+(exactly once); for other sinks ``bookmark`` is a file path, rewritten atomically after the
 sink's write returned (at least once).  A rerun skips the entries at or below the position;
 ``count`` counts the selection from its start, so a rerun of the same command stops at the same
 entry.
@@ -28,14 +28,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from rstore import HeldInterrupts, RStoreError
+from rstore import HeldInterrupts, RStoreError, renamed_keywords
 
-from .checkpoints import (
-    encode_position,
-    load_checkpoint_file,
-    read_checkpoint,
-    save_checkpoint_file,
-)
+from .bookmarks import encode_position, read_bookmark, save_bookmark_file
 from .envelope import ReplayEntry
 from .pacing import Pacer, PaceSchedule
 from .sinks import Sink, SinkError, TargetEntry
@@ -47,9 +42,7 @@ __all__ = [
     "StreamPlan",
     "StreamTally",
     "check_conflicts",
-    "load_checkpoint_file",
     "plan_replay",
-    "read_checkpoint",
     "run_replay",
 ]
 
@@ -91,7 +84,7 @@ class StreamTally:
 class ReplayReport:
     """What :func:`run_replay` did: ``delivered`` entries, ``skipped`` conflicts left out,
     ``renumbered`` conflicts given new IDs, ``resumed`` entries left out as delivered before
-    (at or below the checkpoint), per source stream tallies, seconds, lag behind the pace
+    (at or below the bookmark), per source stream tallies, seconds, lag behind the pace
     schedule (seconds), and ``interrupted`` when ^C stopped it between entries."""
 
     delivered: int = 0
@@ -189,7 +182,7 @@ def check_conflicts(
 ) -> None:
     """Raise :class:`ReplayConflict` before anything is written when the first entry to be
     replayed of a source stream (``firsts``: stream -> its first selected ID after the
-    checkpoint) is not above its target stream's last ID -- what ``on_conflict="fail"`` would
+    bookmark) is not above its target stream's last ID -- what ``on_conflict="fail"`` would
     otherwise find only at that stream's turn, after the streams before it were written.
     Source IDs rise, so a stream whose first entry is above the target's last ID has no later
     conflict (unless two streams go into one target, or the target is written meanwhile)."""
@@ -233,7 +226,7 @@ def plan_replay(
     """What :func:`run_replay` would do, writing nothing: ``{source stream: plan}`` with (entries,
     first/last ID, bytes of fields and values, conflicts with the target as it is now) and the
     seconds the paced replay would take (0.0 at top speed).  Entries at or below ``position``
-    (a checkpoint's) are left out, as a resumed replay would."""
+    (a bookmark's) are left out, as a resumed replay would."""
     ids = _Ids(sink, new_ids, "skip" if on_conflict == "fail" else on_conflict)
     plans: dict[bytes, StreamPlan] = {}
     pace = schedule or PaceSchedule()
@@ -307,6 +300,7 @@ def _accepted(
             yield item
 
 
+@renamed_keywords(checkpoint="bookmark")
 def run_replay(
     entries: Iterable[ReplayEntry | NodeRun | None],
     sink: Sink,
@@ -317,7 +311,7 @@ def run_replay(
     new_ids: bool = False,
     on_conflict: OnConflict = "fail",
     pacer: Pacer | None = None,
-    checkpoint: str | None = None,
+    bookmark: str | None = None,
     batch_entries: int = BATCH_ENTRIES,
     progress: Callable[[ReplayReport], None] | None = None,
 ) -> ReplayReport:
@@ -329,22 +323,23 @@ def run_replay(
     :func:`rstore.runs_from_rdb`) go unchanged into a sink that takes them (``write_nodes``:
     :class:`StoreSink`) when the IDs are kept, nothing filters or counts the entries, the
     replay is not paced, and the node lies above the target stream's last ID and past the
-    checkpoint; otherwise they are replayed entry by entry, with the same result.
+    bookmark; otherwise they are replayed entry by entry, with the same result.
 
     ``target`` maps a source stream name to the target stream's (default: the same name);
     ``where`` holds ``field=glob`` conditions (:func:`rstore.field_filter`); ``count`` the most
-    entries selected; ``pacer`` the pace (default: top speed); ``checkpoint`` the name of the
-    checkpoint in a transactional sink, else a file path; ``progress`` is called with the
+    entries selected; ``pacer`` the pace (default: top speed); ``bookmark`` the name of the
+    bookmark in a transactional sink, else a file path (``checkpoint=``, its name before, still
+    works and warns); ``progress`` is called with the
     report after every write.  ^C (``KeyboardInterrupt``) between writes delivers the entries
     already due, then returns the report with ``interrupted`` set; a failed write raises, the
-    checkpoint left at the last entry really delivered."""
+    bookmark left at the last entry really delivered."""
     if batch_entries < 1:
         raise ValueError("batch_entries must be at least 1")
     began = time.perf_counter()
     report = ReplayReport()
     ids = _Ids(sink, new_ids, on_conflict)
     # the position as last recorded
-    done = {} if checkpoint is None else read_checkpoint(sink, checkpoint)
+    done = {} if bookmark is None else read_bookmark(sink, bookmark)
     pending: list[TargetEntry] = []
     pending_from: list[tuple[bytes, ID]] = []  # the source stream and ID of each pending entry
     nodes: list[tuple[bytes, bytes, NodeRun]] = []  # or whole nodes (never both): source, target
@@ -353,19 +348,19 @@ def run_replay(
     writing = False
 
     def write(value: bytes | None) -> None:
-        cp = None if checkpoint is None or value is None else (checkpoint, value)
+        mark = None if bookmark is None or value is None else (bookmark, value)
         if nodes:
             whole = [(to, run.master_id, run.node) for _, to, run in nodes]
-            sink.write_nodes(whole, cp)  # type: ignore[attr-defined]
+            sink.write_nodes(whole, mark)  # type: ignore[attr-defined]
         elif sink.transactional:
-            sink.write(pending, cp)
+            sink.write(pending, mark)
         else:
             sink.write(pending, None)
 
     def flush() -> None:
         if not pending and not nodes and not moved:
             return
-        value = None if checkpoint is None else encode_position({**done, **moved})
+        value = None if bookmark is None else encode_position({**done, **moved})
         held.hold()  # a Ctrl-C from here is raised once the batch is written and counted
         try:
             settle(value)
@@ -380,13 +375,13 @@ def run_replay(
             write(value)
         except SinkError as exc:
             writing = False
-            if exc.delivered and checkpoint is not None and not sink.transactional:
+            if exc.delivered and bookmark is not None and not sink.transactional:
                 part = dict(pending_from[: exc.delivered])
-                save_checkpoint_file(checkpoint, encode_position({**done, **part}))
+                save_bookmark_file(bookmark, encode_position({**done, **part}))
             raise
         writing = False
-        if checkpoint is not None and value is not None and not sink.transactional:
-            save_checkpoint_file(checkpoint, value)
+        if bookmark is not None and value is not None and not sink.transactional:
+            save_bookmark_file(bookmark, value)
         done.update(moved)
         _tally(report, pending_from, nodes)
         report.delivered += len(pending) + node_entries
@@ -408,7 +403,7 @@ def run_replay(
     to = b""
 
     def accept(run: NodeRun) -> bool:
-        """Whether ``run`` goes whole: past the checkpoint, above the target's last ID."""
+        """Whether ``run`` goes whole: past the bookmark, above the target's last ID."""
         position = done.get(run.stream)
         first = run.facts.first_live
         if first is None or (position is not None and position >= first):
@@ -487,7 +482,7 @@ def run_replay(
         report.interrupted = True
         if not writing:  # stopped between entries: deliver those already due
             flush()
-        # stopped inside a write (a second ^C): what landed is what the checkpoint says
+        # stopped inside a write (a second ^C): what landed is what the bookmark says
     finally:
         held.uninstall()
     report.seconds = time.perf_counter() - began

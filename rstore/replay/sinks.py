@@ -6,13 +6,16 @@ A sink receives batches of ``(target stream, (ms, seq), [field, value, ...])`` w
 engine already chose (kept, or new), and writes each batch whole or raises:
 
 * :class:`StoreSink` writes a batch in ONE transaction (:meth:`rstore.Store.append_entries`),
-  the replay's checkpoint recorded in that same transaction: ``transactional`` is true and
-  :meth:`StoreSink.write` takes the checkpoint value; it also takes whole nodes unchanged
+  the replay's bookmark recorded in that same transaction: ``transactional`` is true and
+  :meth:`StoreSink.write` takes the bookmark value; it also takes whole nodes unchanged
   (:meth:`StoreSink.write_nodes`, :meth:`rstore.Store.append_nodes`);
 * :class:`LinesSink` and :class:`UrlSink` are not transactional: the engine records their
-  checkpoint in a small file after :meth:`write` returned (at least once).  A server that
+  bookmark in a small file after :meth:`write` returned (at least once).  A server that
   refuses an entry of a batch raises :class:`SinkError` telling how many entries before it
   were delivered.
+
+The sinks' ``load_checkpoint`` and the ``checkpoint=`` keyword of their ``write`` methods are
+the names from before bookmarks were renamed: deprecated, they still work and warn.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO, Protocol
 
-from rstore import RStoreError, Store, StoreView
+from rstore import RStoreError, Store, StoreView, renamed_alias, renamed_keywords
 
 from .envelope import encode_entry
 
@@ -43,7 +46,7 @@ class SinkError(RStoreError):
 class Sink(Protocol):
     """What the engine needs of a target."""
 
-    #: whether :meth:`write` records the checkpoint in the same transaction as the entries
+    #: whether :meth:`write` records the bookmark in the same transaction as the entries
     transactional: bool
     #: whether kept IDs must rise per target stream (a stream target); False for lines
     checks_ids: bool
@@ -52,15 +55,15 @@ class Sink(Protocol):
         """The target stream's last ID (the top one XADD compares with), ``None`` if none."""
         ...
 
-    def write(self, batch: Sequence[TargetEntry], checkpoint: tuple[str, bytes] | None) -> None:
-        """Write ``batch`` whole (and, when transactional, the checkpoint with it)."""
+    def write(self, batch: Sequence[TargetEntry], bookmark: tuple[str, bytes] | None) -> None:
+        """Write ``batch`` whole (and, when transactional, the bookmark with it)."""
         ...
 
-    def load_checkpoint(self, name: str) -> bytes | None:
-        """A transactional sink's checkpoint ``name``; others give ``None``."""
+    def load_bookmark(self, name: str) -> bytes | None:
+        """A transactional sink's bookmark ``name``; others give ``None``."""
         ...
 
-    # A sink may also take whole nodes, ``write_nodes(nodes, checkpoint)`` with ``nodes`` a
+    # A sink may also take whole nodes, ``write_nodes(nodes, bookmark)`` with ``nodes`` a
     # sequence of ``(target stream, master ID, node)``, written whole or not at all
     # (:class:`StoreSink`); the engine then copies nodes unchanged when it can.
 
@@ -93,10 +96,15 @@ class LinesSink:
     def last_id(self, stream: bytes) -> ID | None:
         return None
 
-    def load_checkpoint(self, name: str) -> bytes | None:
+    def load_bookmark(self, name: str) -> bytes | None:
         return None
 
-    def write(self, batch: Sequence[TargetEntry], checkpoint: tuple[str, bytes] | None) -> None:
+    load_checkpoint = renamed_alias(
+        load_bookmark, "LinesSink.load_checkpoint", "LinesSink.load_bookmark"
+    )
+
+    @renamed_keywords(checkpoint="bookmark")
+    def write(self, batch: Sequence[TargetEntry], bookmark: tuple[str, bytes] | None) -> None:
         encode = self.encode
         self.out.write(b"".join([encode(s, i, f) + b"\n" for s, i, f in batch]))
         self.out.flush()
@@ -104,7 +112,7 @@ class LinesSink:
 
 class StoreSink:
     """A store: each batch in one :meth:`rstore.Store.append_entries` transaction, with the
-    checkpoint (``meta/checkpoint:<name>`` of this store).  All or nothing per batch."""
+    bookmark (``meta/checkpoint:<name>`` of this store).  All or nothing per batch."""
 
     transactional = True
     checks_ids = True
@@ -119,18 +127,24 @@ class StoreSink:
 
         return self.store.view(read)
 
-    def load_checkpoint(self, name: str) -> bytes | None:
-        return self.store.checkpoint(name)
+    def load_bookmark(self, name: str) -> bytes | None:
+        return self.store.bookmark(name)
 
-    def write(self, batch: Sequence[TargetEntry], checkpoint: tuple[str, bytes] | None) -> None:
-        self.store.append_entries(batch, checkpoint=checkpoint)  # IDs as (ms, seq) tuples
+    load_checkpoint = renamed_alias(
+        load_bookmark, "StoreSink.load_checkpoint", "StoreSink.load_bookmark"
+    )
 
+    @renamed_keywords(checkpoint="bookmark")
+    def write(self, batch: Sequence[TargetEntry], bookmark: tuple[str, bytes] | None) -> None:
+        self.store.append_entries(batch, bookmark=bookmark)  # IDs as (ms, seq) tuples
+
+    @renamed_keywords(checkpoint="bookmark")
     def write_nodes(
-        self, nodes: Sequence[tuple[bytes, ID, bytes]], checkpoint: tuple[str, bytes] | None
+        self, nodes: Sequence[tuple[bytes, ID, bytes]], bookmark: tuple[str, bytes] | None
     ) -> None:
-        """Whole nodes, unchanged, in one transaction with the checkpoint
+        """Whole nodes, unchanged, in one transaction with the bookmark
         (:meth:`rstore.Store.append_nodes`)."""
-        self.store.append_nodes(nodes, checkpoint=checkpoint)
+        self.store.append_nodes(nodes, bookmark=bookmark)
 
 
 class UrlSink:
@@ -163,10 +177,15 @@ class UrlSink:
         ms, _, seq = (raw.encode() if isinstance(raw, str) else bytes(raw)).partition(b"-")
         return int(ms), int(seq)
 
-    def load_checkpoint(self, name: str) -> bytes | None:
+    def load_bookmark(self, name: str) -> bytes | None:
         return None
 
-    def write(self, batch: Sequence[TargetEntry], checkpoint: tuple[str, bytes] | None) -> None:
+    load_checkpoint = renamed_alias(
+        load_bookmark, "UrlSink.load_checkpoint", "UrlSink.load_bookmark"
+    )
+
+    @renamed_keywords(checkpoint="bookmark")
+    def write(self, batch: Sequence[TargetEntry], bookmark: tuple[str, bytes] | None) -> None:
         """One pipeline: the XADDs packed as RESP by hand (the bytes redis-py would send), sent
         at once, then every reply read; the first refused entry raises :class:`SinkError`
         with the number of entries before it."""

@@ -205,7 +205,7 @@ def salvage_store(
 ) -> SalvageReport:
     """Copy everything that can be read of the store at ``src`` -- streams, entries, groups,
     consumers, pending entries, the store's settings and ``append_entries`` batch numbers and
-    checkpoints -- into a new store at ``dst``, and report what could not be read (per
+    bookmarks -- into a new store at ``dst``, and report what could not be read (per
     stream, by entry ID range).  ``src`` may be too damaged to open; it is never written (its
     files are only read, no lock file is made, nothing is recovered in place).  Its databases
     other than 0 go to ``dst/dbN``.

@@ -1,5 +1,5 @@
 """The last batch number applied per name (``Store.append_entries(batch=...)``): one u64 record
-``meta/batch:<name>`` each; and the checkpoints (``Store.append_entries(checkpoint=...)``): one
+``meta/batch:<name>`` each; and the bookmarks (``Store.append_entries(bookmark=...)``): one
 record of raw bytes ``meta/checkpoint:<name>`` each (docs/format.md#meta)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from rstore.storage import layout
 from rstore.storage.txn import Txn
 
-__all__ = ["batch_get", "batch_put", "checkpoint_get", "checkpoint_put"]
+__all__ = ["batch_get", "batch_put", "bookmark_get", "bookmark_put"]
 
 
 def batch_get(txn: Txn, name: bytes) -> int | None:
@@ -21,11 +21,11 @@ def batch_put(txn: Txn, name: bytes, number: int) -> None:
     txn.put(layout.DB_META, layout.META_BATCH_PREFIX + name, layout.pack_u64(number))
 
 
-def checkpoint_get(txn: Txn, name: bytes) -> bytes | None:
-    """The value recorded under checkpoint ``name``, or ``None``."""
-    raw = txn.get(layout.DB_META, layout.META_CHECKPOINT_PREFIX + name)
+def bookmark_get(txn: Txn, name: bytes) -> bytes | None:
+    """The value recorded under bookmark ``name``, or ``None``."""
+    raw = txn.get(layout.DB_META, layout.META_BOOKMARK_PREFIX + name)
     return None if raw is None else bytes(raw)
 
 
-def checkpoint_put(txn: Txn, name: bytes, value: bytes) -> None:
-    txn.put(layout.DB_META, layout.META_CHECKPOINT_PREFIX + name, value)
+def bookmark_put(txn: Txn, name: bytes, value: bytes) -> None:
+    txn.put(layout.DB_META, layout.META_BOOKMARK_PREFIX + name, value)

@@ -68,10 +68,11 @@ META_NEXT_HANDLE = b"next_handle"
 META_BATCH_PREFIX = b"batch:"
 #: The longest batch name (LMDB keys are at most 511 bytes).
 MAX_BATCH_NAME = 400
-#: ``Store.append_entries(checkpoint=(name, value))``: a replay's position per name (raw bytes).
-META_CHECKPOINT_PREFIX = b"checkpoint:"
-#: The largest checkpoint value, in bytes.
-MAX_CHECKPOINT_VALUE = 1 << 20
+#: ``Store.append_entries(bookmark=(name, value))``: a replay's position per name (raw bytes);
+#: the key keeps the name it had before bookmarks were renamed (docs/format.md#meta).
+META_BOOKMARK_PREFIX = b"checkpoint:"
+#: The largest bookmark value, in bytes.
+MAX_BOOKMARK_VALUE = 1 << 20
 
 TYPE_STREAM = 1
 TYPE_NAMES = {TYPE_STREAM: "stream"}

@@ -24,7 +24,7 @@ __all__ = ["Catalog", "count_orphans", "handle_span", "read_catalog", "shown", "
 
 _DECODE_ERRORS = (struct.error, ValueError, IndexError)
 _LAST_HANDLE = (1 << 64) - 1
-_MARKS = (layout.META_BATCH_PREFIX, layout.META_CHECKPOINT_PREFIX)
+_MARKS = (layout.META_BATCH_PREFIX, layout.META_BOOKMARK_PREFIX)
 
 
 def shown(name: bytes, limit: int = 60) -> str:
@@ -90,7 +90,7 @@ class Catalog:
     lost: list[str] = field(default_factory=list)  # store-wide losses, in words
     damaged: list[str] = field(default_factory=list)  # every damaged place met, in words
     config: StoreConfig | None = None
-    marks: list[tuple[bytes, bytes]] = field(default_factory=list)  # batch:/checkpoint: records
+    marks: list[tuple[bytes, bytes]] = field(default_factory=list)  # batch numbers and bookmarks
 
     def handles(self) -> list[int]:
         """Every stream handle some record names."""
@@ -194,12 +194,12 @@ def _read_consumers(source: SalvageSource, cat: Catalog) -> None:
 
 
 def _read_store_records(source: SalvageSource, cat: Catalog) -> None:
-    """The store's settings and the batch numbers and checkpoints of ``append_entries``."""
+    """The store's settings and the batch numbers and bookmarks of ``append_entries``."""
     for item in source.records(layout.DB_META):
         if isinstance(item, Problem):
             cat.lost.append(
                 "store records lost (settings, batch numbers or replay "
-                f"checkpoints): {cat.problem(item)}"
+                f"bookmarks): {cat.problem(item)}"
             )
             continue
         key, value = item

@@ -1,5 +1,5 @@
 """``rstore import``: export | import round-trips byte for byte (hypothesis over arbitrary
-bytes); batches are all or nothing; a checkpoint resumes exactly once."""
+bytes); batches are all or nothing; a bookmark resumes exactly once."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def test_import_batches_are_all_or_nothing_and_resume(tmp_path: Path) -> None:
         rstore.encode_entry(b"s", (i, 0), [b"n", str(i).encode()]) + b"\n" for i in range(1, 11)
     ]
     broken = b"".join(lines[:7]) + b'{"stream":"s"}\n' + b"".join(lines[7:])
-    args = ("import", "--batch", "4", "--checkpoint", "load")
+    args = ("import", "--batch", "4", "--bookmark", "load")
     # entries go in whole nodes (of the store's stream-node-max-entries), a batch is the nodes
     # that reach --batch entries: nodes of 2 here, so the batches are 1-4 and 5-8
     rstore.Store(tmp_path / "st", node_max_entries=2).close()
@@ -75,23 +75,44 @@ def test_import_batches_are_all_or_nothing_and_resume(tmp_path: Path) -> None:
         and err == 'Error: stdin line 8: no "id" key (an entry has "stream", "id", "fields")\n'
     )
     with rstore.Store(tmp_path / "st") as store:
-        # the first batch (4 entries) landed with its checkpoint; the second never started
+        # the first batch (4 entries) landed with its bookmark; the second never started
         assert [e[0] for e in store.execute("XRANGE", "s", "-", "+")] == [
             b"1-0",
             b"2-0",
             b"3-0",
             b"4-0",
         ]
-        assert json.loads(store.checkpoint("load") or b"") == {"s": "4-0"}
+        assert json.loads(store.bookmark("load") or b"") == {"s": "4-0"}
     fixed = b"".join(lines)
     code, out, err = _invoke(
-        runner, tmp_path / "st", "import", "--checkpoint", "load", "--json", stdin=fixed
+        runner, tmp_path / "st", "import", "--bookmark", "load", "--json", stdin=fixed
     )
     assert code == 0, err
     report = json.loads(out)
     assert (report["resumed"], report["delivered"]) == (4, 6)
     with rstore.Store(tmp_path / "st") as store:
         assert [int(e[1][1]) for e in store.execute("XRANGE", "s", "-", "+")] == list(range(1, 11))
+
+
+def test_import_takes_checkpoint_as_the_deprecated_name_of_bookmark(tmp_path: Path) -> None:
+    runner = make_runner()
+    lines = [rstore.encode_entry(b"s", (i, 0), [b"n", b"%d" % i]) + b"\n" for i in range(1, 7)]
+    code, out, err = _invoke(
+        runner, tmp_path / "st", "import", "--checkpoint", "load", stdin=b"".join(lines[:4])
+    )
+    assert code == 0 and out.startswith(b"imported 4 entries to ")
+    assert err == "note: --checkpoint is deprecated, use --bookmark (the same option)\n"
+    code, out, err = _invoke(
+        runner, tmp_path / "st", "import", "--bookmark", "load", "--json", stdin=b"".join(lines)
+    )
+    assert code == 0 and err == ""
+    assert (json.loads(out)["resumed"], json.loads(out)["delivered"]) == (4, 2)
+    code, _, err = _invoke(
+        runner, tmp_path / "st", "import", "--bookmark", "a", "--checkpoint", "b", stdin=b""
+    )
+    assert code == 2 and err.endswith(
+        "give --bookmark only (--checkpoint is its deprecated name)\n"
+    )
 
 
 def test_import_from_a_file_and_conflicts(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """Ctrl-C at a random moment of `rstore replay --follow`: the command exits with status 130, its
-report counts exactly the entries that reached the target, the checkpoint names the last of
+report counts exactly the entries that reached the target, the bookmark names the last of
 them, and the stores close (no hang).  The race this catches showed about once in 25 runs of
 the single-shot test on a loaded machine; here one child process runs the command many times
 in-process, with SIGINT sent to its main thread at a random moment of each run, while another
@@ -41,7 +41,7 @@ results = []
 for run in range(runs):
     dst = f"{base}/dst{run}"
     argv = ["--store", src_path, "replay", "clicks", "--follow", "--to-store", dst,
-            "--checkpoint", "live", "--json"]
+            "--bookmark", "live", "--json"]
     delay = rng.uniform(0.0, 0.2)
 
     def kill(dst=dst, delay=delay):
@@ -67,7 +67,7 @@ for run in range(runs):
             entries = t.xrange("clicks")
             target = {"exists": True, "len": len(entries),
                       "last": entries[-1][0].decode() if entries else None,
-                      "checkpoint": json.loads(t.checkpoint("live") or b"null")}
+                      "bookmark": json.loads(t.bookmark("live") or b"null")}
     results.append({"rc": rc, "delay": delay, "report": report, "target": target})
 stop.set()
 feeder.join()
@@ -97,5 +97,5 @@ def test_sigint_at_random_moments_of_replay_follow(tmp_path: Path) -> None:
         assert report["interrupted"] is True, r
         assert report["delivered"] == target["len"], r  # exactly what reached the target
         if target["len"]:
-            assert target["checkpoint"] == {"clicks": target["last"]}, r
+            assert target["bookmark"] == {"clicks": target["last"]}, r
     assert reported >= runs // 2, results  # most signals came once the replay ran

@@ -1,4 +1,4 @@
-"""``rstore replay``: sources, targets, selection, ID policy, checkpoints, dry runs, reports and
+"""``rstore replay``: sources, targets, selection, ID policy, bookmarks, dry runs, reports and
 errors, through click's runner (a live valkey-server for the server target)."""
 
 from __future__ import annotations
@@ -78,20 +78,20 @@ def test_on_conflict_fail_writes_nothing_when_a_later_stream_conflicts(
         )
         with rstore.Store(dst) as target:
             assert target.execute("EXISTS", "clicks") == 0 and target.xlen("raw") == 1
-        # past a checkpoint beyond the conflict, nothing conflicts any more
+        # past a bookmark beyond the conflict, nothing conflicts any more
         partial = run("replay", "raw", "--to-store", str(dst), "--on-conflict", "skip")
         assert partial.exit_code == 0
 
 
-def test_to_store_keeps_ids_and_checkpoint_resumes(
+def test_to_store_keeps_ids_and_bookmark_resumes(
     run: Run, store_path: Path, tmp_path: Path
 ) -> None:
     _seed(store_path)
     dst = tmp_path / "copy"
-    first = run("replay", "--to-store", str(dst), "--checkpoint", "c", "--count", "8", "--json")
+    first = run("replay", "--to-store", str(dst), "--bookmark", "c", "--count", "8", "--json")
     assert first.exit_code == 0, first.stderr
     assert json.loads(first.stdout)["delivered"] == 8
-    second = run("replay", "--to-store", str(dst), "--checkpoint", "c", "--json")
+    second = run("replay", "--to-store", str(dst), "--bookmark", "c", "--json")
     report = json.loads(second.stdout)
     assert (report["resumed"], report["delivered"]) == (8, 13)
     for key in ("clicks", "raw"):
@@ -169,14 +169,38 @@ def test_jsonl_source_from_stdin(run: Run, store_path: Path, tmp_path: Path) -> 
     assert _xrange(dst, "raw") == _xrange(store_path, "raw")
 
 
-def test_checkpoint_file_for_stdout(run: Run, store_path: Path, tmp_path: Path) -> None:
+def test_bookmark_file_for_stdout(run: Run, store_path: Path, tmp_path: Path) -> None:
     _seed(store_path)
     cp = tmp_path / "cp.json"
-    first = run("replay", "clicks", "--count", "5", "--checkpoint", str(cp), "--format", "{id}")
+    first = run("replay", "clicks", "--count", "5", "--bookmark", str(cp), "--format", "{id}")
     assert first.stdout.split() == ["1-0", "2-0", "3-0", "4-0", "5-0"]
     assert json.loads(cp.read_bytes()) == {"clicks": "5-0"}
-    rest = run("replay", "clicks", "--checkpoint", str(cp), "--format", "{id}")
+    rest = run("replay", "clicks", "--bookmark", str(cp), "--format", "{id}")
     assert rest.stdout.split() == [f"{i}-0" for i in range(6, 21)]
+
+
+def test_checkpoint_is_the_deprecated_name_of_bookmark(
+    run: Run, store_path: Path, tmp_path: Path
+) -> None:
+    """``--checkpoint NAME`` (the option's name before bookmarks were renamed) still works, with
+    one note on stderr; it is not in --help; giving both is a usage error."""
+    _seed(store_path)
+    dst = tmp_path / "copy"
+    old = run("replay", "clicks", "--to-store", str(dst), "--checkpoint", "c", "--count", "5")
+    assert old.exit_code == 0, old.stderr
+    assert old.stderr == "note: --checkpoint is deprecated, use --bookmark (the same option)\n"
+    assert old.stdout.startswith("replayed 5 entries to ")
+    new = run("replay", "clicks", "--to-store", str(dst), "--bookmark", "c", "--json")
+    assert new.stderr == "" and json.loads(new.stdout)["resumed"] == 5
+    assert _xrange(dst, "clicks") == _xrange(store_path, "clicks")
+    both = run("replay", "--to-store", str(dst), "--bookmark", "c", "--checkpoint", "c")
+    assert both.exit_code == 2
+    assert both.stderr.endswith(
+        "Error: give --bookmark only (--checkpoint is its deprecated name)\n"
+    )
+    for command in ("replay", "import"):
+        shown = run(command, "--help").stdout
+        assert "--bookmark NAME" in shown and "--checkpoint" not in shown
 
 
 @pytest.mark.oracle
@@ -192,7 +216,7 @@ def test_to_url_writes_through_xadd(run: Run, store_path: Path, tmp_path: Path) 
     with ValkeyServer(binary, tmp_path / "v") as server:
         url = f"redis://{HOST}:{server.port}/0"
         cp = tmp_path / "cp.json"
-        result = run("replay", "--to-url", url, "--checkpoint", str(cp))
+        result = run("replay", "--to-url", url, "--bookmark", str(cp))
         assert result.exit_code == 0, result.stderr
         client = redis.Redis(host=HOST, port=server.port)
         client.set_response_callback("XRANGE", lambda reply, **_: [list(e) for e in reply])
@@ -218,7 +242,7 @@ def test_follow_delivers_new_entries_live_and_sigint_exits_130(
     _seed(store_path)
     dst = tmp_path / "live"
     argv = [sys.executable, "-m", "rstore_cli", "--store", str(store_path), "replay", "clicks",
-            "--follow", "--to-store", str(dst), "--checkpoint", "live", "--json"]  # fmt: skip
+            "--follow", "--to-store", str(dst), "--bookmark", "live", "--json"]  # fmt: skip
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
     def wait_for(n: int) -> int:
@@ -249,5 +273,5 @@ def test_follow_delivers_new_entries_live_and_sigint_exits_130(
     report = json.loads(out)
     assert report["interrupted"] is True and report["delivered"] == 21
     with rstore.Store(dst) as t:
-        assert json.loads(t.checkpoint("live") or b"") == {"clicks": "30-0"}
+        assert json.loads(t.bookmark("live") or b"") == {"clicks": "30-0"}
         assert t.keys() == [b"clicks"]

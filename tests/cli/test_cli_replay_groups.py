@@ -89,17 +89,17 @@ def test_dump_to_valkey(run: Run, store_path: Path, tmp_path: Path) -> None:
     assert got == expected
 
 
-def test_a_rerun_with_a_checkpoint_updates_the_groups_it_copied(
+def test_a_rerun_with_a_bookmark_updates_the_groups_it_copied(
     run: Run, store_path: Path, tmp_path: Path
 ) -> None:
     """The groups are copied after the entries: a rerun of the same command (resuming from its
-    checkpoint, e.g. after being killed during the group copy) sets them again instead of
-    failing with BUSYGROUP; without a checkpoint an existing group is still an error."""
+    bookmark, e.g. after being killed during the group copy) sets them again instead of
+    failing with BUSYGROUP; without a bookmark an existing group is still an error."""
     _seed(store_path)
     with rstore.Store(store_path) as src:
         expected = _state(src.execute)
     copy = tmp_path / "copy"
-    args = ("replay", "--to-store", str(copy), "--with-groups", "--checkpoint", "c")
+    args = ("replay", "--to-store", str(copy), "--with-groups", "--bookmark", "c")
     assert run(*args).exit_code == 0
     with rstore.Store(copy) as t:  # a copy interrupted half-way: one group moved on
         t.execute("XGROUP", "SETID", "s", "g", "0", "ENTRIESREAD", 0)

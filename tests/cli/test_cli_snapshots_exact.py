@@ -328,7 +328,7 @@ def test_files_that_cannot_be_written_are_named_with_the_reason(
         (["save", str(plain / "x.rdb")], f"cannot write {plain / 'x.rdb'}: Not a directory"),
         (["dump", "events", "-o", str(nowhere / "x")], f"cannot write {nowhere / 'x'}: No such"),
         (["export", "-o", str(nowhere / "x")], f"cannot write {nowhere / 'x'}: No such file"),
-        (["replay", "--checkpoint", str(nowhere / "cp")], f"cannot write {nowhere / 'cp'}: No"),
+        (["replay", "--bookmark", str(nowhere / "cp")], f"cannot write {nowhere / 'cp'}: No"),
     ]
     for args, message in cases:
         result = run(*args)
@@ -343,7 +343,7 @@ def test_files_that_cannot_be_written_are_named_with_the_reason(
 def test_written_files_get_the_mode_of_new_files(
     run: Run, billing: rstore.Store, tmp_path: Path, umask: int
 ) -> None:
-    """save, export -o, dump -o and a replay's checkpoint file all get 0666 less the umask, as
+    """save, export -o, dump -o and a replay's bookmark file all get 0666 less the umask, as
     any new file does (export wrote 0600 before, whatever the umask)."""
     billing.close()
     previous = os.umask(umask)
@@ -352,7 +352,7 @@ def test_written_files_get_the_mode_of_new_files(
             ["save", str(tmp_path / "a.rdb")],
             ["export", "-o", str(tmp_path / "a.jsonl")],
             ["dump", "events", "-o", str(tmp_path / "a.dump")],
-            ["replay", "--checkpoint", str(tmp_path / "a.cp"), "--format", "json"],
+            ["replay", "--bookmark", str(tmp_path / "a.cp"), "--format", "json"],
         ):
             assert run(*args).exit_code == 0, args
     finally:

@@ -102,30 +102,28 @@ def _broken(entries: Iterator[rstore.ReplayEntry], after: int) -> Iterator[rstor
         yield entry
 
 
-def test_checkpoint_into_a_store_resumes_exactly_once(source: Store, tmp_path: Path) -> None:
+def test_bookmark_into_a_store_resumes_exactly_once(source: Store, tmp_path: Path) -> None:
     with Store(tmp_path / "dst") as dst:
         with pytest.raises(rstore.RStoreError, match="source broke"):
             rstore.run_replay(
                 _broken(rstore.entries_from_store(source), 63),
                 StoreSink(dst),
-                checkpoint="job",
+                bookmark="job",
                 batch_entries=10,
             )
         assert dst.xlen("a") + dst.xlen("b") == 60  # six whole batches
-        assert json.loads(dst.checkpoint("job") or b"") == {"a": "50-0", "b": "109-1"}
+        assert json.loads(dst.bookmark("job") or b"") == {"a": "50-0", "b": "109-1"}
         again = rstore.run_replay(
-            rstore.entries_from_store(source), StoreSink(dst), checkpoint="job", batch_entries=10
+            rstore.entries_from_store(source), StoreSink(dst), bookmark="job", batch_entries=10
         )
         assert (again.resumed, again.delivered) == (60, 20)
         for key in ("a", "b"):
             assert _all(dst, key) == _all(source, key)
-        third = rstore.run_replay(
-            rstore.entries_from_store(source), StoreSink(dst), checkpoint="job"
-        )
+        third = rstore.run_replay(rstore.entries_from_store(source), StoreSink(dst), bookmark="job")
         assert (third.resumed, third.delivered) == (80, 0)
 
 
-def test_checkpoint_file_for_lines_and_interrupt(source: Store, tmp_path: Path) -> None:
+def test_bookmark_file_for_lines_and_interrupt(source: Store, tmp_path: Path) -> None:
     cp = str(tmp_path / "cp.json")
     out = io.BytesIO()
 
@@ -138,13 +136,13 @@ def test_checkpoint_file_for_lines_and_interrupt(source: Store, tmp_path: Path) 
     report = rstore.run_replay(
         interrupted(rstore.entries_from_store(source)),
         LinesSink(out),
-        checkpoint=cp,
+        bookmark=cp,
         batch_entries=10,
     )
     assert report.interrupted and report.delivered == 25  # the entries already due were written
-    assert rstore.load_checkpoint_file(cp) == {b"a": (25, 0)}
+    assert rstore.load_bookmark_file(cp) == {b"a": (25, 0)}
     rest = io.BytesIO()
-    rstore.run_replay(rstore.entries_from_store(source), LinesSink(rest), checkpoint=cp)
+    rstore.run_replay(rstore.entries_from_store(source), LinesSink(rest), bookmark=cp)
     whole = b"".join(rstore.encode_columns(k, c) for k, c in rstore.batches_from_store(source))
     assert out.getvalue() + rest.getvalue() == whole
 
@@ -154,7 +152,7 @@ def test_pacing_through_the_engine_on_a_fake_clock(source: Store) -> None:
     written: list[tuple[float, int]] = []
 
     class Timed(LinesSink):
-        def write(self, batch, checkpoint):  # type: ignore[no-untyped-def]
+        def write(self, batch, bookmark):  # type: ignore[no-untyped-def]
             written.extend((clock.now, i[0]) for _s, i, _f in batch)
 
     pacer = Pacer(PaceSchedule(speed=2.0), clock=clock.clock, sleep=clock.sleep, spin=0.0)

@@ -1,6 +1,6 @@
 """Whole nodes in a replay (rstore.runs_from_store / runs_from_rdb): into a store with the IDs
 kept, nodes all of whose entries are selected and live are copied unchanged; everything else
-goes entry by entry.  Either way the target, the report and the checkpoint are exactly those of
+goes entry by entry.  Either way the target, the report and the bookmark are exactly those of
 the entry-by-entry replay."""
 
 from __future__ import annotations
@@ -89,22 +89,22 @@ def test_runs_give_exactly_the_entry_by_entry_replay(
                     dst.execute("XADD", "s0", f"{10 + target_last}-1", "old", "1")
                 if position is not None:
                     cp = {"s0": f"{10 + position}-0", "s1": f"{10 + position}-0"}
-                    dst.append_entries([], checkpoint=("cp", json.dumps(cp).encode()))
+                    dst.append_entries([], bookmark=("cp", json.dumps(cp).encode()))
                 report = rstore.run_replay(
                     read(src, None, (10 + start, 0)),
                     StoreSink(dst),
                     on_conflict="skip",
-                    checkpoint="cp",
+                    bookmark="cp",
                     batch_entries=batch_entries,
                 )
-                results.append((_state(dst), _report(report), dst.checkpoint("cp")))
+                results.append((_state(dst), _report(report), dst.bookmark("cp")))
         assert results[0] == results[1]
 
 
 def test_clean_nodes_into_an_empty_store_are_copied_unchanged(tmp_path: Path) -> None:
     with Store(tmp_path / "src", node_max_entries=10) as src, Store(tmp_path / "dst") as dst:
         _fill(src, 500, deletes=[123])  # one node of s1 has a tombstone
-        report = rstore.run_replay(rstore.runs_from_store(src), StoreSink(dst), checkpoint="c")
+        report = rstore.run_replay(rstore.runs_from_store(src), StoreSink(dst), bookmark="c")
         assert report.delivered == 499
         for key in (b"s0", b"s1"):
             source_nodes = _nodes(src, key)
@@ -124,7 +124,7 @@ def test_clean_nodes_into_an_empty_store_are_copied_unchanged(tmp_path: Path) ->
 
 
 def test_a_write_that_fails_mid_replay_resumes_exactly_once(tmp_path: Path) -> None:
-    """A failure in the third write of whole nodes: two committed with their checkpoint; the
+    """A failure in the third write of whole nodes: two committed with their bookmark; the
     rerun delivers the rest, each entry once."""
     with Store(tmp_path / "src", node_max_entries=10) as src, Store(tmp_path / "dst") as dst:
         _fill(src, 300, deletes=[])
@@ -132,18 +132,18 @@ def test_a_write_that_fails_mid_replay_resumes_exactly_once(tmp_path: Path) -> N
         class Failing(StoreSink):
             writes = 0
 
-            def write_nodes(self, nodes: Any, checkpoint: Any) -> None:
+            def write_nodes(self, nodes: Any, bookmark: Any) -> None:
                 Failing.writes += 1
                 if Failing.writes == 3:
                     raise OSError("disk gone")
-                super().write_nodes(nodes, checkpoint)
+                super().write_nodes(nodes, bookmark)
 
         with pytest.raises(OSError):
             rstore.run_replay(
-                rstore.runs_from_store(src), Failing(dst), checkpoint="c", batch_entries=40
+                rstore.runs_from_store(src), Failing(dst), bookmark="c", batch_entries=40
             )
         assert 0 < sum(dst.xlen(k) for k in ("s0", "s1")) < 300
-        again = rstore.run_replay(rstore.runs_from_store(src), StoreSink(dst), checkpoint="c")
+        again = rstore.run_replay(rstore.runs_from_store(src), StoreSink(dst), bookmark="c")
         assert again.delivered + again.resumed == 300 and again.skipped == 0
         for key in ("s0", "s1"):
             assert dst.execute("XRANGE", key, "-", "+") == src.execute("XRANGE", key, "-", "+")

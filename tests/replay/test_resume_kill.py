@@ -1,5 +1,5 @@
 """A replay into a store killed with SIGKILL mid-way, then rerun, delivers every entry exactly
-once (the checkpoint is recorded in each batch's own transaction)."""
+once (the bookmark is recorded in each batch's own transaction)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ ENTRIES = 4000
 def _replay(src: Path, dst: Path, *extra: str) -> list[str]:
     return [
         sys.executable, "-m", "rstore_cli", "--store", str(src), "replay",
-        "--to-store", str(dst), "--checkpoint", "copy", "--no-progress", *extra,
+        "--to-store", str(dst), "--bookmark", "copy", "--no-progress", *extra,
     ]  # fmt: skip
 
 
@@ -52,8 +52,8 @@ def test_sigkill_mid_replay_then_rerun_delivers_each_entry_once(tmp_path: Path) 
     with rstore.Store(dst) as target:
         got = sum(target.xlen(k) for k in ("s1", "s2"))
         assert 300 <= got < ENTRIES, "the kill did not land mid-way"
-        position = json.loads(target.checkpoint("copy") or b"{}")
-        # the checkpoint is exactly the last entry committed (s1 is replayed first)
+        position = json.loads(target.bookmark("copy") or b"{}")
+        # the bookmark is exactly the last entry committed (s1 is replayed first)
         last_s1 = target.execute("XREVRANGE", "s1", "+", "-", "COUNT", 1)[0][0].decode()
         assert position["s1"] == last_s1
     rerun = subprocess.run(

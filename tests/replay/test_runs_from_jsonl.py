@@ -1,6 +1,6 @@
 """A JSONL file imported as whole nodes (rstore.runs_from_jsonl, behind ``rstore import``)
 gives the store what importing it entry by entry (rstore.entries_from_jsonl) gives: the same
-entries, counters, conflicts, errors and checkpoints -- and, for a stream written in one piece
+entries, counters, conflicts, errors and bookmarks -- and, for a stream written in one piece
 into an empty store, the same nodes byte for byte; with the C decoders and the Python ones."""
 
 from __future__ import annotations
@@ -130,9 +130,9 @@ def test_nodes_give_what_entries_give(
         assert fast[2] == slow[2]  # each stream in one piece, no conflict: XADD's nodes
 
 
-def test_into_streams_that_have_entries_and_a_checkpoint_resumes(tmp_path: Path) -> None:
+def test_into_streams_that_have_entries_and_a_bookmark_resumes(tmp_path: Path) -> None:
     """Entries above a stream's last ID go in as new nodes after its last one (the node
-    boundaries differ from XADD's, the entries do not); a rerun with the checkpoint after a
+    boundaries differ from XADD's, the entries do not); a rerun with the bookmark after a
     malformed line resumes after the last batch written, exactly once."""
     entries = [(b"s", (ms, 0), [b"n", b"%d" % ms]) for ms in range(1, 301)]
     data = _text(entries)
@@ -141,11 +141,11 @@ def test_into_streams_that_have_entries_and_a_checkpoint_resumes(tmp_path: Path)
         path = tmp_path / ("fast" if fast else "slow")
         with rstore.Store(path, sync=False) as store:
             store.append_entries([(b"s", (0, seq), [b"old", b"1"]) for seq in range(1, 51)])
-        (kind, message), _, _ = _import(path, broken, fast, checkpoint="cp", batch_entries=100)
+        (kind, message), _, _ = _import(path, broken, fast, bookmark="cp", batch_entries=100)
         assert kind == "EnvelopeError" and message.startswith("f line 251: ")
         with rstore.Store(path) as store:
             assert store.xlen("s") == 50 + 200  # two batches of 100 landed, the third did not
-        outcome, state, _ = _import(path, data, fast, checkpoint="cp", batch_entries=100)
+        outcome, state, _ = _import(path, data, fast, bookmark="cp", batch_entries=100)
         assert outcome == (100, 0, 200)
         assert state[b"s"][0][50:] == [[b"%d-0" % ms, [b"n", b"%d" % ms]] for ms in range(1, 301)]
 
