@@ -47,6 +47,9 @@ import rstore
 sys.path.append(str(Path(__file__).resolve().parent.parent / "fixtures"))
 from valkey_server import HOST, ValkeyServer, find_server_binary
 
+#: The repository these scripts belong to.
+REPOSITORY = Path(__file__).resolve().parent.parent
+
 # The entry every workload writes, on both sides.
 FIELDS: dict[Any, Any] = {"user": "12345", "action": "click", "page": "/products/42"}
 STREAM = "bench"
@@ -63,6 +66,23 @@ FSYNC_FOR_SYNC = {True: "always", False: "everysec"}
 
 Result = dict[str, Any]
 Sampler = Callable[[int], list[float]]
+
+
+def rstore_origin() -> str:
+    """Where the rstore being measured comes from: this repository's tree at a commit (and
+    whether rstore/ has uncommitted changes), or another directory (e.g. an exported commit)."""
+    package = Path(rstore.__file__).resolve().parent
+    if package != REPOSITORY / "rstore":
+        return f"imported from {package.parent}"
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(REPOSITORY), *args], capture_output=True, text=True, check=False
+        ).stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    dirty = git("status", "--porcelain", "--", "rstore")
+    return f"commit {commit}" + (" with uncommitted changes in rstore/" if dirty else "")
 
 
 # ----------------------------------------------------------------------------- CPU placement

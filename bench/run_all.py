@@ -64,6 +64,7 @@ from common import (
     exit_on_sigterm,
     latency_table,
     results_table,
+    rstore_origin,
     set_placement,
     write_json,
 )
@@ -79,23 +80,6 @@ PARTS = (
     "syscalls", "machine",
 )  # fmt: skip
 PLACED_PARTS = {"single", "pipeline", "scan", "group", "wakeup"}  # measured per placement
-
-
-def rstore_origin() -> str:
-    """Where the rstore being measured comes from: this repository's tree at a commit (and
-    whether rstore/ has uncommitted changes), or another directory (e.g. an exported commit)."""
-    package = Path(rstore.__file__).resolve().parent
-    if package != ROOT / "rstore":
-        return f"imported from {package.parent}"
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=False
-        ).stdout.strip()
-
-    commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    dirty = git("status", "--porcelain", "--", "rstore")
-    return f"commit {commit}" + (" with uncommitted changes in rstore/" if dirty else "")
 
 
 def versions() -> str:
