@@ -40,7 +40,7 @@ from rstore.errors import CorruptStoreError, ReadOnlyStoreError, StorageError
 from rstore.storage import forks, layout, wal, wal_position
 from rstore.storage.combine import Combiner, Request
 from rstore.storage.commit import commit_batch
-from rstore.storage.env_opening import Opening
+from rstore.storage.env_opening import open_store
 from rstore.storage.failures import translate, translate_os
 from rstore.storage.gate import Gate
 from rstore.storage.notify import ALL
@@ -86,7 +86,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-class Env(Opening):
+class Env:
     """A shared, process-local LMDB environment for one store directory."""
 
     def __init__(
@@ -120,6 +120,38 @@ class Env(Opening):
         self._wal: wal.WriteAheadLog | None = None
         self._open()
         _all_envs.add(self)
+
+    def _open(self, *, verify: bool = True, inherited: bool = False) -> None:
+        """Open the directory (:func:`rstore.storage.env_opening.open_store`); a reopen (after
+        a fork, or a failed map growth) replaces the log it had."""
+        if self._wal is not None:
+            self._wal.close()
+            self._wal = None
+        opened = open_store(
+            self.path, map_size=self._map_size, create=self._create, readonly=self.readonly,
+            checkpoint_step=self._checkpoint_step, on_upgrade=self._on_upgrade, verify=verify,
+            inherited=inherited,
+        )  # fmt: skip
+        self._env, self._dbs, self._data_path = opened.env, opened.dbs, opened.data_path
+        self.format, self.sealed, self.locked = opened.format, opened.sealed, opened.locked
+        self._wal = opened.log
+        if opened.upgraded is not None:
+            self.upgraded = opened.upgraded
+
+    def _checkpoint_step(self) -> float | None:
+        """One look of the checkpointer thread (inside the gate: a close or a map resize
+        waits for it, and it stops once the store is closed)."""
+        try:
+            self._gate.enter()
+        except StorageError:
+            return None
+        try:
+            current = self._wal
+            return None if current is None or self._forked else current.step()
+        except lmdb.Error as exc:
+            raise translate(exc, self.path, writing=True) from exc
+        finally:
+            self._gate.leave()
 
     @property
     def closed(self) -> bool:

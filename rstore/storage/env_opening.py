@@ -1,12 +1,11 @@
-"""Opening a store directory: the opening half of an Env.
+"""Opening a store directory: what an :class:`~rstore.storage.env.Env` holds once it is open.
 
-:class:`Opening` is a part of :class:`~rstore.storage.env.Env` (which inherits it), kept in its
-own module.  A read-only open checks the directory and opens LMDB, walking its trees before
-LMDB uses them.  A writable open does the same under the write-ahead log's open lock, which
-it takes first: under it a compaction cut short is finished, the store is recovered after a
-restart, created with its log, or brought from an older format (1 or 2, without the log) to
-the current one (:mod:`rstore.storage.upgrade`); then the log (:mod:`rstore.storage.wal`) is
-started.  Every writable store is written through the log.
+:func:`open_store` checks the directory and opens LMDB, walking its trees before LMDB uses them,
+and returns an :class:`Opened` record.  A writable open does it under the write-ahead log's open
+lock, which it takes first: under it a compaction cut short is finished, the store is recovered
+after a restart, created with its log, or brought from an older format (1 or 2, without the log)
+to the current one (:mod:`rstore.storage.upgrade`); then the log (:mod:`rstore.storage.wal`)
+is started.  Every writable store is written through its log.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ import logging
 import os
 from collections.abc import Callable
 from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 import lmdb
@@ -24,58 +24,100 @@ from rstore.errors import StorageError
 from rstore.storage import forks, layout, opening, upgrade, wal, wal_log, wal_recovery
 from rstore.storage.compaction import compact_intent
 from rstore.storage.failures import refused_for_writing, translate, translate_os
-from rstore.storage.gate import Gate
 
-__all__ = ["Opening"]
+__all__ = ["Opened", "open_store"]
 
 log = logging.getLogger("rstore.storage")
 
 
-class Opening:
-    """How an environment opens its store (see the module's docstring)."""
+@dataclass(slots=True)
+class Opened:
+    """An open store: LMDB's environment and sub-databases, the store's format, whether
+    readers are registered in LMDB's lock table (``locked``: false for a read-only store
+    whose lock file this user cannot use), the records an upgrade at this open rewrote
+    (``None``: no upgrade), and the write-ahead log of a writable store."""
 
-    path: str
-    readonly: bool
-    locked: bool
+    env: Any
+    dbs: dict[bytes, Any]
     format: int
-    sealed: bool
-    upgraded: int | None
-    _map_size: int
-    _create: bool
-    _on_upgrade: Callable[[int, int], None] | None
-    _data_path: str
-    _env: Any
-    _dbs: dict[bytes, Any]
-    _gate: Gate
-    _forked: bool
-    _wal: wal.WriteAheadLog | None
+    locked: bool
+    data_path: str
+    upgraded: int | None = None
+    log: wal.WriteAheadLog | None = None
 
-    def _open(self, *, verify: bool = True, inherited: bool = False) -> None:
-        """``inherited``: in a forked child, beside the abandoned handle of its parent."""
-        opening.check_directory(self.path, create=self._create, readonly=self.readonly)
-        self._data_path = os.path.join(self.path, opening.DATA_FILE)
-        if self.readonly:
-            state = opening.log_state(self.path)
-            if state is opening.LogState.PRESENT and opening.log_needs_recovery(self.path):
-                raise StorageError(
-                    f"{self.path}: the machine restarted since the store was last written; "
-                    "it must be recovered before it can be read",
-                    hint="open it once for writing (as a user who may write it)",
-                )
-            self._open_lmdb(verify=verify, log=state, inherited=inherited)
-            return
-        lock = self._take_open_lock()
-        try:
-            self._open_writable(lock, verify=verify, inherited=inherited)
-        except BaseException:
-            if lock.created:
-                wal_recovery.remove_created(lock)  # the store is left as it was found
-            raise
-        finally:
-            os.close(lock.fd)  # releases the lock
-        self._start_log()
+    @property
+    def sealed(self) -> bool:
+        """Whether the store's records carry checksums (format 2 and later)."""
+        return self.format >= layout.FIRST_SEALED_FORMAT
 
-    def _take_open_lock(self) -> wal_recovery.OpenLock:
+
+def open_store(
+    path: str,
+    *,
+    map_size: int,
+    create: bool,
+    readonly: bool,
+    checkpoint_step: Callable[[], float | None],
+    on_upgrade: Callable[[int, int], None] | None = None,
+    verify: bool = True,
+    inherited: bool = False,
+) -> Opened:
+    """Open the store directory ``path`` (see the module).  ``checkpoint_step``: what the log's
+    checkpointer thread runs; ``on_upgrade(done, total)``: the progress of an upgrade's
+    rewrite; ``verify``: walk LMDB's trees; ``inherited``: in a forked child, beside the
+    abandoned handle of its parent."""
+    opener = _Opener(path, map_size, create, readonly, inherited, on_upgrade)
+    opening.check_directory(path, create=create, readonly=readonly)
+    if readonly:
+        state = opening.log_state(path)
+        if state is opening.LogState.PRESENT and opening.log_needs_recovery(path):
+            raise StorageError(
+                f"{path}: the machine restarted since the store was last written; "
+                "it must be recovered before it can be read",
+                hint="open it once for writing (as a user who may write it)",
+            )
+        return opener.open_lmdb(verify=verify, log=state)
+    lock = opener.take_open_lock()
+    try:
+        opened = opener.open_writable(lock, verify=verify)
+    except BaseException:
+        if lock.created:
+            wal_recovery.remove_created(lock)  # the store is left as it was found
+        raise
+    finally:
+        os.close(lock.fd)  # releases the lock
+    try:
+        opened.log = wal.WriteAheadLog(path, opened.data_path, opened.env, opened.dbs,
+                                       checkpoint_step)  # fmt: skip
+    except BaseException as exc:
+        opened.env.close()
+        if isinstance(exc, OSError):
+            raise translate_os(exc, opened.data_path, "open") from exc
+        raise
+    return opened
+
+
+class _Opener:
+    """The settings of one open, and its steps (see :func:`open_store`)."""
+
+    def __init__(
+        self,
+        path: str,
+        map_size: int,
+        create: bool,
+        readonly: bool,
+        inherited: bool,
+        on_upgrade: Callable[[int, int], None] | None,
+    ) -> None:
+        self.path = path
+        self.data_path = os.path.join(path, opening.DATA_FILE)
+        self.map_size = map_size
+        self.create = create
+        self.readonly = readonly
+        self.inherited = inherited
+        self.on_upgrade = on_upgrade
+
+    def take_open_lock(self) -> wal_recovery.OpenLock:
         try:
             return wal_recovery.open_lock(self.path)
         except OSError as exc:
@@ -83,11 +125,11 @@ class Opening:
                 raise refused_for_writing(self.path, exc.errno) from exc
             raise translate_os(exc, self.path, "open the store for writing") from exc
 
-    def _open_writable(self, lock: wal_recovery.OpenLock, *, verify: bool, inherited: bool) -> None:
+    def open_writable(self, lock: wal_recovery.OpenLock, *, verify: bool) -> Opened:
         """Under the open lock: a compaction that was cut short finished, the store recovered
         after a restart, created, or brought from an older format to the current one."""
         header = wal_log.read_header(lock.fd)
-        upgrading = header is None and os.path.exists(self._data_path)
+        upgrading = header is None and os.path.exists(self.data_path)
         if upgrading:
             # An older format, or a creation or upgrade cut short: it changes to the current
             # format only when no other process has it open (an older rstore may write it).
@@ -96,99 +138,72 @@ class Opening:
             compact_intent.finish_interrupted(self.path, lock.fd)
         recovering = header is not None and header.boot_id != wal_log.boot_id()
         if recovering:
-            wal_recovery.check_loss(lock.fd, self.path, self._data_path)
-            wal_recovery.restore_checkpoint(lock.fd, self._data_path)
+            wal_recovery.check_loss(lock.fd, self.path, self.data_path)
+            wal_recovery.restore_checkpoint(lock.fd, self.data_path)
         state = opening.LogState.PRESENT if header is not None else opening.LogState.HEADERLESS
         if lock.created and upgrading:
             state = opening.LogState.ABSENT  # a store without the log: an older format
         # An upgrade commits before the log has a checkpoint to recover from: LMDB flushes
         # its pages before it writes the meta page, as format 2 did (upgrade.py).
-        self._open_lmdb(verify=verify, log=state, inherited=inherited, durable=upgrading)
+        opened = self.open_lmdb(verify=verify, log=state, durable=upgrading)
         try:
-            self._attach_log(lock.fd, recovering)
+            self._attach_log(opened, lock.fd, recovering)
         except BaseException:
-            self._env.close()
+            opened.env.close()
             raise
         if upgrading:  # LMDB need not flush any more: the log does
-            self._env.close()
-            self._open_lmdb(verify=False, log=opening.LogState.PRESENT, inherited=inherited)
+            opened.env.close()
+            upgraded = opened.upgraded
+            opened = self.open_lmdb(verify=False, log=opening.LogState.PRESENT)
+            opened.upgraded = upgraded
+        return opened
 
-    def _open_lmdb(
-        self, *, verify: bool, log: opening.LogState, inherited: bool, durable: bool = False
-    ) -> None:
-        """``durable``: LMDB flushes its pages in every commit (see ``opening.open_lmdb``)."""
-        with forks.beside_inherited() if inherited else nullcontext():
-            self._env, self.locked = opening.open_lmdb(
-                self.path, map_size=self._map_size, create=self._create,
+    def open_lmdb(self, *, verify: bool, log: opening.LogState, durable: bool = False) -> Opened:
+        """LMDB's environment, its trees walked (``verify``), its sub-databases and format
+        checked against what the directory holds of the log; ``durable``: LMDB flushes its
+        pages in every commit (see ``opening.open_lmdb``)."""
+        with forks.beside_inherited() if self.inherited else nullcontext():
+            env, locked = opening.open_lmdb(
+                self.path, map_size=self.map_size, create=self.create,
                 readonly=self.readonly, max_dbs=len(layout.ALL_DBS) + 2, durable=durable,
             )  # fmt: skip
         try:
             if not self.readonly:
-                self._env.reader_check()  # free reader slots of processes that died
+                env.reader_check()  # free reader slots of processes that died
             while True:
                 try:
                     if verify:
-                        opening.verify_structure(self._env, self.path, pinned=self.locked)
-                    self._dbs, self.format = opening.open_dbs(
-                        self._env, self.path, create=self._create and not self.readonly, log=log
+                        opening.verify_structure(env, self.path, pinned=locked)
+                    dbs, version = opening.open_dbs(
+                        env, self.path, create=self.create and not self.readonly, log=log
                     )
-                    break
+                    return Opened(env, dbs, version, locked, self.data_path)
                 except lmdb.MapResizedError:  # another process grew the map meanwhile
-                    self._env.set_mapsize(0)
+                    env.set_mapsize(0)
         except lmdb.Error as exc:
-            self._env.close()
+            env.close()
             raise translate(exc, self.path) from exc
         except BaseException:
-            self._env.close()
+            env.close()
             raise
-        self.sealed = self.format >= layout.FIRST_SEALED_FORMAT
 
-    def _attach_log(self, lock_fd: int, recovering: bool) -> None:
+    def _attach_log(self, opened: Opened, lock_fd: int, recovering: bool) -> None:
         """Under the open lock: give a new store its log, bring a store of an older format to
         the current one (:mod:`rstore.storage.upgrade`), or redo the log after a restart."""
+        env, dbs = opened.env, opened.dbs
         try:
-            self.upgraded = wal_recovery.create(
-                lock_fd, self._data_path, self._env, self._dbs, self.format, self._on_upgrade
+            opened.upgraded = wal_recovery.create(
+                lock_fd, self.data_path, env, dbs, opened.format, self.on_upgrade
             )
-            if self.upgraded is not None:
+            if opened.upgraded is not None:
                 log.info("%s: upgraded from store format %d to %d", self.path,
-                         self.format, layout.FORMAT_VERSION)  # fmt: skip
-                self.format, self.sealed = layout.FORMAT_VERSION, True
+                         opened.format, layout.FORMAT_VERSION)  # fmt: skip
+                opened.format = layout.FORMAT_VERSION
             if recovering:
-                count = wal_recovery.recover(lock_fd, self._data_path, self._env, self._dbs)
+                count = wal_recovery.recover(lock_fd, self.data_path, env, dbs)
                 log.warning("%s: recovered after a restart; %d logged commits redone",
                             self.path, count)  # fmt: skip
         except lmdb.Error as exc:
             raise translate(exc, self.path, writing=True) from exc
         except OSError as exc:
             raise translate_os(exc, wal.LOG_FILE, "recover") from exc
-
-    def _checkpoint_step(self) -> float | None:
-        """One look of the checkpointer thread (inside the gate: a close or a map resize
-        waits for it, and it stops once the store is closed)."""
-        try:
-            self._gate.enter()
-        except StorageError:
-            return None
-        try:
-            current = self._wal
-            return None if current is None or self._forked else current.step()
-        except lmdb.Error as exc:
-            raise translate(exc, self.path, writing=True) from exc
-        finally:
-            self._gate.leave()
-
-    def _start_log(self) -> None:
-        """The write-ahead log of a writable store (a reopen replaces the one it had)."""
-        if self._wal is not None:
-            self._wal.close()
-        self._wal = None
-        try:
-            self._wal = wal.WriteAheadLog(
-                self.path, self._data_path, self._env, self._dbs, self._checkpoint_step
-            )
-        except BaseException as exc:
-            self._env.close()
-            if isinstance(exc, OSError):
-                raise translate_os(exc, self._data_path, "open") from exc
-            raise
