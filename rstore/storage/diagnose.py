@@ -75,6 +75,27 @@ class Names:
             return f"key {_show(key[8:])}"
         return ""
 
+    def everyone(self, db: str) -> str:
+        """``, holding records of ...`` for a page that may hold any record of ``db``: every
+        stream (or group) known, the first few by name; empty when none is known."""
+        if db.encode() in _BY_STREAM:
+            shown = sorted(_show(n) for n in self.streams.values())
+            kind = "stream"
+        elif db.encode() in _BY_GROUP:
+            shown = sorted(f"{_show(s)} group {_show(g)}" for s, g in self.groups.values())
+            kind = "stream"
+        else:
+            return ""
+        if not shown:
+            return ""
+        more = f" and {len(shown) - _LISTED} more" if len(shown) > _LISTED else ""
+        plural = "s" if len(shown) > 1 else ""
+        return f", holding records of {kind}{plural} {', '.join(shown[:_LISTED])}{more}"
+
+
+#: How many streams a damaged page that may hold any of them names.
+_LISTED = 5
+
 
 def _show(name: bytes) -> str:
     return repr(name.decode("utf-8", "backslashreplace"))
@@ -111,6 +132,8 @@ def structure_problems(report: pagecheck.Report, names: Names | None) -> list[st
             owners = {names.owner(p.tree, k) for k in keys} - {""}
             if owners:
                 held = f", holding records of {' to '.join(sorted(owners))}"
+            elif keys == (None, None):  # the page may hold any record of its tree (its root)
+                held = names.everyone(p.tree)
         lines.append(f"{DATA_FILE} {page} (sub-database {p.tree}{held}): {p.what}")
     return lines
 

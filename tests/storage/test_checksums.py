@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 
+import lmdb
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from store_formats import downgrade_to_format_1
 
 import rstore
-from rstore.storage import layout
+from rstore.storage import layout, pagecheck
 
 from .helpers import find, flip_bit, populate, stored_value
 
@@ -199,3 +200,35 @@ def test_a_short_format_1_group_record_is_a_problem_not_an_exception(store_path:
         env.close()
     problems = rstore.check_store(store_path)
     assert any("sub-database groups" in p for p in problems), problems
+
+
+@pytest.mark.parametrize("streams", [["orders"], [f"s{i}" for i in range(7)]])
+def test_a_zeroed_root_page_names_every_stream_it_may_hold(
+    tmp_path: os.PathLike[str], streams: list[str]
+) -> None:
+    """The nodes tree's root page zeroed: the store is refused at open, and ``check_store``
+    names the streams the page may have held -- every stream, the first five by name (a page
+    with no bounds from a parent may hold any record of its tree)."""
+    path = os.path.join(tmp_path, "s")
+    with rstore.Store(path) as s:
+        for i in range(400):
+            s.xadd(streams[i % len(streams)], {"n": str(i), "pad": "x" * 40})
+    env = lmdb.open(path, readonly=True, lock=False, max_dbs=16)
+    with env.begin() as txn:
+        report = pagecheck.verify(os.path.join(path, "data.mdb"), int(txn.id()))
+    env.close()
+    root = report.trees["nodes"].root
+    with open(os.path.join(path, "data.mdb"), "r+b") as f:
+        f.seek(root * 4096)
+        f.write(bytes(4096))
+    with pytest.raises(rstore.CorruptStoreError, match="rstore check"):
+        rstore.Store(path)
+    problems = rstore.check_store(path)
+    held = (
+        "stream 'orders'"
+        if len(streams) == 1
+        else "streams 's0', 's1', 's2', 's3', 's4' and 2 more"
+    )
+    assert problems[0].startswith(
+        f"data.mdb page {root} (sub-database nodes, holding records of {held}): "
+    ), problems
