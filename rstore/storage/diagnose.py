@@ -82,8 +82,8 @@ class Names:
             shown = sorted(_show(n) for n in self.streams.values())
             kind = "stream"
         elif db.encode() in _BY_GROUP:
-            shown = sorted(f"{_show(s)} group {_show(g)}" for s, g in self.groups.values())
-            kind = "stream"
+            shown = sorted(f"{_show(g)} of stream {_show(s)}" for s, g in self.groups.values())
+            kind = "group"
         else:
             return ""
         if not shown:
@@ -93,7 +93,7 @@ class Names:
         return f", holding records of {kind}{plural} {', '.join(shown[:_LISTED])}{more}"
 
 
-#: How many streams a damaged page that may hold any of them names.
+#: How many streams (or groups) a damaged page that may hold any of them names.
 _LISTED = 5
 
 
