@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from rstore.client import Callback, RedisCommands
 from rstore.client.shapes import Decoder, finish, make_decoder
 from rstore.commands.argv import encode_arg, encode_argv
-from rstore.commands.executor import execute, run_batch
+from rstore.commands.executor import execute, now_ms, run_batch
 from rstore.commands.registry import lookup
 from rstore.commands.reply import NIL_ARRAY, to_public
-from rstore.databases import Databases
+from rstore.databases import database_number, database_path
 from rstore.errors import CorruptStoreError, ResponseError, StorageError, StoreClosedError
-from rstore.model import AppendReport
+from rstore.model import DATABASES, AppendReport
 from rstore.pipeline import Pipeline
 from rstore.renames import renamed_alias, renamed_keywords
 from rstore.storage import registry
@@ -28,7 +28,8 @@ from rstore.storage.layout import FORMAT_VERSION, StoreConfig
 if TYPE_CHECKING:
     from rstore.commands.serving import BlockedCall, BlockWatch
     from rstore.model import StreamInfo
-    from rstore.snapshot.save import Progress
+    from rstore.snapshot.restore import RestoreReport
+    from rstore.snapshot.save import Progress, SaveReport
     from rstore.streams.view import StoreView
 
 __all__ = ["DEFAULT_PATH", "FORMAT_VERSION", "Store", "check_store", "upgrade_store"]
@@ -41,7 +42,7 @@ _CHECK_ATTEMPTS = 200
 T = TypeVar("T")
 
 
-class Store(RedisCommands, Databases):
+class Store(RedisCommands):
     """A durable stream store living in the directory ``path``.
 
     Many threads and processes may open the same directory at once.  Writes are serialised by
@@ -261,6 +262,118 @@ class Store(RedisCommands, Databases):
         if env.readonly:
             raise env.refuse_write()
         return env.upgraded or 0
+
+    # ------------------------------------------------------------------ databases
+
+    def database(self, n: int) -> Store:
+        """The store of database ``n`` (``SELECT n``): 0 is this store, 1 to 15 the store in
+        the directory ``<path>/db<n>``, opened on first use with this store's ``sync``,
+        ``readonly`` and ``decode_responses`` settings (created when missing, unless this
+        store is read-only: then a missing database raises :class:`StoreNotFoundError`).
+
+        The store returned belongs to this one: it is the same object on every call (from any
+        thread) and closes with :meth:`close`.  Closing it yourself is allowed; the next call
+        opens it again.  ``rstore serve`` and ``rstore save`` / ``restore`` use this layout,
+        and any process may open ``<path>/db<n>`` as a store of its own."""
+        if database_number(n) == 0:
+            self._live_env()
+            return self
+        with self._databases_lock:
+            self._live_env()
+            child = self._databases.get(n)
+            if child is None or child.closed:
+                child = Store(
+                    database_path(self._path, n), sync=self._sync,
+                    readonly=self._readonly, create=not self._readonly,
+                )  # fmt: skip
+                child._decode = self._decode
+                self._databases[n] = child
+            return child
+
+    def databases(self) -> list[int]:
+        """The databases present: 0, and each N from 1 to 15 whose store ``<path>/db<N>``
+        exists on disk (or was opened by :meth:`database`), in ascending order.  Present does
+        not mean holding keys."""
+        self._live_env()
+        with self._databases_lock:
+            opened = set(self._databases)
+        return [0] + [
+            n for n in range(1, DATABASES)
+            if n in opened or os.path.isfile(os.path.join(database_path(self._path, n), "data.mdb"))
+        ]  # fmt: skip
+
+    def save(
+        self,
+        path: str | os.PathLike[str],
+        rdb_version: int = 11,
+        *,
+        compress: bool = True,
+        progress: Progress | None = None,
+        databases: Iterable[int] | None = None,
+    ) -> SaveReport:
+        """Write the store to an RDB file that Redis and Valkey load: database 0 and every
+        database :meth:`databases` lists (``databases=[0, 3]`` saves only those), each that
+        holds keys under its SELECTDB, in ascending order.
+
+        Version 11 (stream type 21) loads in Redis 7.2+ and Valkey 7.2+; 10 (type 19) in
+        Redis 7.0+; 9 (type 15) in Redis 5.0+ (older versions lose stream fields added
+        later).  ``compress`` is Redis's ``rdbcompression``.  Each database is saved as one
+        consistent point in time while writers go on; the snapshots of the databases are
+        taken one after another before anything is written, not at one instant (each database
+        is its own store).  The file appears atomically (written to a temporary name, fsynced,
+        renamed).  ``progress(keys_done, keys_total)`` counts the keys of all of them.
+        """
+        from rstore.snapshot.save import save_file  # noqa: PLC0415 - loaded on first use
+
+        numbers = self.databases()
+        if databases is not None:
+            wanted = {database_number(n) for n in databases}
+            numbers = [n for n in numbers if n in wanted]  # one not on disk holds no keys
+        envs = [(n, self.database(n)._live_env()) for n in numbers]
+        return save_file(
+            envs, os.fspath(path), rdb_version=rdb_version, compress=compress, progress=progress
+        )
+
+    def restore_file(
+        self,
+        path: str | os.PathLike[str],
+        db: int | None = 0,
+        replace: bool = False,
+        *,
+        progress: Progress | None = None,
+    ) -> RestoreReport:
+        """Import the streams of database ``db`` of an RDB file into this store, in one
+        transaction; with ``db=None``, those of every database N of the file into
+        :meth:`database` N (the report's ``databases`` holds one report per database).
+
+        All or nothing: a damaged or unsupported file, or a key that already exists (unless
+        ``replace``), leaves the store unchanged -- with ``db=None`` every database, the
+        whole file and every name being checked before the first commit; the databases then
+        commit one after another (see ``docs/snapshots.md`` for the window that leaves).
+        Other value types are counted in the report and skipped.  Raises CorruptRDBError /
+        UnsupportedRDBError naming the byte offset, KeyExistsError naming the key.
+        """
+        if db is None:
+            from rstore.snapshot.restore_all import restore_all  # noqa: PLC0415
+
+            return restore_all(
+                self._database_env, os.fspath(path), replace=replace,
+                now_ms=now_ms(), progress=progress,
+            )  # fmt: skip
+        from rstore.snapshot.restore import restore_file  # noqa: PLC0415 - loaded on first use
+
+        return restore_file(
+            self._live_env(), os.fspath(path), db=db, replace=replace,
+            now_ms=now_ms(), progress=progress,
+        )  # fmt: skip
+
+    def _database_env(self, n: int, create: bool) -> Env | None:
+        """The env of :meth:`database` ``n``; ``None`` when not on disk and not ``create``."""
+        if not create and n not in self.databases():
+            return None
+        return self.database(n)._live_env()
+
+    # ------------------------------------------------------------------ keys
 
     def dump(self, name: Any, rdb_version: int = 11) -> bytes | None:
         """redis-py's ``dump``: the key's DUMP payload, or ``None`` when it does not exist.
