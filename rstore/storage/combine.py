@@ -171,13 +171,17 @@ class Combiner:
             s.step = 2
         if s.step == 10:  # the commit was interrupted: those it did not run go back
             rest = [r for r in s.batch if not (r.done or r.committing)]
-            unsure = [r for r in s.batch if not r.done and r.committing]
+            # The others stay in the batch and are settled with it: those that reached the
+            # commit (done or not: the interrupt may have come after it, before their flush)
+            # and those whose own write failed.
+            kept = [r for r in s.batch if r is not own and (r.done or r.committing)]
             with self._lock:
                 self._queue[:0] = rest
-                s.batch = [own, *unsure]
+                s.batch = [own, *kept]
                 s.step = 11
-        if s.step == 11:
-            _fail(s.batch, own, _interrupted("while its commit ran"))
+        if s.step == 11:  # those that may be stored cannot tell whether they are on disk
+            unsure = [r for r in s.batch if r is not own and (not r.done or r.error is None)]
+            _fail(unsure, own, _interrupted("while its commit ran"), committed=True)
             s.step = 2
         if s.step == 2:  # pass the lead on: the next batch runs during this one's flush
             n = len(s.batch)

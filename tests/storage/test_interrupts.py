@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from rstore.errors import StorageError
 from rstore.storage.gate import Gate
 from rstore.storage.waiters import PollingWaiter
 
@@ -207,3 +208,60 @@ def test_the_gate_closes_after_interrupts_at_random_moments_of_enter_and_leave()
     closer.join(5)
     assert not closer.is_alive(), "close() hangs: a lock left held or a count left wrong"
     assert caught >= 20, caught
+
+
+class _Interrupted(BaseException):
+    """What a signal handler raises (as KeyboardInterrupt is)."""
+
+
+def test_an_interrupt_after_a_batch_committed_settles_every_write_of_it() -> None:
+    """A batch whose commit is interrupted after LMDB committed it (before its flush): every
+    other write of the batch is settled -- told it may or may not be stored, as it cannot
+    know whether it is on disk -- and none is left waiting (a queued writer once waited
+    forever: the interrupted batch dropped the writes already done)."""
+    from rstore.storage.combine import Combiner, Request
+
+    queued = threading.Event()
+    batches: list[list[Request]] = []
+
+    def commit(batch: list[Request]) -> None:
+        batches.append(batch)
+        if len(batches) == 1:  # the first leader: hold its commit until two writes queue
+            assert queued.wait(5)
+            time.sleep(0.05)
+        for r in batch:
+            r.committing = True
+        for r in batch:
+            r.result, r.error, r.done = "stored", None, True
+        if len(batch) > 1:
+            raise _Interrupted  # after the commit, before the flush
+
+    combiner = Combiner(commit)
+    outcomes: dict[str, object] = {}
+
+    def write(name: str) -> None:
+        try:
+            outcomes[name] = combiner.run(lambda txn: None)
+        except BaseException as exc:
+            outcomes[name] = exc
+
+    first = threading.Thread(target=write, args=("first",), daemon=True)
+    first.start()
+    while not combiner._leading:
+        time.sleep(0.001)
+    others = [threading.Thread(target=write, args=(n,), daemon=True) for n in ("second", "third")]
+    for t in others:
+        t.start()
+    while len(combiner._queue) < 2:
+        time.sleep(0.001)
+    queued.set()
+    for t in (first, *others):
+        t.join(5)
+        assert not t.is_alive(), "a write was left waiting"
+    assert outcomes["first"] == "stored"
+    assert [len(b) for b in batches] == [1, 2]
+    kinds = sorted(type(outcomes[n]).__name__ for n in ("second", "third"))
+    assert kinds == ["StorageError", "_Interrupted"], outcomes
+    failed = next(o for o in outcomes.values() if isinstance(o, StorageError))
+    assert "may or may not be stored" in str(failed)
+    assert not combiner._leading and not combiner._queue
