@@ -39,6 +39,7 @@ from rstore.numbers import string2ll
 __all__ = [
     "EOF",
     "HEADER_SIZE",
+    "INT_TEXT",
     "NUMELE_UNKNOWN",
     "backlen_size",
     "build",
@@ -64,7 +65,8 @@ EOF = 0xFF
 NUMELE_UNKNOWN = 65535
 EMPTY = b"\x07\x00\x00\x00\x00\x00\xff"
 
-_INT_TEXT = tuple(b"%d" % i for i in range(128))
+#: The text of the integers 0 to 127, as elements give it (a small integer's text, made once).
+INT_TEXT = tuple(b"%d" % i for i in range(128))
 _STR6_HEAD = tuple(bytes((0x80 | n,)) for n in range(64))
 _BACKLEN1 = tuple(bytes((n,)) for n in range(128))
 _NUMERIC_START = frozenset(b"-0123456789")
@@ -245,7 +247,7 @@ def read_int(buf: bytes | bytearray, p: int) -> tuple[int, int]:
 def element_text(v: int | bytes) -> bytes:
     """The bytes a client sees for a decoded element (integers as decimal text)."""
     if isinstance(v, int):
-        return _INT_TEXT[v] if 0 <= v < 128 else b"%d" % v
+        return INT_TEXT[v] if 0 <= v < 128 else b"%d" % v
     return v
 
 

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from rstore.codec import listpack as lp
-from rstore.codec.listpack import _INT_TEXT, element_text, read_element, read_int, skip_element
+from rstore.codec.listpack import INT_TEXT, element_text, read_element, read_int, skip_element
 from rstore.codec.speedups import c_append_entry as _c_append_entry
 from rstore.codec.speedups import c_scan_forward as _c_scan_forward
 from rstore.errors import CorruptDataError
@@ -327,7 +327,7 @@ def scan_forward_py(
     mms, mseq = master_id
     buf = node
     text = element_text
-    small = _INT_TEXT
+    small = INT_TEXT
     while p < stop:
         # flags, ms_delta, seq_delta: small ints in the common case (one byte + backlen).
         b = buf[p]

@@ -20,7 +20,7 @@ from rstore.storage.env import Env
 from rstore.storage.txn import Txn
 from rstore.streams.dump import restore_stream
 
-__all__ = ["RestoreReport", "restore_file"]
+__all__ = ["RestoreReport", "load_keys", "records_of_key", "restore_file"]
 
 
 @dataclass
@@ -59,7 +59,7 @@ def restore_file(
     def load(txn: Txn) -> RestoreReport:
         report = RestoreReport(os.fspath(path), db)
         with open_rdb(path) as f:
-            _load(txn, f, report, replace=replace, now_ms=now_ms, progress=progress)
+            load_keys(txn, f, report, replace=replace, now_ms=now_ms, progress=progress)
         return report
 
     report = env.write(load, bulk=True)  # in a store with the log: a checkpoint, not a record
@@ -74,7 +74,7 @@ def restore_file(
 OtherKey = Callable[[int, KeyStart, Iterator[Event]], None]
 
 
-def _load(
+def load_keys(
     txn: Txn,
     f: BinaryIO,
     report: RestoreReport,
@@ -93,7 +93,7 @@ def _load(
         elif isinstance(event, KeyStart):
             if current_db == report.db and event.type_name == "stream":
                 expired = event.expire_ms is not None and event.expire_ms <= now_ms
-                records = _records_of_key(events, None if expired else report)
+                records = records_of_key(events, None if expired else report)
                 _import(txn, records, event, report, replace, now_ms)
             elif current_db == report.db:
                 report.skipped[event.type_name] = report.skipped.get(event.type_name, 0) + 1
@@ -109,7 +109,7 @@ def _load(
         progress(reader.offset, reader.size)
 
 
-def _records_of_key(events: Iterator[Event], report: RestoreReport | None) -> Iterator[Event]:
+def records_of_key(events: Iterator[Event], report: RestoreReport | None) -> Iterator[Event]:
     """The events of the current key, up to (and consuming) its KeyEnd, adding the stream's
     length to ``report.entries`` as its state goes by, when a report is given (one generator
     for both: a file of 1M entries has ~30k records)."""

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from rstore.errors import KeyExistsError, UnsupportedRDBError
 from rstore.model import DATABASES
 from rstore.rdb.reader import Event, KeyStart, open_rdb
-from rstore.snapshot.restore import RestoreReport, _load, _records_of_key, restore_file
+from rstore.snapshot.restore import RestoreReport, load_keys, records_of_key, restore_file
 from rstore.snapshot.save import Progress
 from rstore.storage.env import Env
 from rstore.storage.txn import Txn
@@ -69,7 +69,7 @@ def restore_all(
                 sub.skipped[start.type_name] = sub.skipped.get(start.type_name, 0) + 1
                 return
             if start.expire_ms is not None and start.expire_ms <= now_ms:
-                for _ in _records_of_key(events, None):
+                for _ in records_of_key(events, None):
                     pass
                 sub.expired.append(start.key)
                 return
@@ -82,13 +82,15 @@ def restore_all(
             names = seen.setdefault(db, set())
             if start.key in names and not replace:
                 raise _exists(start.key, db, _twice(db))
-            stream = import_stream(txn, start.key, _records_of_key(events, sub))
+            stream = import_stream(txn, start.key, records_of_key(events, sub))
             discard_stream(txn, stream.handle)
             names.add(start.key)
             sub.streams.append(start.key)
 
         with open_rdb(path) as f:
-            _load(txn, f, report, replace=replace, now_ms=now_ms, progress=progress, other=other)
+            load_keys(
+                txn, f, report, replace=replace, now_ms=now_ms, progress=progress, other=other
+            )
         if not replace:
             for db, sub in sorted(others.items()):
                 env = open_db(db, False) if sub.streams else None

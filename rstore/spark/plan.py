@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 import rstore
 from rstore.spark.options import ReadOptions
 
-__all__ = ["Part", "Slice", "plan_parts", "plan_read", "plan_store_ranges", "wanted"]
+__all__ = [
+    "Part", "Slice", "pack_slices", "plan_parts", "plan_read", "plan_store_ranges", "wanted",
+]  # fmt: skip
 
 ID = tuple[int, int]
 
@@ -93,7 +95,7 @@ def _cut(stream: bytes, lo: ID, hi: ID, spans: list[rstore.NodeSpan], per: int) 
             first, held = i + 1, 0
 
 
-def _pack(kind: str, path: str, slices: list[Slice], per: int) -> list[Part]:
+def pack_slices(kind: str, path: str, slices: list[Slice], per: int) -> list[Part]:
     """Slices into partitions of about ``per`` entries, in order (small streams share)."""
     parts: list[Part] = []
     current: list[Slice] = []
@@ -157,7 +159,7 @@ def _plan_store(opts: ReadOptions) -> list[Part]:
 
     with rstore.Store(opts.path, create=False) as store:
         slices, per = store.view(plan)
-    return _pack("store", opts.path, slices, per)
+    return pack_slices("store", opts.path, slices, per)
 
 
 def _plan_rdb(opts: ReadOptions) -> list[Part]:
@@ -180,7 +182,7 @@ def _plan_rdb(opts: ReadOptions) -> list[Part]:
                 and (i + 1 == len(s.nodes) or s.nodes[i + 1].master_id > opts.start)
             ]
             slices += _cut(s.key, opts.start, hi, spans, per)
-        parts += _pack("rdb", f, slices, per)
+        parts += pack_slices("rdb", f, slices, per)
     return parts
 
 

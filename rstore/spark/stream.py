@@ -25,7 +25,7 @@ import rstore
 from rstore.spark import offsets as off
 from rstore.spark.arrow import read_part
 from rstore.spark.group import commit_group
-from rstore.spark.plan import _pack, plan_store_ranges
+from rstore.spark.plan import pack_slices, plan_store_ranges
 
 __all__ = ["DataLossError", "RStoreStreamReader", "make_stream_reader"]
 
@@ -142,7 +142,7 @@ class RStoreStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             total = sum(s.entries for s in slices)
             per = max(1, math.ceil(total / self.opts.read.num_partitions))
             slices, _ = plan_store_ranges(self._path, ranges, per)
-        return [InputPartition(p) for p in _pack("store", self._path, slices, per)]
+        return [InputPartition(p) for p in pack_slices("store", self._path, slices, per)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from pyspark.sql.pandas.types import to_arrow_schema  # noqa: PLC0415

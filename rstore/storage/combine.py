@@ -11,7 +11,7 @@ one commit per batch instead of N, and a lone writer runs exactly as before (a b
 runs directly in the write transaction, no nested one).
 
 :class:`Combiner` is only the queue and the hand-over; the transaction work is the ``commit``
-function it is given (:func:`rstore.storage.commit.commit_batch`), which sets every request's
+function it is given (:meth:`rstore.storage.env.Env.commit_batch`), which sets every request's
 outcome or raises for the whole batch (nothing of it was committed), and may return a second
 step -- making the commit durable (:mod:`rstore.storage.durable`) -- that runs after the lead
 has been passed on, so the next batch's transaction overlaps this batch's wait for the disk.

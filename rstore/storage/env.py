@@ -26,6 +26,7 @@ process, so every :class:`rstore.Store` on the same path shares it, reference-co
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -37,20 +38,24 @@ from typing import Any, TypeVar
 import lmdb
 
 from rstore.errors import CorruptStoreError, ReadOnlyStoreError, StorageError
-from rstore.storage import forks, layout, wal, wal_position
+from rstore.storage import commit, forks, layout, wal_position
 from rstore.storage.combine import Combiner, Request
-from rstore.storage.commit import commit_batch
 from rstore.storage.env_opening import open_store
 from rstore.storage.failures import translate, translate_os
+from rstore.storage.faults import crash_point
 from rstore.storage.gate import Gate
 from rstore.storage.notify import ALL
 from rstore.storage.txn import Carry, Txn
 from rstore.storage.waiters import PollingWaiter, Waiter
 from rstore.storage.wakeups import Wakeups
+from rstore.storage.wal import WriteAheadLog
+from rstore.storage.wal_log import Position
 
 __all__ = ["DEFAULT_MAP_SIZE", "Env"]
 
 T = TypeVar("T")
+#: Each write's result or its exception, in the order of the batch.
+Outcomes = list[tuple[Any, BaseException | None]]
 log = logging.getLogger("rstore.storage")
 
 DEFAULT_MAP_SIZE = 1 << 30
@@ -79,7 +84,7 @@ def _after_fork_in_child() -> None:
         env._wakeups = Wakeups(env.path)  # the parent's table: its flock and fd are the parent's
         env._carry = None
         env._carry_lock = threading.Lock()
-        env._combiner = Combiner(env._commit_batch)
+        env._combiner = Combiner(env.commit_batch)
 
 
 if hasattr(os, "register_at_fork"):
@@ -116,8 +121,8 @@ class Env:
         self.format = layout.FORMAT_VERSION
         self._high_water = 0  # the last page number this process saw
         self._commits = 0
-        self._combiner = Combiner(self._commit_batch)
-        self._wal: wal.WriteAheadLog | None = None
+        self._combiner = Combiner(self.commit_batch)
+        self._wal: WriteAheadLog | None = None
         self._open()
         _all_envs.add(self)
 
@@ -252,9 +257,6 @@ class Env:
             self._carry = carry
         self._check_readers_on_growth()
 
-    def _commit_batch(self, batch: list[Request]) -> Callable[[bool], None] | None:
-        return commit_batch(self, batch)
-
     # ------------------------------------------------------------------ wake-ups
 
     def notify(self, keys: set[bytes] | None, phase: int = ALL) -> int:
@@ -286,6 +288,134 @@ class Env:
             return self._wakeups.waiter(kind, keys, group, guard=self._gate, early=early)
         finally:
             self._gate.leave()
+
+    # ------------------------------------------------------------------ the commit
+
+    def commit_batch(self, batch: list[Request]) -> Callable[[bool], None] | None:
+        """Run ``batch`` (the writes of this process's threads that arrived together, from
+        :mod:`rstore.storage.combine`) in one write transaction and commit it; set each request's
+        outcome.  In order: the log's pin; LMDB's write transaction; the writes (one directly,
+        several each in a nested transaction: one that raises is rolled back alone); the log's
+        record; LMDB's commit; the outcomes.  If the map fills up, the whole batch is rolled back,
+        the map grows and every write runs again (write functions may run more than once).
+        Raises (for the whole batch) when nothing could be committed.  Returns what is left to do
+        before the writes may return -- flushing the log (``sync=True``) and letting the
+        checkpointer look, or a bulk write's checkpoint -- for the caller to run after it has let
+        the next batch start, telling it whether readers were woken meanwhile (whose own commit
+        may then make the flush unnecessary)."""
+        while True:
+            for req in batch:
+                req.committing = False
+            self._gate.enter()
+            action = None
+            try:
+                if self._forked:
+                    self._reopen_after_fork()
+                wal = self._wal
+                assert wal is not None  # a writable store is written through its log
+                commit.pin(self.path, wal)  # a pin before the transaction (docs/durability.md)
+                raw = self._begin(True)
+                txnid = int(raw.id())
+                bulk = len(batch) == 1 and batch[0].bulk
+                try:
+                    wal.ensure_pin(raw)  # before anything is written (docs/durability.md)
+                    # A bulk write alone: its changes are not recorded.
+                    work = raw if bulk else wal.wrap(raw)
+                    carry = self._take_carry(txnid)
+                    if len(batch) == 1:
+                        txn = self._txn(work, True)
+                        if carry is not None:
+                            txn.adopt(carry)
+                        outcomes: list[tuple[Any, BaseException | None]] = [
+                            (batch[0].fn(txn), None)
+                        ]
+                        txn.flush()
+                        carry = txn.carry(txnid)
+                    else:
+                        outcomes, carry = self._run_nested(wal, work, txnid, batch, carry)
+                    position = wal.append_barrier(raw) if bulk else wal.append(work, txnid)
+                    crash_point("log-written")
+                except OSError as exc:
+                    raw.abort()
+                    raise translate_os(exc, self.path, "write the log of") from exc
+                except BaseException:
+                    raw.abort()
+                    raise
+                for req in batch:
+                    req.committing = True  # from here an interrupt cannot tell whether it stored
+                raw.commit()
+                self._committed(txnid, carry)
+                after = self._after_commit(wal, position, bulk)
+                for req, (result, error) in zip(batch, outcomes):
+                    req.result, req.error, req.done = result, error, True
+                return after
+            except lmdb.MapFullError:
+                action = "grow"
+            except lmdb.MapResizedError:
+                action = "adopt"
+            except lmdb.Error as exc:
+                raise translate(exc, self.path, writing=True) from exc
+            finally:
+                self._gate.leave()
+            if action == "grow":
+                self._grow_map()
+            else:
+                self._adopt_map_size()
+
+    def _after_commit(
+        self, wal: WriteAheadLog, position: Position | None, bulk: bool
+    ) -> Callable[[bool], None] | None:
+        """Right after LMDB's commit: what is left before the writes may return
+        (:mod:`rstore.storage.commit`), a ``sync=False`` record already marked."""
+        if position is None:
+            return None  # nothing was written
+        if bulk:
+            return functools.partial(commit.bulk_checkpoint, wal)
+        wal.lmdb_committed()  # before the next write transaction of this process
+        if not self.sync_mode:
+            wal.committed(position, durable=False)
+            return functools.partial(commit.checkpoint_after, wal)
+        return functools.partial(commit.log_durable, wal, position)
+
+    def _run_nested(
+        self, wal: WriteAheadLog, raw: Any, txnid: int, batch: list[Request], carry: Carry | None
+    ) -> tuple[list[tuple[Any, BaseException | None]], Carry | None]:
+        """Each write in a nested transaction of ``raw``; ``(outcomes, carry for the next write
+        transaction)``.  A nested transaction has its parent's id, so a write's records are
+        carried to the next one of the batch as ``txnid - 1``; a write that failed may have
+        changed the records it was handed, so the next one starts afresh."""
+        outcomes: list[tuple[Any, BaseException | None]] = []
+        for req in batch:
+            child = self._env.begin(write=True, parent=getattr(raw, "raw", raw), buffers=True)
+            child = wal.wrap(child, parent=raw)
+            txn = self._txn(child, True)
+            if carry is not None:
+                txn.adopt(carry)
+            try:
+                result = req.fn(txn)
+                txn.flush()
+            except (lmdb.MapFullError, lmdb.MapResizedError):
+                child.abort()
+                raise  # the whole batch runs again after the map changed
+            except lmdb.Error as exc:
+                child.abort()
+                outcomes.append((None, translate(exc, self.path, writing=True)))
+                carry = None
+                continue
+            except Exception as exc:
+                child.abort()
+                outcomes.append((None, exc))
+                carry = None
+                continue
+            except BaseException:
+                child.abort()
+                raise
+            child.commit()
+            outcomes.append((result, None))
+            carry = txn.carry(txnid - 1)
+        if carry is not None:
+            carry.txnid = txnid  # valid for the transaction after this batch's commit
+        return outcomes, carry
 
     def _check_readers_on_growth(self) -> None:
         """After a commit that extended the file, free the reader slots of dead processes.

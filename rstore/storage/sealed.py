@@ -90,16 +90,14 @@ def nack_items(
 
 
 def _put_sealed(txn: Txn, db: bytes, items: Items) -> None:
-    # Txn.put_many without its sealing: the items are sealed already.
     if items:
-        txn.wrote = True
-        txn._raw.cursor(db=txn._dbs[db]).putmulti(items)
+        txn.put_sealed(db, items)
 
 
 def nodes_write(txn: Txn, handle: int, nodes: list[tuple[Any, ...]]) -> None:
     """:meth:`Txn.nodes_write` of the ``(master ID, listpack, ...)`` tuples of ``nodes`` (a
     :class:`~rstore.model.NodeRun`'s), sealed in one step."""
-    if not txn.sealed or txn._dirty_nodes or txn._clean_nodes:
+    if not txn.sealed or txn.holds_nodes:
         txn.nodes_write(handle, [(node[0], node[1]) for node in nodes])
         return
     _put_sealed(txn, layout.DB_NODES, node_items(handle, nodes))

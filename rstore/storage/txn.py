@@ -88,6 +88,18 @@ class Txn:
         self._clean_nodes = carry.nodes
         self._names = carry.names
 
+    def put_sealed(self, db: bytes, items: list[tuple[bytes, bytes]]) -> None:
+        """Put records whose values are sealed already (:mod:`rstore.storage.sealed`), in
+        key order, in one call."""
+        self.wrote = True
+        self._raw.cursor(db=self._dbs[db]).putmulti(items)
+
+    @property
+    def holds_nodes(self) -> bool:
+        """Whether nodes read or written in this transaction are held in its cache (a write
+        of nodes must then go through :meth:`nodes_write`)."""
+        return bool(self._dirty_nodes or self._clean_nodes)
+
     def corrupt(self, db: bytes, key: bytes, what: str) -> CorruptStoreError:
         """The error for a damaged record of ``db`` at ``key``, naming its stream if known."""
         return txn_errors.corrupt(self, self._names, self._path, db, key, what)
