@@ -88,6 +88,7 @@ def create(
     again.  Returns how many records an upgrade rewrote, ``None`` when nothing was upgraded;
     nothing is done when the header exists."""
     if wal_log.read_header(fd) is not None:
+        upgrade.forget_old_files(os.path.dirname(data_path))  # an upgrade killed right after
         return None
     data = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
     try:
