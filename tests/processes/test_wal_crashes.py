@@ -52,7 +52,8 @@ def _records_after_checkpoint(path: str) -> list[wal_log.Record]:
 def _entries(path: str) -> list[tuple[bytes, dict[bytes, bytes]]]:
     with rstore.Store(path) as s:
         assert s.check() == []
-        return s.xrange("k")
+        entries: list[tuple[bytes, dict[bytes, bytes]]] = s.xrange("k")
+        return entries
 
 
 # ------------------------------------------------------------------- SIGKILL at each step
@@ -167,7 +168,9 @@ def test_power_loss_after_a_checkpoint_with_any_pages_on_disk(
         before = [s.xadd("k", {"i": i}) for i in range(50)]
         s.xgroup_create("k", "g", "0")
         s.xreadgroup("g", "c", {"k": ">"}, count=20)
-        s._live_env()._wal.checkpoint()
+        writer = s._live_env()._wal
+        assert writer is not None
+        writer.checkpoint()
         # What the disk holds for sure: the file as the checkpoint flushed it.
         base = Path(path, "data.mdb").read_bytes()
         for i in range(60):
