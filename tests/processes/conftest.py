@@ -29,17 +29,6 @@ def path(tmp_path: Path) -> str:
     return str(tmp_path / "store")
 
 
-@pytest.fixture(params=["log", "format2"])
-def either_path(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The store's path, once for each format a store may be created in: the default, with the
-    write-ahead log (created by the test's first open), and format 2 (``wal=False``, created
-    here), whose commits flush ``data.mdb`` twice."""
-    path = str(tmp_path / "store")
-    if request.param == "format2":
-        rstore.Store(path, wal=False).close()
-    return path
-
-
 @pytest.fixture
 def store(path: str) -> Iterator[rstore.Store]:
     with rstore.Store(path) as s:

@@ -9,8 +9,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 import rstore
 
 WRITER = """
@@ -24,10 +22,9 @@ store.close()
 """
 
 
-@pytest.mark.parametrize("wal", [False, True], ids=["format2", "wal"])
-def test_checks_of_a_store_another_process_writes(tmp_path: Path, wal: bool) -> None:
+def test_checks_of_a_store_another_process_writes(tmp_path: Path) -> None:
     path = tmp_path / "s"
-    rstore.Store(path, wal=wal).close()
+    rstore.Store(path).close()
     with subprocess.Popen(
         [sys.executable, "-c", WRITER, str(path), "4"], stdout=subprocess.PIPE, text=True
     ) as writer:

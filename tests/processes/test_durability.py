@@ -13,9 +13,10 @@ from pathlib import Path
 
 import lmdb
 import pytest
+from store_formats import legacy_store
 
 import rstore
-from rstore.storage import layout
+from rstore.storage import layout, log_flush
 
 from . import helpers_mp as h
 from .children import Children, collect
@@ -43,69 +44,69 @@ def _write_sample(store: rstore.Store) -> list[bytes]:
 # --------------------------------------------------------------------------- sync modes
 
 
+def _assert_written_through_the_log(store: rstore.Store, sync: bool) -> None:
+    """Format 3: LMDB itself never flushes (MDB_NOSYNC); ``sync=True`` flushes the log after
+    each commit (made or skipped because another flush covered it), ``sync=False`` never."""
+    flags = _lmdb_flags(store)
+    env = store._live_env()
+    assert (store.format, store.wal) == (3, True)
+    assert flags["sync"] is False and env._wal is not None
+    assert env.flushes_after_commit is sync
+    assert flags["map_async"] is False and flags["writemap"] is False
+    assert repr(store).endswith(" sync>" if sync else " nosync>")
+    before = log_flush.counters.flushes + log_flush.counters.skipped
+    store.xadd(KEY, {"w": 0, "seq": 0})
+    after = log_flush.counters.flushes + log_flush.counters.skipped
+    assert after - before == (1 if sync else 0)
+
+
 @pytest.mark.parametrize("sync", [True, False])
 def test_sync_setting_reaches_lmdb(path: str, sync: bool) -> None:
-    """A new store is written through the write-ahead log (format 3, the default): LMDB itself
-    never flushes (MDB_NOSYNC) and ``sync=True`` flushes the log after each commit.  A store
-    created with ``wal=False`` (format 2): ``sync=True`` commits with a flush of the data pages
-    (MDB_NOMETASYNC, the meta page flushed by rstore after the commit); ``sync=False`` is
-    MDB_NOSYNC.  Each keeps its format: asking for the other one is refused."""
+    """Every store is written through the write-ahead log (format 3): a new one, and one of an
+    older format (2) once a writable open upgraded it.  ``wal=`` is deprecated and ignored:
+    it warns and changes nothing, whether the store is already open in this process or not."""
     with rstore.Store(path, sync=sync) as store:
-        flags = _lmdb_flags(store)
-        env = store._live_env()
-        assert (store.format, store.wal) == (3, True)
-        assert flags["sync"] is False and env._wal is not None
-        assert (env._flusher is not None) is sync  # the log's flush after each commit
-        assert flags["map_async"] is False and flags["writemap"] is False
-        assert repr(store).endswith(" sync>" if sync else " nosync>")
-        with pytest.raises(rstore.StorageError, match="is a store with a write-ahead log"):
-            rstore.Store(path, sync=sync, wal=False)  # already open in this process
-    with pytest.raises(rstore.StorageError, match="is a store with a write-ahead log"):
-        rstore.Store(path, sync=sync, wal=False)  # opened afresh
-    with rstore.Store(path, sync=sync, wal=True) as store:  # what it is: accepted
-        assert store.format == 3
-    unlogged = path + "-unlogged"
-    with rstore.Store(unlogged, sync=sync, wal=False) as store:
-        flags = _lmdb_flags(store)
-        assert (store.format, store.wal) == (2, False)
-        assert flags["sync"] is sync and store._live_env()._wal is None
-        # sync=True: LMDB flushes the data pages in the commit; rstore flushes the meta page
-        # after the writer lock is released (rstore.storage.durable), before returning.
-        assert flags["metasync"] is False
-        assert flags["map_async"] is False and flags["writemap"] is False
-        with pytest.raises(rstore.StorageError, match="is a store without a write-ahead log"):
-            rstore.Store(unlogged, sync=sync, wal=True)  # already open in this process
-    with pytest.raises(rstore.StorageError, match="is a store without a write-ahead log"):
-        rstore.Store(unlogged, sync=sync, wal=True)  # a format-2 store stays one
-    with rstore.Store(unlogged, sync=sync) as store:  # no choice: the store's own format
-        assert store.format == 2
+        _assert_written_through_the_log(store, sync)
+        for wal in (False, True):
+            with (
+                pytest.warns(DeprecationWarning, match=r"Store\(wal=\.\.\.\) is deprecated"),
+                rstore.Store(path, sync=sync, wal=wal) as same,  # already open in this process
+            ):
+                assert same.format == 3
+    for wal in (False, True):
+        with (
+            pytest.warns(DeprecationWarning, match=r"Store\(wal=\.\.\.\) is deprecated"),
+            rstore.Store(path, sync=sync, wal=wal) as store,  # opened afresh
+        ):
+            assert store.format == 3 and store.xlen(KEY) == 1
+    older = legacy_store(path + "-format2")
+    with rstore.Store(older, sync=sync) as store:  # upgraded by this open
+        _assert_written_through_the_log(store, sync)
 
 
 @pytest.mark.parametrize("sync", [True, False])
 def test_sync_flushes_and_other_processes_read_the_data(
-    either_path: str, children: Children, sync: bool
+    path: str, children: Children, sync: bool
 ) -> None:
     """``store.sync()`` works in both modes; a process started afterwards reads every write."""
-    with rstore.Store(either_path, sync=sync) as store:
+    with rstore.Store(path, sync=sync) as store:
         ids = _write_sample(store)
-        assert store.sync() is None
+        store.sync()
         ctx = children.ctx
         results = ctx.Queue()
-        children.start(h.tail_reader_once, either_path, results)
+        children.start(h.tail_reader_once, path, results)
         assert collect(results, 1, children)["reader"] == [len(ids), ids[-1]]
         children.join()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sync", [True, False])
-def test_writes_survive_sigkill_of_the_writer(
-    either_path: str, children: Children, sync: bool
-) -> None:
+def test_writes_survive_sigkill_of_the_writer(path: str, children: Children, sync: bool) -> None:
     """Killing the writer loses nothing it was told was written -- with ``sync=False`` too:
     committed pages sit in the OS page cache, which outlives the process."""
-    rstore.Store(either_path, sync=sync).close()
-    acknowledged = h.kill_xadd_writer(children, either_path, sync=sync, kill_after=200)
-    with rstore.Store(either_path, sync=sync) as store:
+    rstore.Store(path, sync=sync).close()
+    acknowledged = h.kill_xadd_writer(children, path, sync=sync, kill_after=200)
+    with rstore.Store(path, sync=sync) as store:
         ids = [eid for eid, _ in h.check_stream(store)]
         assert ids[: len(acknowledged)] == acknowledged
         assert len(ids) - len(acknowledged) <= 1  # at most the XADD in flight
@@ -113,16 +114,16 @@ def test_writes_survive_sigkill_of_the_writer(
 
 
 @pytest.mark.parametrize("sync", [True, False])
-def test_reopen_after_close_sees_everything(either_path: str, sync: bool) -> None:
-    with rstore.Store(either_path, sync=sync) as store:
+def test_reopen_after_close_sees_everything(path: str, sync: bool) -> None:
+    with rstore.Store(path, sync=sync) as store:
         ids = _write_sample(store)
         before = h.check_stream(store)
-    with rstore.Store(either_path, sync=sync) as store:
+    with rstore.Store(path, sync=sync) as store:
         assert h.check_stream(store) == before
         assert [eid for eid, _ in before] == ids
         assert store.xlen("other") == 1
         ids.append(store.xadd(KEY, {"w": 0, "seq": 103}))
-    with rstore.Store(either_path, sync=not sync) as store:  # the mode is per open, not per store
+    with rstore.Store(path, sync=not sync) as store:  # the mode is per open, not per store
         assert [eid for eid, _ in h.check_stream(store)] == ids
 
 

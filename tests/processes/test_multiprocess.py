@@ -28,12 +28,6 @@ KEY = h.KEY
 TINY_MAP = 64 * 1024
 
 
-@pytest.fixture
-def path(either_path: str) -> str:
-    """Every test here runs on both formats (the log, the default, and format 2)."""
-    return either_path
-
-
 needs_fork = pytest.mark.skipif(
     not hasattr(os, "fork") or sys.platform == "darwin", reason="needs os.fork"
 )
@@ -198,11 +192,10 @@ def test_a_writer_clears_a_dead_readers_slot_once_the_file_grows(
 ) -> None:
     """A reader SIGKILLed inside its read transaction pins its snapshot,
     so every commit appends fresh pages; a process that keeps the store open and writes
-    clears the dead slot by itself (no reopen), and the file stops growing.  With the log, the
-    file first grows to what the commits between two checkpoints need (the writer's own pin,
-    docs/durability.md), then stays there."""
+    clears the dead slot by itself (no reopen), and the file stops growing: it first grows to
+    what the commits between two checkpoints need (the writer's own pin, docs/durability.md),
+    then stays there."""
     with rstore.Store(path) as store:
-        wal = store.wal
         for seq in range(200):
             store.xadd(KEY, {"w": 0, "seq": seq})
         ctx = children.ctx
@@ -216,17 +209,15 @@ def test_a_writer_clears_a_dead_readers_slot_once_the_file_grows(
         assert proc.pid not in _reader_pids(store)
         data = os.path.join(path, "data.mdb")
         written = 264
-        if wal:  # up to the size the checkpoints keep the file at
-            for seq in range(written, written + 1500):
-                store.xadd(KEY, {"w": 0, "seq": seq})
-            written += 1500
+        for seq in range(written, written + 1500):  # up to the size the checkpoints keep
+            store.xadd(KEY, {"w": 0, "seq": seq})
+        written += 1500
         size = os.path.getsize(data)
         for seq in range(written, written + 1000):
             store.xadd(KEY, {"w": 0, "seq": seq})
-        # pinned, 1000 single XADDs would append ~5 pages each (~20 MB; ~9 with the log);
-        # reusing, a few pages (with the log, at most what 256 commits between two
-        # checkpoints need, ~2,300 pages)
-        assert os.path.getsize(data) - size < (2500 if wal else 100) * 4096
+        # pinned, 1000 single XADDs would append ~9 pages each (~36 MB); reusing, at most
+        # what 256 commits between two checkpoints need (~2,300 pages)
+        assert os.path.getsize(data) - size < 2500 * 4096
         assert store.xlen(KEY) == written + 1000
 
 

@@ -49,7 +49,7 @@ def test_a_restore_is_a_barrier_and_a_checkpoint(
     tmp_path: Path, dump: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "s"
-    with rstore.Store(path, wal=True) as s:
+    with rstore.Store(path) as s:
         s.xadd("small", {"f": "v"}, id="1-1")
         s.restore_file(dump)
         last = s._live_env()._env.info()["last_txnid"]
@@ -58,7 +58,7 @@ def test_a_restore_is_a_barrier_and_a_checkpoint(
         assert data > 1 << 20 and log < data // 8, (data, log)  # the nodes went to data.mdb only
         s.xadd("small", {"f": "w"}, id="1-2")  # after the barrier, once it is covered
     _new_boot(monkeypatch)  # recovery from that checkpoint redoes the last write
-    with rstore.Store(path, wal=True) as s:
+    with rstore.Store(path) as s:
         assert s.xlen("big") == ENTRIES and s.xlen("small") == 2
         assert s.xpending("big", "g")["pending"] == 10
         assert s.check() == []
@@ -70,7 +70,7 @@ _CHILD = textwrap.dedent(
     import rstore
     from rstore.storage import faults
     path, dump = sys.argv[1], sys.argv[2]
-    s = rstore.Store(path, wal=True)
+    s = rstore.Store(path)
     for i in range(5):
         print(s.xadd("small", {"i": i}).decode(), flush=True)
     faults.arm("bulk-committed")
@@ -97,12 +97,12 @@ def test_a_restore_killed_before_its_checkpoint(
     path = tmp_path / "s"
     acknowledged = _killed_in_a_restore(path, dump)
     _new_boot(monkeypatch)  # the page cache is gone with the restore that never returned
-    with rstore.Store(path, wal=True) as s:
+    with rstore.Store(path) as s:
         assert [i.decode() for i, _ in s.xrange("small")] == acknowledged
         assert s.exists("big") == 0
         assert s.check() == []
         s.xadd("small", {"i": "after"})
-    with rstore.Store(path, wal=True) as s:
+    with rstore.Store(path) as s:
         assert s.xlen("small") == 6 and s.check() == []
 
 
@@ -113,7 +113,7 @@ def test_a_write_after_an_uncovered_barrier_checkpoints_first(
     restore killed before its checkpoint: its record may not follow the barrier until a
     checkpoint covers it, so it makes one first; after a restart both are there."""
     path = tmp_path / "s"
-    with rstore.Store(path, wal=True) as s:
+    with rstore.Store(path) as s:
         first = s.xadd("small", {"i": "first"}).decode()
         acknowledged = _killed_in_a_restore(path, dump)
         assert s.xlen("big") == ENTRIES  # the same boot: the restore is committed
@@ -122,7 +122,7 @@ def test_a_write_after_an_uncovered_barrier_checkpoints_first(
         after = s.xadd("small", {"i": "after"}).decode()  # sync=True: acknowledged on disk
         assert log_header(path).checkpoint_txnid >= restore  # it made the checkpoint first
     _new_boot(monkeypatch)
-    with rstore.Store(path, wal=True) as s:
+    with rstore.Store(path) as s:
         assert [i.decode() for i, _ in s.xrange("small")] == [first, *acknowledged, after]
         assert s.xlen("big") == ENTRIES and s.check() == []
 
@@ -132,7 +132,7 @@ def test_writers_beside_a_restore_lose_nothing_across_a_restart(
 ) -> None:
     path = tmp_path / "s"
     acknowledged: list[bytes] = []
-    with rstore.Store(path, wal=True) as s:
+    with rstore.Store(path) as s:
         s.xadd("small", {"i": "first"})
         stop = threading.Event()
 
@@ -149,7 +149,7 @@ def test_writers_beside_a_restore_lose_nothing_across_a_restart(
             stop.set()
             writer.join()
     _new_boot(monkeypatch)
-    with rstore.Store(path, wal=True) as s:
+    with rstore.Store(path) as s:
         got = [i for i, _ in s.xrange("small")][1:]
         assert got == acknowledged and len(acknowledged) > 0
         assert s.xlen("big") == ENTRIES and s.check() == []

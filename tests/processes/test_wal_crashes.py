@@ -50,9 +50,10 @@ def _records_after_checkpoint(path: str) -> list[wal_log.Record]:
 
 
 def _entries(path: str) -> list[tuple[bytes, dict[bytes, bytes]]]:
-    with rstore.Store(path, wal=True) as s:
+    with rstore.Store(path) as s:
         assert s.check() == []
-        return s.xrange("k")
+        entries: list[tuple[bytes, dict[bytes, bytes]]] = s.xrange("k")
+        return entries
 
 
 # ------------------------------------------------------------------- SIGKILL at each step
@@ -63,7 +64,7 @@ _CHILD = textwrap.dedent(
     import rstore
     from rstore.storage import faults
     path, point, before = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    s = rstore.Store(path, wal=True)
+    s = rstore.Store(path)
     for i in range(before):
         print(s.xadd("k", {"i": i}).decode(), flush=True)
     faults.arm(point)
@@ -102,7 +103,7 @@ def test_a_writer_killed_at_each_step_of_its_commit(
         assert len(got) == 21  # committed in LMDB: a write that did not return, but stored
     else:
         assert len(got) in (20, 21)  # not marked, no successor: may be gone; never half there
-    with rstore.Store(path, wal=True) as s:  # and the store goes on
+    with rstore.Store(path) as s:  # and the store goes on
         s.xadd("k", {"i": "after"})
         assert s.xlen("k") == len(got) + 1
 
@@ -114,7 +115,7 @@ def test_a_record_left_by_a_killed_writer_is_never_redone_after_a_later_write(
     the dead one."""
     path = str(tmp_path / "s")
     acknowledged = _run_child(path, "log-written", 5)
-    with rstore.Store(path, wal=True) as s:
+    with rstore.Store(path) as s:
         after = s.xadd("k", {"i": "next"}).decode()
     _new_boot(monkeypatch)
     got = [entry_id.decode() for entry_id, _ in _entries(path)]
@@ -134,7 +135,7 @@ def test_killed_during_recovery_then_recovered_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str
 ) -> None:
     path = str(tmp_path / "s")
-    with rstore.Store(path, wal=True) as s:
+    with rstore.Store(path) as s:
         acknowledged = [s.xadd("k", {"i": i}).decode() for i in range(40)]
     boot = _new_boot(monkeypatch)
     script = "import sys, rstore\nfrom rstore.storage import faults\n"
@@ -163,11 +164,13 @@ def test_power_loss_after_a_checkpoint_with_any_pages_on_disk(
     monkeypatch.setattr(wal_checkpoints, "IDLE_S", 1e9)
     monkeypatch.setattr(wal_checkpoints, "CHECKPOINT_COMMITS", 10**9)
     path = str(tmp_path / "s")
-    with rstore.Store(path, wal=True) as s:
+    with rstore.Store(path) as s:
         before = [s.xadd("k", {"i": i}) for i in range(50)]
         s.xgroup_create("k", "g", "0")
         s.xreadgroup("g", "c", {"k": ">"}, count=20)
-        s._live_env()._wal.checkpoint()
+        writer = s._live_env()._wal
+        assert writer is not None
+        writer.checkpoint()
         # What the disk holds for sure: the file as the checkpoint flushed it.
         base = Path(path, "data.mdb").read_bytes()
         for i in range(60):
@@ -212,7 +215,7 @@ _WRITER = textwrap.dedent(
     import sys
     import rstore
     path, who, batch, out = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-    s = rstore.Store(path, wal=True)
+    s = rstore.Store(path)
     seq = 0
     acks = open(out, "w")
     while True:
@@ -237,7 +240,7 @@ def test_writer_processes_killed_then_a_restart_keeps_every_acknowledged_write(
     checkpoints), all are SIGKILLed, the machine "restarts": every write any of them saw
     acknowledged is there, in each writer's order, and the store checks clean."""
     path = str(tmp_path / "s")
-    rstore.Store(path, wal=True).close()
+    rstore.Store(path).close()
     outs = [tmp_path / f"acks{who}" for who in range(4)]
     procs = [
         subprocess.Popen([sys.executable, "-c", _WRITER, path, str(who), str(batch), str(out)])
@@ -280,7 +283,7 @@ def test_the_log_starts_again_at_the_front_and_a_restart_follows_it(
 ) -> None:
     monkeypatch.setattr(wal, "LOG_LIMIT", 64 * 1024)
     path = str(tmp_path / "s")
-    with rstore.Store(path, wal=True) as s:
+    with rstore.Store(path) as s:
         ids = [s.xadd("k", {"i": i, "pad": "p" * 500}) for i in range(600)]  # ~6 times over
         generation = wal_position.read_of(s._live_env())[0]
     assert generation > 3
@@ -300,7 +303,7 @@ def test_a_large_transaction_written_in_pieces_comes_back_whole_or_not_at_all(
         wal_checkpoints, "CHECKPOINT_COMMITS", 10**9
     )  # the log, not a checkpoint, has it
     path = str(tmp_path / "s")
-    with rstore.Store(path, wal=True) as s:
+    with rstore.Store(path) as s:
         s.xadd("k", {"i": "first"})
         pipe = s.pipeline()
         for i in range(400):
@@ -343,11 +346,11 @@ def test_writes_of_two_processes_in_turn_each_go_after_the_others_record(
         import rstore
         from rstore.storage import wal_checkpoints as c
         c.CHECKPOINT_AGE_S, c.CHECKPOINT_COMMITS, c.IDLE_S = 1e9, 10**9, 1e9
-        with rstore.Store(sys.argv[1], wal=True) as s:
+        with rstore.Store(sys.argv[1]) as s:
             print(s.xadd("k", {"i": "other"}).decode())
         """
     )
-    with rstore.Store(path, wal=True) as s:
+    with rstore.Store(path) as s:
         ids = [s.xadd("k", {"i": i}).decode() for i in range(3)]
         for turn in range(3):
             command = [sys.executable, "-c", other, path]
