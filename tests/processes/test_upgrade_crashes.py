@@ -241,20 +241,12 @@ def test_each_open_that_goes_on_with_an_upgrade_killed_in_turn(
     assert _header(path) is not None
 
 
-_LEFT_BEHIND = pytest.mark.xfail(
-    strict=True,
-    reason="rstore bug: wal_recovery.create returns at once when the log has its header, so "
-    "a durable.shm that a process killed between writing the header and removing the file "
-    "left behind stays for good",
-)
-
-
 @pytest.mark.parametrize(
     "step",
     [
         "before-commit",
         "upgrade-committed",
-        pytest.param("header-written", marks=_LEFT_BEHIND),
+        "header-written",
         "opened",
     ],
 )
