@@ -30,7 +30,7 @@ from common import write_json
 from live_data import live_bytes
 
 import rstore
-from rstore.storage import wal_checkpoints
+from rstore.storage.engine import wal_checkpoints
 
 FIELDS = {"f": "v" * 20, "n": "0"}
 

@@ -25,7 +25,7 @@ from common import STREAM
 from scan import load
 
 import rstore
-from rstore.storage import pagecheck
+from rstore.storage.checks import pagecheck
 
 PAGE = 4096
 PENDING = 10_000

@@ -6,7 +6,7 @@ This is the shape of a server in front of rstore (many clients, one process): rs
 commit (``docs/durability.md``, "Group commit") runs the XADDs that arrive together in one
 LMDB commit.  Reported per side: aggregate entries/s and the latency of each XADD call
 (p50/p90/p99/max over all threads); for rstore also the commits made (batches) and the
-after-commit flushes made and skipped (``rstore.storage.log_flush.counters``), read from the
+after-commit flushes made and skipped (``rstore.storage.engine.log_flush.counters``), read from the
 storage layer for this measurement only.  The sides alternate, the order flipping per round.
 
     python bench/writers_threads.py                    # 16 and 4 threads, 5 s per side
@@ -40,7 +40,7 @@ from common import (
     write_json,
 )
 
-from rstore.storage import log_flush
+from rstore.storage.engine import log_flush
 
 
 def _hammer(

@@ -22,7 +22,7 @@ from rstore.pipeline import Pipeline
 from rstore.renames import renamed_alias, renamed_keywords
 from rstore.storage import registry
 from rstore.storage.env import Env
-from rstore.storage.layout import FORMAT_VERSION, StoreConfig
+from rstore.storage.records.layout import FORMAT_VERSION, StoreConfig
 
 # Snapshots, inspection and checks load when first used (start-up of one-command processes).
 if TYPE_CHECKING:
@@ -232,8 +232,8 @@ class Store(RedisCommands):
         log's records since the last checkpoint.  Returns the problems found, each naming the
         place (sub-database, page, stream, log offset); an empty list means consistent.  See
         also :func:`rstore.check_store` for a store too damaged to open."""
-        from rstore.storage.pagecheck import StaleSnapshot  # noqa: PLC0415
-        from rstore.storage.wal_check import check_log  # noqa: PLC0415
+        from rstore.storage.checks.pagecheck import StaleSnapshot  # noqa: PLC0415
+        from rstore.storage.checks.wal_check import check_log  # noqa: PLC0415
         from rstore.streams.check import check_store as check_streams  # noqa: PLC0415
 
         env = self._live_env()
@@ -604,7 +604,7 @@ def check_store(path: str | os.PathLike[str] = DEFAULT_PATH) -> list[str]:
     try:
         store = Store(path, readonly=True if opened is None else opened, create=False)
     except CorruptStoreError:
-        from rstore.storage.diagnose import diagnose_file  # noqa: PLC0415
+        from rstore.storage.checks.diagnose import diagnose_file  # noqa: PLC0415
 
         return diagnose_file(os.path.realpath(os.fspath(path)))
     with store:

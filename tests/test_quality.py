@@ -223,6 +223,55 @@ _IMPORT_TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # layer: (rstore modules it may import, third-party packages it may import)
     "layer0": (_LAYER0, ()),
     "rstore.codec": (("rstore.codec", *_LAYER0), ("crcmod", "lzf")),
+    # storage/, folder by folder (DEVELOPERS.md, "storage/"): LMDB's page format checked
+    # from the file stands alone; the records on it; the wake-ups; the durability engine on
+    # the records; the checks and the compaction on the engine; the environment on them all.
+    "rstore.storage.checks.pagecheck": (("rstore.storage.checks._pagecheck", *_LAYER0), ()),
+    "rstore.storage.records": (
+        ("rstore.storage.records", "rstore.storage.checks.pagecheck", "rstore.codec", *_LAYER0),
+        ("lmdb",),
+    ),
+    "rstore.storage.waiting": (
+        ("rstore.storage.waiting", "rstore.storage.gate", "rstore.codec", *_LAYER0),
+        (),
+    ),
+    "rstore.storage.engine": (
+        (
+            "rstore.storage.engine",
+            "rstore.storage.records",
+            "rstore.storage.checks.pagecheck",
+            "rstore.storage.opening",
+            "rstore.storage.failures",
+            "rstore.codec",
+            *_LAYER0,
+        ),
+        ("lmdb",),
+    ),
+    "rstore.storage.checks": (
+        (
+            "rstore.storage.checks",
+            "rstore.storage.engine",
+            "rstore.storage.records",
+            "rstore.storage.opening",
+            "rstore.storage.failures",
+            "rstore.codec",
+            *_LAYER0,
+        ),
+        ("lmdb",),
+    ),
+    "rstore.storage.compaction": (
+        (
+            "rstore.storage.compaction",
+            "rstore.storage.engine",
+            "rstore.storage.records",
+            "rstore.storage.checks",
+            "rstore.storage.opening",
+            "rstore.storage.failures",
+            "rstore.storage.registry",
+            *_LAYER0,
+        ),
+        ("lmdb",),
+    ),
     "rstore.storage": (("rstore.storage", "rstore.codec", *_LAYER0), ("lmdb",)),
     "rstore.streams": (("rstore.streams", "rstore.storage", "rstore.codec", *_LAYER0), ()),
     "rstore.rdb": (("rstore.rdb", "rstore.codec", *_LAYER0), ()),

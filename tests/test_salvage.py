@@ -14,7 +14,9 @@ import pytest
 from store_formats import downgrade
 
 import rstore
-from rstore.storage import group_records, layout, pagecheck, wal_checkpoints
+from rstore.storage.checks import pagecheck
+from rstore.storage.engine import wal_checkpoints
+from rstore.storage.records import group_records, layout
 
 PAGE = 4096
 

@@ -8,7 +8,7 @@
  *   pack_sealed(kind, iterator, prefix, limit, compress)   the same records straight from a
  *       store's sub-database: the iterator yields (key, value) buffers as LMDB hands them over
  *       (rstore.codec.sealed_records), each value verified against its CRC-32 seal
- *       (rstore.storage.layout.seal) here; the first key outside `prefix` ends the range, and
+ *       (rstore.storage.records.layout.seal) here; the first key outside `prefix` ends the range, and
  *       a record that fails its checksum, or is anything but what the store writes, stops the
  *       call and is named, for the Python reader to report.  Nodes are LZF-compressed here,
  *       where they lie in the map (lzf_pack, the port of rstore.codec.lzf.py_compress).
@@ -349,7 +349,7 @@ static uint64_t get_be64(const unsigned char *p)
     return v;
 }
 
-/* The payload length of a sealed value (rstore.storage.layout.unseal), or -1 when its CRC-32
+/* The payload length of a sealed value (rstore.storage.records.layout.unseal), or -1 when its CRC-32
  * (of the key, then the payload) does not match the big-endian u32 after it. */
 static Py_ssize_t unsealed_length(const unsigned char *k, Py_ssize_t klen, const unsigned char *v,
                                   Py_ssize_t vlen)

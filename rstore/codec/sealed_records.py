@@ -1,6 +1,7 @@
 """A key range of the store's records, handed to the RDB writer as they sit in the store.
 
-:class:`SealedRecords` is what :mod:`rstore.storage.bulk_read` gives the writer for a stream's
+:class:`SealedRecords` is what :mod:`rstore.storage.records.bulk_read` gives the writer for a
+stream's
 nodes, a group's pending entries and a consumer's PEL IDs.  Iterating it gives model records
 (:class:`~rstore.model.StreamNode`, :class:`~rstore.model.PendingEntry`, IDs) read one by one
 through the store's checked reads: the reference path, and the only one without the C

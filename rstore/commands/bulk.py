@@ -10,10 +10,10 @@ from rstore.commands.executor import in_transaction
 from rstore.commands.registry import Context
 from rstore.ids import ID, format_id
 from rstore.model import AppendReport
-from rstore.storage.batch_marks import batch_get, batch_put, bookmark_get, bookmark_put
 from rstore.storage.env import Env
-from rstore.storage.layout import MAX_BATCH_NAME, MAX_BOOKMARK_VALUE
-from rstore.storage.txn import Txn
+from rstore.storage.records.batch_marks import batch_get, batch_put, bookmark_get, bookmark_put
+from rstore.storage.records.layout import MAX_BATCH_NAME, MAX_BOOKMARK_VALUE
+from rstore.storage.records.txn import Txn
 
 __all__ = ["bulk_key", "load", "read_batch", "read_bookmark"]
 

@@ -9,7 +9,7 @@ from rstore.commands.argv import keyword, parse_int
 from rstore.commands.registry import Context, command
 from rstore.errors import CorruptDataError, UnsupportedRDBError
 from rstore.rdb.payload import DUMP_VERSION, PayloadError, encode_payload, read_payload
-from rstore.storage.txn import Txn
+from rstore.storage.records.txn import Txn
 from rstore.streams.dump import restore_stream, snapshot_stream
 from rstore.streams.keyspace import lookup_stream
 

@@ -24,8 +24,8 @@ from rstore.commands.registry import CommandSpec, Context, lookup, lookup_all
 from rstore.commands.reply import NIL_ARRAY
 from rstore.errors import ResponseError
 from rstore.storage.env import Env
-from rstore.storage.notify import ALL, EARLY, LATE
-from rstore.storage.txn import Txn
+from rstore.storage.records.txn import Txn
+from rstore.storage.waiting.notify import ALL, EARLY, LATE
 
 __all__ = [
     "Blocked",

@@ -9,7 +9,7 @@ from rstore import messages
 from rstore.commands.argv import keyword, parse_int
 from rstore.commands.registry import Context, command
 from rstore.numbers import string2ull
-from rstore.storage.layout import TYPE_NAMES
+from rstore.storage.records.layout import TYPE_NAMES
 from rstore.streams import keyspace
 
 _KNOWN_TYPES = {"string", "list", "set", "zset", "hash", "stream"} | set(TYPE_NAMES.values())

@@ -9,7 +9,7 @@ from rstore.commands.argv import keyword, parse_int
 from rstore.commands.registry import Context, command
 from rstore.commands.reply import NIL_ARRAY
 from rstore.numbers import UINT64_MAX, as_signed64
-from rstore.storage.layout import GroupMeta
+from rstore.storage.records.layout import GroupMeta
 from rstore.streams import groups
 from rstore.streams.keyspace import StreamRef, lookup_stream
 from rstore.streams.pending import ack, pending_range, pending_summary

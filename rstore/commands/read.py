@@ -11,7 +11,7 @@ from rstore.commands.executor import Blocked, Deferred
 from rstore.commands.registry import Context, command
 from rstore.commands.reply import NIL_ARRAY, entries_reply
 from rstore.numbers import INT64_MAX, UINT64_MAX
-from rstore.storage.notify import KIND_READ
+from rstore.storage.waiting.notify import KIND_READ
 from rstore.streams.keyspace import lookup_stream
 from rstore.streams.read import copy_range, read_after, scan_nodes
 

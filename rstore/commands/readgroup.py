@@ -12,8 +12,8 @@ from rstore.commands.read import parse_xread
 from rstore.commands.registry import Context, command
 from rstore.commands.reply import NIL_ARRAY, entries_reply, public_stream_reply
 from rstore.errors import ResponseError
-from rstore.storage.notify import KIND_GROUP, slot_hash
-from rstore.storage.txn import Txn
+from rstore.storage.records.txn import Txn
+from rstore.storage.waiting.notify import KIND_GROUP, slot_hash
 from rstore.streams import readgroup
 
 NEW = None  # the ">" ID

@@ -22,7 +22,7 @@ from typing import Any
 from rstore import messages
 from rstore.commands.argv import cstr
 from rstore.errors import ResponseError
-from rstore.storage.txn import Txn
+from rstore.storage.records.txn import Txn
 
 __all__ = [
     "COMMANDS",

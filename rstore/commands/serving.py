@@ -23,8 +23,8 @@ from rstore.commands.executor import Blocked, in_transaction, resolve_reply, run
 from rstore.commands.registry import CommandSpec, Context, lookup
 from rstore.errors import ResponseError
 from rstore.storage.env import Env
-from rstore.storage.notify import KIND_GROUP
-from rstore.storage.waiters import PollingWaiter, Waiter
+from rstore.storage.waiting.notify import KIND_GROUP
+from rstore.storage.waiting.waiters import PollingWaiter, Waiter
 
 __all__ = ["BlockWatch", "BlockedCall", "run_each"]
 

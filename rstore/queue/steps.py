@@ -23,10 +23,10 @@ from rstore.commands.executor import run_in_transaction
 from rstore.commands.pending import lookup_group
 from rstore.commands.registry import Context, lookup
 from rstore.ids import ID
-from rstore.storage import group_records as pel
 from rstore.storage.env import Env
-from rstore.storage.layout import GroupMeta
-from rstore.storage.txn import Txn
+from rstore.storage.records import group_records as pel
+from rstore.storage.records.layout import GroupMeta
+from rstore.storage.records.txn import Txn
 from rstore.streams import groups
 from rstore.streams.claim import autoclaim
 from rstore.streams.keyspace import StreamRef, lookup_stream

@@ -40,7 +40,7 @@ from rstore.rdb.reader import (
     open_rdb,
 )
 from rstore.storage.env import Env
-from rstore.storage.txn import Txn
+from rstore.storage.records.txn import Txn
 from rstore.streams.dump import snapshot_stream, stream_keys
 from rstore.streams.lag import counters, group_lag
 from rstore.streams.read import scan_nodes

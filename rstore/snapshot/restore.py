@@ -17,7 +17,7 @@ from rstore.model import StreamState
 from rstore.rdb.reader import Event, KeyEnd, KeyStart, RDBReader, SelectDB, open_rdb
 from rstore.snapshot.save import Progress
 from rstore.storage.env import Env
-from rstore.storage.txn import Txn
+from rstore.storage.records.txn import Txn
 from rstore.streams.dump import restore_stream
 
 __all__ = ["RestoreReport", "load_keys", "records_of_key", "restore_file"]

@@ -32,7 +32,7 @@ from rstore.rdb.reader import Event, KeyStart, open_rdb
 from rstore.snapshot.restore import RestoreReport, load_keys, records_of_key, restore_file
 from rstore.snapshot.save import Progress
 from rstore.storage.env import Env
-from rstore.storage.txn import Txn
+from rstore.storage.records.txn import Txn
 from rstore.streams.dump import import_stream
 from rstore.streams.keyspace import discard_stream, lookup_stream
 

@@ -1,7 +1,7 @@
 """Salvaging a damaged store: everything that can be read copied into a new store
 (``rstore.salvage_store``, ``rstore salvage SRC DST``).
 
-The source is read without LMDB (:mod:`rstore.storage.salvage`: one snapshot, brought forward
+The source is read without LMDB (:mod:`rstore.storage.checks.salvage`: one snapshot, brought forward
 by the write-ahead log when it can be), never written.  Each stream is rebuilt from the records
 read (:mod:`rstore.streams.salvage`) and imported into the new store the way a restore imports
 an RDB file (:func:`rstore.streams.dump.restore_stream`), so every counter of the new store
@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 
 from rstore.errors import CorruptDataError, KeyExistsError, RStoreError, StorageError
 from rstore.model import DATABASES
-from rstore.storage import layout, registry
+from rstore.storage import registry
+from rstore.storage.checks.salvage import SalvageSource, check_source, open_source
 from rstore.storage.env import DEFAULT_MAP_SIZE, Env
-from rstore.storage.salvage import SalvageSource, check_source, open_source
-from rstore.storage.txn import Txn
+from rstore.storage.records import layout
+from rstore.storage.records.txn import Txn
 from rstore.streams.dump import restore_stream
 from rstore.streams.salvage import StreamSalvage, rebuild_streams
 from rstore.streams.salvage_catalog import Catalog, count_orphans, read_catalog, shown

@@ -24,7 +24,7 @@ from typing import NamedTuple, TypeVar
 
 from rstore.rdb.writer import RDBWriter
 from rstore.storage.env import Env
-from rstore.storage.txn import Txn
+from rstore.storage.records.txn import Txn
 from rstore.streams.dump import snapshot_stream, stream_keys
 
 __all__ = ["DatabaseSaved", "Progress", "SaveReport", "remove_stale_temporaries", "save_file"]

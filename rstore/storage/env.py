@@ -38,18 +38,20 @@ from typing import Any, TypeVar
 import lmdb
 
 from rstore.errors import CorruptStoreError, ReadOnlyStoreError, StorageError
-from rstore.storage import commit, forks, layout, wal_position
-from rstore.storage.combine import Combiner, Request
+from rstore.storage import forks
+from rstore.storage.engine import commit, wal_position
+from rstore.storage.engine.combine import Combiner, Request
+from rstore.storage.engine.faults import crash_point
+from rstore.storage.engine.wal import WriteAheadLog
+from rstore.storage.engine.wal_log import Position
 from rstore.storage.env_opening import open_store
 from rstore.storage.failures import translate, translate_os
-from rstore.storage.faults import crash_point
 from rstore.storage.gate import Gate
-from rstore.storage.notify import ALL
-from rstore.storage.txn import Carry, Txn
-from rstore.storage.waiters import PollingWaiter, Waiter
-from rstore.storage.wakeups import Wakeups
-from rstore.storage.wal import WriteAheadLog
-from rstore.storage.wal_log import Position
+from rstore.storage.records import layout
+from rstore.storage.records.txn import Carry, Txn
+from rstore.storage.waiting.notify import ALL
+from rstore.storage.waiting.waiters import PollingWaiter, Waiter
+from rstore.storage.waiting.wakeups import Wakeups
 
 __all__ = ["DEFAULT_MAP_SIZE", "Env"]
 
@@ -227,7 +229,7 @@ class Env:
         ``fn`` may run more than once (after the map grows), so it must not have effects outside
         the transaction.  A write that returned is committed; one that raised left nothing.
         Writes of several threads that arrive together share one commit
-        (:mod:`rstore.storage.combine`); ``fn`` may then run on another thread.  With
+        (:mod:`rstore.storage.engine.combine`); ``fn`` may then run on another thread.  With
         ``sync=True`` the call returns once the commit is durable; ``after_commit`` (which must
         not raise) runs as soon as it is committed, before it is made durable, and only if
         ``fn`` succeeded -- on whichever thread led the commit; it returns whether it woke
@@ -293,7 +295,8 @@ class Env:
 
     def commit_batch(self, batch: list[Request]) -> Callable[[bool], None] | None:
         """Run ``batch`` (the writes of this process's threads that arrived together, from
-        :mod:`rstore.storage.combine`) in one write transaction and commit it; set each request's
+        :mod:`rstore.storage.engine.combine`) in one write transaction and commit it; set each
+        request's
         outcome.  In order: the log's pin; LMDB's write transaction; the writes (one directly,
         several each in a nested transaction: one that raises is rolled back alone); the log's
         record; LMDB's commit; the outcomes.  If the map fills up, the whole batch is rolled back,
@@ -366,7 +369,7 @@ class Env:
         self, wal: WriteAheadLog, position: Position | None, bulk: bool
     ) -> Callable[[bool], None] | None:
         """Right after LMDB's commit: what is left before the writes may return
-        (:mod:`rstore.storage.commit`), a ``sync=False`` record already marked."""
+        (:mod:`rstore.storage.engine.commit`), a ``sync=False`` record already marked."""
         if position is None:
             return None  # nothing was written
         if bulk:

@@ -4,7 +4,8 @@
 and returns an :class:`Opened` record.  A writable open does it under the write-ahead log's open
 lock, which it takes first: under it a compaction cut short is finished, the store is recovered
 after a restart, created with its log, or brought from an older format (1 or 2, without the log)
-to the current one (:mod:`rstore.storage.upgrade`); then the log (:mod:`rstore.storage.wal`)
+to the current one (:mod:`rstore.storage.engine.upgrade`); then the log
+(:mod:`rstore.storage.engine.wal`)
 is started.  Every writable store is written through its log.
 """
 
@@ -21,9 +22,11 @@ from typing import Any
 import lmdb
 
 from rstore.errors import StorageError
-from rstore.storage import forks, layout, opening, upgrade, wal, wal_log, wal_recovery
+from rstore.storage import forks, opening
 from rstore.storage.compaction import compact_intent
+from rstore.storage.engine import upgrade, wal, wal_log, wal_recovery
 from rstore.storage.failures import refused_for_writing, translate, translate_os
+from rstore.storage.records import layout
 
 __all__ = ["Opened", "open_store"]
 
@@ -189,7 +192,7 @@ class _Opener:
 
     def _attach_log(self, opened: Opened, lock_fd: int, recovering: bool) -> None:
         """Under the open lock: give a new store its log, bring a store of an older format to
-        the current one (:mod:`rstore.storage.upgrade`), or redo the log after a restart."""
+        the current one (:mod:`rstore.storage.engine.upgrade`), or redo the log after a restart."""
         env, dbs = opened.env, opened.dbs
         try:
             opened.upgraded = wal_recovery.create(

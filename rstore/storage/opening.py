@@ -11,12 +11,12 @@ In order:
    (another user's store, read-only media) is opened without locking (see ``docs/durability.md``);
    a read-only opener whose ``data.mdb`` was replaced by a compaction while LMDB waited for its
    lock opens again;
-3. the structure (:mod:`rstore.storage.pagecheck`): every tree of the current snapshot walked
+3. the structure (:mod:`rstore.storage.checks.pagecheck`): every tree of the current snapshot walked
    from the file, with the snapshot pinned by a read transaction so no writer reuses its pages
    meanwhile; a damaged or truncated file is refused with :class:`CorruptStoreError`;
 4. the sub-databases and the format record, checked against what the directory holds of the
    write-ahead log (format 3 has one; formats 2 and 1, written by older rstore, are read, and
-   brought to format 3 by the first writable open: :mod:`rstore.storage.upgrade`).
+   brought to format 3 by the first writable open: :mod:`rstore.storage.engine.upgrade`).
 """
 
 from __future__ import annotations
@@ -38,9 +38,10 @@ from rstore.errors import (
     StoreNotFoundError,
     UnsupportedFormatError,
 )
-from rstore.storage import layout, pagecheck
+from rstore.storage.checks import pagecheck
 from rstore.storage.failures import translate, translate_os
-from rstore.storage.layout import StoreConfig
+from rstore.storage.records import layout
+from rstore.storage.records.layout import StoreConfig
 
 __all__ = [
     "DATA_FILE", "LOCK_FILE", "LogState", "allocate_lock_file", "check_directory", "log_state",
@@ -236,7 +237,7 @@ class LogState(enum.Enum):
 
 def log_state(path: str) -> LogState:
     """What ``path`` holds of the write-ahead log (see :class:`LogState`)."""
-    from rstore.storage import wal, wal_log  # noqa: PLC0415 -- they import its neighbours
+    from rstore.storage.engine import wal, wal_log  # noqa: PLC0415 -- they import its neighbours
 
     try:
         fd = os.open(os.path.join(path, wal.LOG_FILE), os.O_RDONLY | os.O_CLOEXEC)
@@ -252,7 +253,7 @@ def log_state(path: str) -> LogState:
 
 def log_needs_recovery(path: str) -> bool:
     """For a reader that cannot recover: whether the log's header predates this boot."""
-    from rstore.storage import wal, wal_recovery  # noqa: PLC0415 -- they import its neighbours
+    from rstore.storage.engine import wal, wal_recovery  # noqa: PLC0415 -- they import its neighbours
 
     try:
         fd = os.open(os.path.join(path, wal.LOG_FILE), os.O_RDONLY | os.O_CLOEXEC)

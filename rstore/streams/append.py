@@ -20,8 +20,8 @@ from rstore.codec import stream_node as sn
 from rstore.codec.stream_append import append_auto
 from rstore.ids import ID, MAX_ID, increment
 from rstore.numbers import UINT64_MAX
-from rstore.storage import layout
-from rstore.storage.txn import Txn
+from rstore.storage.records import layout
+from rstore.storage.records.txn import Txn
 from rstore.streams.keyspace import StreamRef, create_stream, lookup_stream
 from rstore.streams.trim import TrimSpec, trim
 

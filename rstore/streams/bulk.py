@@ -21,8 +21,8 @@ from rstore.codec import stream_node as sn
 from rstore.codec.speedups import c_entry_size
 from rstore.errors import ResponseError
 from rstore.ids import ID, MAX_ID, format_id, parse_xadd_id
-from rstore.storage.layout import StreamMeta
-from rstore.storage.txn import Txn
+from rstore.storage.records.layout import StreamMeta
+from rstore.storage.records.txn import Txn
 from rstore.streams.append import (
     STREAM_LISTPACK_MAX_SIZE,
     count_entry,

@@ -2,7 +2,7 @@
 counts.
 
 First LMDB's structure, walked from the file, and every record's checksum
-(:mod:`rstore.storage.diagnose`): where the structure is damaged nothing more is read.  Then
+(:mod:`rstore.storage.checks.diagnose`): where the structure is damaged nothing more is read.  Then
 stream metadata (length, node count, tail, first ID, last ID bound), every node's structure,
 group and consumer counters, and the two PEL indexes (group PEL and per-consumer lists) must
 agree.  Returns a list of problems; empty means consistent.
@@ -14,10 +14,10 @@ from rstore.codec import stream_node as sn
 from rstore.codec.node_validate import validate_node
 from rstore.errors import CorruptDataError, CorruptStoreError
 from rstore.ids import format_id
-from rstore.storage import group_records
-from rstore.storage.diagnose import Names, record_problems, structure_problems
-from rstore.storage.layout import TYPE_STREAM
-from rstore.storage.txn import Txn
+from rstore.storage.checks.diagnose import Names, record_problems, structure_problems
+from rstore.storage.records import group_records
+from rstore.storage.records.layout import TYPE_STREAM
+from rstore.storage.records.txn import Txn
 from rstore.streams.keyspace import StreamRef
 
 __all__ = ["check_store", "check_stream"]

@@ -16,9 +16,9 @@ from itertools import islice
 
 from rstore.ids import ID
 from rstore.numbers import UINT64_MAX as U64
-from rstore.storage import group_records
-from rstore.storage.layout import ConsumerMeta, GroupMeta
-from rstore.storage.txn import Txn
+from rstore.storage.records import group_records
+from rstore.storage.records.layout import ConsumerMeta, GroupMeta
+from rstore.storage.records.txn import Txn
 from rstore.streams.groups import ensure_consumer
 from rstore.streams.keyspace import StreamRef
 from rstore.streams.lookup import EntryLookup

@@ -41,9 +41,9 @@ from rstore.model import (
     StreamSnapshot,
     StreamState,
 )
-from rstore.storage import bulk_read, group_records, layout, sealed
-from rstore.storage.layout import TYPE_STREAM, ConsumerMeta, GroupMeta, StreamMeta
-from rstore.storage.txn import Txn
+from rstore.storage.records import bulk_read, group_records, layout, sealed
+from rstore.storage.records.layout import TYPE_STREAM, ConsumerMeta, GroupMeta, StreamMeta
+from rstore.storage.records.txn import Txn
 from rstore.streams import keyspace
 from rstore.streams.keyspace import StreamRef, discard_stream, new_unbound_stream
 from rstore.streams.lag import estimate_entries_read
@@ -63,7 +63,7 @@ def stream_keys(txn: Txn) -> Iterator[tuple[bytes, StreamRef]]:
 
 def snapshot_stream(txn: Txn, stream: StreamRef) -> StreamSnapshot:
     """The whole stream, read lazily from ``txn`` (which must stay open while it is used).
-    Nodes and PEL records come as :mod:`rstore.storage.bulk_read` hands them over: model
+    Nodes and PEL records come as :mod:`rstore.storage.records.bulk_read` hands them over: model
     records when iterated, or sealed records for the RDB writer's C packer."""
     return StreamSnapshot(
         node_count=stream.meta.node_count,
@@ -90,7 +90,7 @@ def _consumer(txn: Txn, g: GroupMeta, c: ConsumerMeta) -> ConsumerSnapshot:
 #: Pending entries of one group held in memory while the importer waits for the consumers'
 #: lists that name their owners: about 190 bytes each (a 16-byte key, a tuple of two ints and
 #: their dict slot), so at most ~50 MB.  Past this many, the rest wait in LMDB staging records
-#: (:func:`rstore.storage.group_records.stage_nacks`), slower but in constant memory.
+#: (:func:`rstore.storage.records.group_records.stage_nacks`), slower but in constant memory.
 STAGE_LIMIT = 1 << 18
 
 _raw_id = layout.ID_PACK  # an ID as 16 raw bytes: big-endian, the order of IDs

@@ -8,9 +8,9 @@ entries); every function here that changes the PEL or the consumer set keeps the
 from __future__ import annotations
 
 from rstore.ids import ID
-from rstore.storage import group_records
-from rstore.storage.layout import ConsumerMeta, GroupMeta
-from rstore.storage.txn import Txn
+from rstore.storage.records import group_records
+from rstore.storage.records.layout import ConsumerMeta, GroupMeta
+from rstore.storage.records.txn import Txn
 from rstore.streams.keyspace import StreamRef
 
 __all__ = [

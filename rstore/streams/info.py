@@ -17,9 +17,9 @@ from typing import TypeVar
 
 from rstore.ids import ID, MAX_ID, MIN_ID
 from rstore.model import ConsumerInfo, GroupInfo, PendingEntry, StreamInfo
-from rstore.storage import group_records
-from rstore.storage.layout import GroupMeta
-from rstore.storage.txn import Txn
+from rstore.storage.records import group_records
+from rstore.storage.records.layout import GroupMeta
+from rstore.storage.records.txn import Txn
 from rstore.streams.keyspace import StreamRef
 from rstore.streams.lag import group_lag
 from rstore.streams.read import first_entry, last_entry, read_range

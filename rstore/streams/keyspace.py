@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rstore import glob, messages
-from rstore.storage import group_records as storage_groups
-from rstore.storage.layout import TYPE_NAMES, TYPE_STREAM, KeyRecord, StreamMeta
-from rstore.storage.txn import Txn
+from rstore.storage.records import group_records as storage_groups
+from rstore.storage.records.layout import TYPE_NAMES, TYPE_STREAM, KeyRecord, StreamMeta
+from rstore.storage.records.txn import Txn
 
 __all__ = [
     "StreamRef",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from rstore.codec import stream_node as sn
 from rstore.ids import ID, MAX_ID, MIN_ID
 from rstore.model import Entry
-from rstore.storage.txn import Txn
+from rstore.storage.records.txn import Txn
 from rstore.streams.keyspace import StreamRef
 
 __all__ = ["EntryLookup"]

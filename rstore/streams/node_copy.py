@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from rstore import messages
 from rstore.codec.node_validate import node_facts
 from rstore.ids import ID
-from rstore.storage.txn import Txn
+from rstore.storage.records.txn import Txn
 from rstore.streams.keyspace import create_stream, lookup_stream
 
 __all__ = ["add_nodes"]

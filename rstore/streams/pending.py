@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from rstore.ids import ID
 from rstore.model import PendingEntry
-from rstore.storage import group_records
-from rstore.storage.layout import GroupMeta
-from rstore.storage.txn import Txn
+from rstore.storage.records import group_records
+from rstore.storage.records.layout import GroupMeta
+from rstore.storage.records.txn import Txn
 from rstore.streams.keyspace import StreamRef
 
 __all__ = ["PendingSummary", "ack", "pending_range", "pending_summary"]

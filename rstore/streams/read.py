@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from rstore.codec import stream_node as sn
 from rstore.ids import ID, MAX_ID, MIN_ID, increment
 from rstore.model import Entry
-from rstore.storage.txn import Txn
+from rstore.storage.records.txn import Txn
 from rstore.streams.keyspace import StreamRef
 
 __all__ = [

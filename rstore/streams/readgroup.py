@@ -20,9 +20,9 @@ from rstore import messages
 from rstore.ids import ID, MAX_ID, increment
 from rstore.model import INVALID_ENTRIES_READ
 from rstore.numbers import UINT64_MAX
-from rstore.storage import group_records
-from rstore.storage.layout import ConsumerMeta, GroupMeta
-from rstore.storage.txn import Txn
+from rstore.storage.records import group_records
+from rstore.storage.records.layout import ConsumerMeta, GroupMeta
+from rstore.storage.records.txn import Txn
 from rstore.streams.groups import ensure_consumer
 from rstore.streams.keyspace import StreamRef, lookup_stream
 from rstore.streams.lag import entries_read_after_delivery, has_tombstone

@@ -45,10 +45,10 @@ from rstore.model import (
     PendingRun,
     StreamState,
 )
-from rstore.storage import layout
-from rstore.storage.layout import ConsumerMeta, GroupMeta
-from rstore.storage.pagecheck import Problem
-from rstore.storage.salvage import SalvageSource
+from rstore.storage.checks.pagecheck import Problem
+from rstore.storage.checks.salvage import SalvageSource
+from rstore.storage.records import layout
+from rstore.storage.records.layout import ConsumerMeta, GroupMeta
 from rstore.streams.salvage_catalog import Catalog, handle_span, shown
 
 __all__ = ["LostRange", "StreamRebuild", "StreamSalvage", "rebuild_streams"]

@@ -3,7 +3,7 @@ groups, consumers and the store's own records -- with what could not be read, in
 
 The large ones (``nodes``, ``pel``, ``consumer_pel``) are read stream by stream and group by
 group (:mod:`rstore.streams.salvage`).  Every record here comes from
-:meth:`rstore.storage.salvage.SalvageSource.records`, its checksum verified; a record that
+:meth:`rstore.storage.checks.salvage.SalvageSource.records`, its checksum verified; a record that
 decodes badly (possible in format 1, which has no checksums) or whose key does not match its
 contents is treated as damaged.
 """
@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from rstore.storage import layout
-from rstore.storage.layout import ConsumerMeta, GroupMeta, StoreConfig, StreamMeta
-from rstore.storage.pagecheck import Problem
-from rstore.storage.salvage import SalvageSource
+from rstore.storage.checks.pagecheck import Problem
+from rstore.storage.checks.salvage import SalvageSource
+from rstore.storage.records import layout
+from rstore.storage.records.layout import ConsumerMeta, GroupMeta, StoreConfig, StreamMeta
 
 __all__ = ["Catalog", "count_orphans", "handle_span", "read_catalog", "shown", "where"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rstore import messages
 from rstore.ids import ID
-from rstore.storage import layout
-from rstore.storage.txn import Txn
+from rstore.storage.records import layout
+from rstore.storage.records.txn import Txn
 from rstore.streams.keyspace import lookup_stream
 from rstore.streams.read import last_entry
 

@@ -20,8 +20,8 @@ from typing import Literal
 
 from rstore.codec import stream_node as sn
 from rstore.ids import ID
-from rstore.storage.layout import StoreConfig
-from rstore.storage.txn import Txn
+from rstore.storage.records.layout import StoreConfig
+from rstore.storage.records.txn import Txn
 from rstore.streams.keyspace import StreamRef
 
 __all__ = ["TrimSpec", "default_limit", "trim"]

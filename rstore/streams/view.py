@@ -24,7 +24,7 @@ from rstore.codec import stream_node as sn
 from rstore.errors import RStoreError
 from rstore.ids import MAX_ID, MIN_ID
 from rstore.model import ID, NodeSpan, StreamState
-from rstore.storage.txn import Txn
+from rstore.storage.records.txn import Txn
 from rstore.streams.dump import stream_keys
 from rstore.streams.keyspace import StreamRef, lookup_stream
 

@@ -11,7 +11,7 @@ from rstore_cli.main import cli
 from store_formats import downgrade
 
 import rstore
-from rstore.storage import pagecheck
+from rstore.storage.checks import pagecheck
 
 PAGE = 4096
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from rstore.codec import lzf, speedups
 from rstore.codec.sealed_records import IDS, NODES, PENDING
 from rstore.rdb.encoding import encode_length, encode_ms, encode_string
-from rstore.storage import layout
+from rstore.storage.records import layout
 
 from .strategies import READABLE_FAILURES, long_strings
 

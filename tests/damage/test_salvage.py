@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from rstore_cli.main import cli
 
 import rstore
-from rstore.storage import pagecheck
+from rstore.storage.checks import pagecheck
 
 from . import locate
 from .mutations import PAGE

@@ -13,7 +13,7 @@ Sides:
 * :class:`RstoreSide` with ``mode="thread"``: the blocked call runs in a thread of this process;
   ``mode="process"``: in a worker process started with ``spawn`` (:mod:`.blockworker`).
   "blocked" is the number of waiting slots in the store's ``notify.shm`` table (its header is
-  documented in ``rstore/storage/notify.py``).
+  documented in ``rstore/storage/waiting/notify.py``).
 
 No wait is unbounded: every reply is awaited at most :data:`WAIT_S` seconds.
 """

@@ -9,7 +9,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import rstore
-from rstore.storage.log_flush import LogFlusher, counters
+from rstore.storage.engine.log_flush import LogFlusher, counters
 
 from .children import WAIT_S, Reports, Waitable, report
 
@@ -76,7 +76,7 @@ def durable_group_reader(path: str, results: Reports, die_once_woken: bool, ack:
     reply.  (The step, not any ``fdatasync``: a store written through the log also flushes
     from its checkpointer thread, and before a process's first commit.)"""
     from rstore.commands import executor
-    from rstore.storage import waiters
+    from rstore.storage.waiting import waiters
 
     executor.SAFETY_RECHECK_S = 60.0
 

@@ -9,7 +9,7 @@ survives a SIGKILL and shows exactly what a consumer had done when it died.
 Probes read what the kernel and the store say about a blocked reader:
 
 * :func:`waiters` -- the "slots in use" word of the store's waiter table ``notify.shm``
-  (see ``rstore/storage/notify.py``): a blocked reader holds one slot per key it waits on.
+  (see ``rstore/storage/waiting/notify.py``): a blocked reader holds one slot per key it waits on.
 * :func:`in_select` -- whether a process (or thread) is asleep in ``select``/``poll``, which
   is where a blocked read waits.  A reader that registered but is still re-checking its keys
   is not blocked yet; tests that depend on arrival order wait for both.

@@ -457,7 +457,8 @@ def test_a_read_beyond_the_waiter_table_still_works_by_polling(
 def test_a_dead_readers_slot_is_freed_once(
     path: str, store: rstore.Store, children: Children
 ) -> None:
-    """BUG (rstore/storage/notify.py): two writers that both find the same dead reader's slot
+    """BUG (rstore/storage/waiting/notify.py): two writers that both find the same dead reader's
+    slot
     both free it.  ``Notifier.notify`` reads the waiting slots without the lock, and
     ``Notifier.unregister`` frees a slot without checking it is still the dead reader's: the
     "slots in use" count drops twice, to 0 while a live reader still waits, so writers stop
@@ -467,7 +468,7 @@ def test_a_dead_readers_slot_is_freed_once(
     Two writer processes are modelled by two handles on the waiter table, interleaved the way
     two concurrent XADDs can be: both scan, then both try to wake the dead reader.
     """
-    from rstore.storage.notify import Notifier
+    from rstore.storage.waiting.notify import Notifier
 
     store.xadd("s", {"n": 0})
     results = children.ctx.Queue()

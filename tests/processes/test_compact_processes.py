@@ -7,7 +7,7 @@
   compacted store: a writer's write lands in it, and a read-only reader -- which LMDB lets
   open ``data.mdb`` *before* it waits for its lock -- reads the new file, not the old one (it
   sees writes made after the compaction).
-* **SIGKILL at every step** (``rstore.storage.faults``' ``compact-*`` points, and at random
+* **SIGKILL at every step** (``rstore.storage.engine.faults``' ``compact-*`` points, and at random
   moments): the next process to open the store finds every record, the store checks clean,
   and nothing is left behind; the same after a restart (another boot id: the first opener
   recovers from the log); then writes go on and survive a later restart too.

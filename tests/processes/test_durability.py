@@ -16,7 +16,8 @@ import pytest
 from store_formats import legacy_store
 
 import rstore
-from rstore.storage import layout, log_flush
+from rstore.storage.engine import log_flush
+from rstore.storage.records import layout
 
 from . import helpers_mp as h
 from .children import Children, collect

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 import rstore
-from rstore.storage import commit, log_flush
+from rstore.storage.engine import commit, log_flush
 
 from . import helpers_flush as hf
 from . import helpers_queue as hq

@@ -2,7 +2,8 @@
 
 With the write-ahead log every writing process pins a checkpoint with a read transaction, and
 LMDB reuses no page freed after the oldest pin: each commit made meanwhile writes fresh pages.
-Before pins followed the header and idle processes let go (rstore/storage/wal_checkpoints.py),
+Before pins followed the header and idle processes let go
+(rstore/storage/engine/wal_checkpoints.py),
 a process that wrote once and stayed open pinned its checkpoint for good: 3,000 single XADDs
 of another process made data.mdb 75 MiB instead of 3 MiB, one writer for 10 s 1.2 GiB.
 """
@@ -17,7 +18,7 @@ import pytest
 from live_data import live_bytes
 
 import rstore
-from rstore.storage import wal_checkpoints
+from rstore.storage.engine import wal_checkpoints
 
 from .children import Children, collect
 from .helpers_growth import FIELDS, idle_after_one_write, write_for

@@ -1,6 +1,6 @@
 """Bringing a store of an older format (2, or 1) to format 3 is crash-safe at every step.
 
-The first writable open upgrades (rstore/storage/upgrade.py, wal_recovery.create), under the
+The first writable open upgrades (rstore/storage/engine/upgrade.py, wal_recovery.create), under the
 log's open lock: ``wal.log`` created without its header; one LMDB transaction records format 3
 and the log's position (format 1: first seals every record); ``data.mdb`` flushed; the header
 written and flushed; format 2's ``durable.shm`` removed.  The upgrading process is SIGKILLed
@@ -38,8 +38,8 @@ import pytest
 from store_formats import downgrade
 
 import rstore
-from rstore.storage import wal, wal_log
-from rstore.storage.upgrade import LEGACY_SHARED_FILE
+from rstore.storage.engine import wal, wal_log
+from rstore.storage.engine.upgrade import LEGACY_SHARED_FILE
 
 from . import helpers_upgrade as hu
 from .children import Children, collect, recv
@@ -70,7 +70,7 @@ _UPGRADE = textwrap.dedent(
     """
     import os, signal, sys
     import rstore
-    from rstore.storage import upgrade
+    from rstore.storage.engine import upgrade
     path, step = sys.argv[1], sys.argv[2]
 
     def die(*_):

@@ -68,7 +68,7 @@ _CHILD = textwrap.dedent(
     """
     import sys
     import rstore
-    from rstore.storage import faults
+    from rstore.storage.engine import faults
     path, dump = sys.argv[1], sys.argv[2]
     s = rstore.Store(path)
     for i in range(5):

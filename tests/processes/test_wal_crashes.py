@@ -2,7 +2,8 @@
 
 No test can pull the plug.  What they do instead:
 
-* **SIGKILL at every step** of a write, a checkpoint and a recovery (``rstore.storage.faults``
+* **SIGKILL at every step** of a write, a checkpoint and a recovery
+(``rstore.storage.engine.faults``
   crash points), then open the store as the next process would -- and as the first process after
   a restart would (a different boot id makes it recover from the log).
 * **A simulated power loss.**  With ``MDB_NOSYNC`` the kernel may write ``data.mdb``'s pages back
@@ -27,7 +28,7 @@ from pathlib import Path
 import pytest
 
 import rstore
-from rstore.storage import wal, wal_capture, wal_checkpoints, wal_log, wal_position
+from rstore.storage.engine import wal, wal_capture, wal_checkpoints, wal_log, wal_position
 
 PAGE = 4096
 
@@ -62,7 +63,7 @@ _CHILD = textwrap.dedent(
     """
     import os, sys
     import rstore
-    from rstore.storage import faults
+    from rstore.storage.engine import faults
     path, point, before = sys.argv[1], sys.argv[2], int(sys.argv[3])
     s = rstore.Store(path)
     for i in range(before):
@@ -344,7 +345,7 @@ def test_writes_of_two_processes_in_turn_each_go_after_the_others_record(
         """
         import sys
         import rstore
-        from rstore.storage import wal_checkpoints as c
+        from rstore.storage.engine import wal_checkpoints as c
         c.CHECKPOINT_AGE_S, c.CHECKPOINT_COMMITS, c.IDLE_S = 1e9, 10**9, 1e9
         with rstore.Store(sys.argv[1]) as s:
             print(s.xadd("k", {"i": "other"}).decode())

@@ -29,7 +29,7 @@ import pytest
 from log_files import log_chain, log_header
 
 import rstore
-from rstore.storage import wal_checkpoints
+from rstore.storage.engine import wal_checkpoints
 
 _KILLED_AFTER_XADD = textwrap.dedent(
     """

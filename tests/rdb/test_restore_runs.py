@@ -235,7 +235,7 @@ def test_a_refused_restore_in_a_pipeline_leaves_no_record(tmp_path: Path) -> Non
     """A pipeline commits past a RESTORE refused half-way through a group (a consumer names an
     entry another consumer owns): the consumers and NACKs already written for that group go
     too (they once stayed behind, out of reach of every command and of ``check()``)."""
-    from rstore.storage import layout
+    from rstore.storage.records import layout
 
     def records(store: rstore.Store) -> tuple[int, ...]:
         """How many group PEL, consumer and consumer-index records the store holds."""

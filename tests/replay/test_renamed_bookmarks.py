@@ -15,7 +15,7 @@ import pytest
 
 import rstore
 from rstore import LinesSink, Store, StoreSink
-from rstore.storage import layout
+from rstore.storage.records import layout
 
 ROWS = [("a", f"{ms}-0", ["n", str(ms)]) for ms in range(1, 31)]
 

@@ -171,7 +171,7 @@ def test_a_parked_read_without_a_wakeup_descriptor_polls(tmp_path: Path, monkeyp
     """When the store cannot give a parked read a wake-up descriptor (its waiter table full,
     descriptors short), the read looks again every few tens of ms: an XADD by another client
     reaches it well before the once-a-second recheck."""
-    from rstore.storage import waiters
+    from rstore.storage.waiting import waiters
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise OSError(24, "Too many open files")

@@ -37,7 +37,7 @@ def test_a_parked_read_whose_wakeup_never_comes_is_served_by_the_look_again(
 ) -> None:
     """No wake-up descriptor (the store's waiter table refused it) and its poll put off for an
     hour: the write still reaches the parked read within the once-a-second look again."""
-    from rstore.storage import waiters
+    from rstore.storage.waiting import waiters
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise OSError(24, "Too many open files")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import rstore
-from rstore.storage import layout
+from rstore.storage.records import layout
 from tests.damage.population import build
 
 Records = dict[bytes, list[tuple[bytes, bytes]]]

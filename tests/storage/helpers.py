@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import rstore
-from rstore.storage import layout
+from rstore.storage.records import layout
 
 PAGE = 4096
 

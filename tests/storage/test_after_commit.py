@@ -94,7 +94,7 @@ def test_waking_readers_can_fail_without_failing_the_write(
 ) -> None:
     """Whatever the wake-up path raises after the commit, the caller gets the ID of the entry
     that was stored."""
-    from rstore.storage import notify
+    from rstore.storage.waiting import notify
 
     path = str(tmp_path)
     _blocked_read_is_served(path, within_s=2.0)

@@ -13,9 +13,9 @@ from pathlib import Path
 import lmdb
 import pytest
 
-from rstore.storage import btree_file, pagecheck
-from rstore.storage.btree_file import DataFile, TreeReader, meta_pages
-from rstore.storage.pagecheck import Problem
+from rstore.storage.checks import btree_file, pagecheck
+from rstore.storage.checks.btree_file import DataFile, TreeReader, meta_pages
+from rstore.storage.checks.pagecheck import Problem
 
 PAGE = 4096
 Items = list[tuple[bytes, bytes] | Problem]

@@ -1,4 +1,4 @@
-"""Saving reads the store's records in bulk (rstore/storage/bulk_read.py, packed by
+"""Saving reads the store's records in bulk (rstore/storage/records/bulk_read.py, packed by
 ``_rdbpack.pack_sealed``): the files and DUMP payloads are the bytes the reference path writes
 (records read one by one and encoded in Python), and a damaged record stops the save with the
 error the reference path raises, naming the sub-database and the stream."""
@@ -17,7 +17,7 @@ from store_formats import downgrade_to_format_1
 import rstore
 from rstore.codec import speedups
 from rstore.rdb import writer
-from rstore.storage import group_records, layout
+from rstore.storage.records import group_records, layout
 
 from .helpers import copy_store, find, flip_bit, populate, stored_value
 

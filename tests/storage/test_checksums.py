@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from store_formats import downgrade_to_format_1
 
 import rstore
-from rstore.storage import layout, pagecheck
+from rstore.storage.checks import pagecheck
+from rstore.storage.records import layout
 
 from .helpers import find, flip_bit, populate, stored_value
 
@@ -105,7 +106,7 @@ def test_a_flipped_bit_in_a_pending_entry_is_an_error(store_path: str) -> None:
         ms, seq = (int(x) for x in first["message_id"].split(b"-"))
 
         def key_of(txn: object) -> bytes:
-            group = rstore.storage.group_records.group_get(  # type: ignore[attr-defined]
+            group = rstore.storage.records.group_records.group_get(  # type: ignore[attr-defined]
                 txn,
                 txn.key_get(b"big").handle,
                 b"workers",  # type: ignore[attr-defined]

@@ -3,7 +3,7 @@ own all-or-nothing outcome; a durable commit's log record is flushed after LMDB'
 released, and a flush another writer already made is not repeated.
 
 White box where it must be: the batches are counted by the environment's combiner and the
-after-commit flushes by ``rstore.storage.log_flush.counters``, never by timing.
+after-commit flushes by ``rstore.storage.engine.log_flush.counters``, never by timing.
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ import pytest
 
 import rstore
 from rstore.commands.registry import Context, lookup
-from rstore.storage import layout, wal
+from rstore.storage.engine import wal
+from rstore.storage.engine.log_flush import LogFlusher, counters, read_word
 from rstore.storage.env import Env
-from rstore.storage.log_flush import LogFlusher, counters, read_word
+from rstore.storage.records import layout
 
 WAIT_S = 30.0
 

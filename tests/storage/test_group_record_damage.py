@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import rstore
-from rstore.storage import group_records, layout
+from rstore.storage.records import group_records, layout
 
 from .helpers import find, flip_bit, populate, stored_value
 

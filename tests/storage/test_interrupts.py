@@ -23,7 +23,7 @@ import pytest
 
 from rstore.errors import StorageError
 from rstore.storage.gate import Gate
-from rstore.storage.waiters import PollingWaiter
+from rstore.storage.waiting.waiters import PollingWaiter
 
 CHILD = r"""
 import faulthandler, os, random, signal, sys, threading, time
@@ -219,7 +219,7 @@ def test_an_interrupt_after_a_batch_committed_settles_every_write_of_it() -> Non
     other write of the batch is settled -- told it may or may not be stored, as it cannot
     know whether it is on disk -- and none is left waiting (a queued writer once waited
     forever: the interrupted batch dropped the writes already done)."""
-    from rstore.storage.combine import Combiner, Request
+    from rstore.storage.engine.combine import Combiner, Request
 
     queued = threading.Event()
     batches: list[list[Request]] = []

@@ -12,7 +12,7 @@ import signal
 import pytest
 
 import rstore
-from rstore.storage import pagecheck
+from rstore.storage.checks import pagecheck
 
 from .helpers import PAGE, copy_store, data_file, in_child, populate, write_page
 

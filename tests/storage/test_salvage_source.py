@@ -1,5 +1,5 @@
 """Which snapshot a salvage reads and which of the log's records it applies
-(rstore.storage.salvage): the rules on their own, then on stores."""
+(rstore.storage.checks.salvage): the rules on their own, then on stores."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 import rstore
-from rstore.storage import layout, wal_checkpoints
-from rstore.storage.salvage import LogRecords, open_source
+from rstore.storage.checks.salvage import LogRecords, open_source
+from rstore.storage.engine import wal_checkpoints
+from rstore.storage.records import layout
 
 
 def _log(checkpoint: int, txnids: list[int]) -> LogRecords:
@@ -66,8 +67,8 @@ def test_previous_applies_the_log_record_of_the_last_transaction(
 
 
 def test_the_logs_changes_are_merged_in_key_order_around_damage() -> None:
-    from rstore.storage.pagecheck import Problem
-    from rstore.storage.salvage import _merge
+    from rstore.storage.checks.pagecheck import Problem
+    from rstore.storage.checks.salvage import _merge
 
     lost = Problem("nodes", 9, "zeroed", b"m", b"p")
     tree = iter([(b"a", b"1"), (b"c", b"old"), lost, (b"q", b"2"), (b"z", b"3")])

@@ -1,4 +1,4 @@
-"""Runs of records sealed in one step (rstore.storage.sealed, what a restore writes): the C
+"""Runs of records sealed in one step (rstore.storage.records.sealed, what a restore writes): the C
 sealing (_sealed.c) gives the bytes of the Python reference, which is layout.seal per record,
 and a store restored through it reads back and passes its own check."""
 
@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import rstore
-from rstore.storage import layout, sealed
+from rstore.storage.records import layout, sealed
 
 needs_c = pytest.mark.skipif(not sealed.ENABLED, reason="the C accelerator is not built")
 

@@ -14,7 +14,8 @@ import pytest
 from store_formats import downgrade
 
 import rstore
-from rstore.storage import layout, wal_position
+from rstore.storage.engine import wal_position
+from rstore.storage.records import layout
 
 
 def _populate(path: Path) -> list[object]:

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 import pytest
 
 import rstore
-from rstore.storage import log_flush
-from rstore.storage.log_flush import LogFlusher
-from rstore.storage.notify import (
+from rstore.storage.engine import log_flush
+from rstore.storage.engine.log_flush import LogFlusher
+from rstore.storage.waiting.notify import (
     ALL,
     EARLY,
     FLAG_EARLY,
@@ -24,7 +24,7 @@ from rstore.storage.notify import (
     Notifier,
     slot_hash,
 )
-from rstore.storage.waiters import Waiter
+from rstore.storage.waiting.waiters import Waiter
 
 
 @pytest.fixture

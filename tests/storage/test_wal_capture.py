@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rstore.storage import wal_capture, wal_log
+from rstore.storage.engine import wal_capture, wal_log
 
 NAMES = (b"nodes", b"groups")
 keys = st.binary(min_size=1, max_size=3)

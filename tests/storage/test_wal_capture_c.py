@@ -1,5 +1,6 @@
-"""The C capture (rstore/storage/_capture.c) records what the Python reference
-(rstore.storage.wal_capture.LoggedTxn) records: the same random transactions, run through each
+"""The C capture (rstore/storage/engine/_capture.c) records what the Python reference
+(rstore.storage.engine.wal_capture.LoggedTxn) records: the same random transactions, run through
+each
 on its own LMDB environment, give the same encoded pieces (spills included), the same replies
 and the same databases; a change LMDB refuses leaves nothing recorded; the same calls are
 refused."""
@@ -17,10 +18,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rstore.storage import wal_capture, wal_log
+from rstore.storage.engine import wal_capture, wal_log
 
 try:
-    C: Any = importlib.import_module("rstore.storage._capture")
+    C: Any = importlib.import_module("rstore.storage.engine._capture")
 except ImportError:  # a pure-Python install
     C = None
 else:  # what wal_capture does when it uses it (it does not under RSTORE_NO_SPEEDUPS=1)

@@ -13,7 +13,7 @@ import pytest
 from log_files import log_chain, log_header
 
 import rstore
-from rstore.storage import wal, wal_checkpoints, wal_log
+from rstore.storage.engine import wal, wal_checkpoints, wal_log
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import pytest
 from log_files import log_header
 
 import rstore
-from rstore.storage import wal_checkpoints
+from rstore.storage.engine import wal_checkpoints
 
 
 def _checkpointers() -> list[threading.Thread]:

@@ -14,7 +14,7 @@ import pytest
 from log_files import log_header
 
 import rstore
-from rstore.storage import wal_log
+from rstore.storage.engine import wal_log
 
 
 def test_an_older_checkpoint_never_replaces_a_newer_one(

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rstore.storage import wal_log
-from rstore.storage.wal_log import Op, Position
+from rstore.storage.engine import wal_log
+from rstore.storage.engine.wal_log import Op, Position
 
 DBS = (b"nodes", b"streams", b"groups", b"keys")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import lmdb
 import pytest
 
-from rstore.storage import wal_meta
+from rstore.storage.engine import wal_meta
 
 
 def _contents(env: lmdb.Environment) -> list[tuple[bytes, bytes]]:

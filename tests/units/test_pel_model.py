@@ -1,5 +1,5 @@
 """The pending-entries indexes without a server: a group's PEL and each consumer's PEL (two
-indexes in LMDB, kept in step by rstore/storage/group_records.py) checked against a plain
+indexes in LMDB, kept in step by rstore/storage/records/group_records.py) checked against a plain
 Python model through random XADD / XREADGROUP / XACK / XCLAIM / XGROUP DELCONSUMER sequences,
 with the store closed and reopened between steps.  After every step XPENDING (summary,
 extended, per consumer) and XINFO CONSUMERS answer what the model holds, and Store.check()

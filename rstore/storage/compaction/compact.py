@@ -7,7 +7,7 @@ A store's file can only shrink by being replaced with such a copy, and other pro
 using the file they mapped, so a compaction needs the store to itself: it **refuses** while any
 other process has the store open (or **waits** for them, up to ``wait`` seconds); processes
 that open the store while it runs wait until it is done
-(:mod:`~rstore.storage.compaction.exclusive`).  Online compaction is not possible: LMDB has no
+(:mod:`~rstore.storage.engine.exclusive`).  Online compaction is not possible: LMDB has no
 way to move the live pages of a file that others have mapped.
 
 For each store directory (database 0, then each ``db<N>`` that exists), all held at once:
@@ -27,7 +27,7 @@ For each store directory (database 0, then each ``db<N>`` that exists), all held
    opener gets in.  Closing it drops the hold.
 
 A SIGKILL or a power loss at any point leaves the old store or the new one, never a mix
-(``rstore.storage.faults`` names each step's crash point; ``tests/processes/test_compact*``).
+(``rstore.storage.engine.faults`` names each step's crash point; ``tests/processes/test_compact*``).
 """
 
 from __future__ import annotations
@@ -41,10 +41,11 @@ import lmdb
 
 from rstore.errors import StorageError, StoreInUseError
 from rstore.model import DATABASES
-from rstore.storage import opening, registry, wal, wal_log
-from rstore.storage.compaction import compact_copy, compact_intent, exclusive
+from rstore.storage import opening, registry
+from rstore.storage.compaction import compact_copy, compact_intent
+from rstore.storage.engine import exclusive, wal, wal_log
+from rstore.storage.engine.faults import crash_point
 from rstore.storage.failures import translate, translate_os
-from rstore.storage.faults import crash_point
 
 __all__ = ["CompactReport", "CompactedDatabase", "compact_store"]
 

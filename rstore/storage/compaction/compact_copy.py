@@ -33,10 +33,13 @@ from typing import Any
 import lmdb
 
 from rstore.errors import StorageError
-from rstore.storage import layout, opening, pagecheck, wal, wal_log, wal_meta, wal_position
+from rstore.storage import opening
+from rstore.storage.checks import pagecheck
 from rstore.storage.compaction import compact_intent
-from rstore.storage.faults import crash_point
-from rstore.storage.wal_log import Position
+from rstore.storage.engine import wal, wal_log, wal_meta, wal_position
+from rstore.storage.engine.faults import crash_point
+from rstore.storage.engine.wal_log import Position
+from rstore.storage.records import layout
 
 __all__ = ["Copied", "live_pages", "open_source", "write_copy"]
 

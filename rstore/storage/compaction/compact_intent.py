@@ -32,11 +32,11 @@ import struct
 import zlib
 from contextlib import suppress
 
-from rstore.storage import wal_log, wal_meta
+from rstore.storage.engine import wal_log, wal_meta
+from rstore.storage.engine.faults import crash_point
+from rstore.storage.engine.wal_log import Position, boot_id
 from rstore.storage.failures import translate_os
-from rstore.storage.faults import crash_point
 from rstore.storage.opening import DATA_FILE
-from rstore.storage.wal_log import Position, boot_id
 
 __all__ = [
     "COPY_FILE", "INTENT_FILE", "Intent", "complete", "finish_interrupted", "read_intent",

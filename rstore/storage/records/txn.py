@@ -1,0 +1,491 @@
+"""Typed access to one LMDB transaction: records, keyspace, stream metadata and nodes.
+
+Everything rstore stores goes through this class; the LMDB transaction itself stays private.
+
+* **Records.**  :meth:`Txn.get`, :meth:`Txn.put`, :meth:`Txn.items` ... take a sub-database
+  name (``layout.DB_*``) and handle the checksum of format 2 (:func:`layout.seal`): every value
+  read is verified against its key, and a mismatch raises
+  :class:`~rstore.errors.CorruptStoreError` naming the sub-database and the stream.  A format 1
+  store (no checksums, read-only) is decoded defensively instead: malformed bytes raise the same
+  error, never a bare ``struct.error``.
+* **One copy per read.**  LMDB hands out views into its map (``buffers=True``); a value is
+  verified in place and copied once.  Views leave only through :meth:`Txn.cursor`, to
+  ``storage/records/bulk_read.py`` (they are valid only in the txn).
+* **Write caching.**  Write transactions cache what they change and write it back once, at
+  :meth:`Txn.flush` (just before commit): stream metadata is read once per transaction and
+  written back if marked dirty; nodes obtained with :meth:`Txn.node_for_update` are
+  ``bytearray`` copies kept until flush (:class:`Carry` hands them on), and every iteration over
+  nodes first writes the dirty ones back, so LMDB is the single truth that cursors see.  That
+  makes a pipeline of 1000 XADDs touch the tail node 1000 times in memory but write it once.
+* Keyspace changes are written through at once (they are rare and SCAN iterates them).
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+from rstore.codec.node_validate import validate_node
+from rstore.errors import CorruptDataError, CorruptStoreError
+from rstore.model import ID
+from rstore.storage.checks import pagecheck
+from rstore.storage.records import layout, txn_errors
+from rstore.storage.records.carry import Carry
+from rstore.storage.records.cursors import seek_node
+from rstore.storage.records.layout import KeyRecord, StoreConfig, StreamMeta
+
+__all__ = ["Carry", "Txn"]
+
+T = TypeVar("T")
+
+_MAX_DIRTY_NODES = 64
+_CARRY_LIMIT = 4096  # records carried from one write transaction to the next, at most
+_DECODE_ERRORS = (struct.error, ValueError, IndexError, KeyError, CorruptDataError)
+
+
+class Txn:
+    """One LMDB transaction with rstore's record types."""
+
+    __slots__ = (
+        "_clean_nodes",
+        "_config",
+        "_dbs",
+        "_dirty_meta",
+        "_dirty_nodes",
+        "_keys",
+        "_meta",
+        "_names",
+        "_path",
+        "_raw",
+        "sealed",
+        "write",
+        "wrote",
+    )
+
+    def __init__(
+        self, raw: Any, dbs: dict[bytes, Any], *, write: bool, sealed: bool = True, path: str = ""
+    ) -> None:
+        self._raw = raw
+        self._dbs = dbs
+        self.write = write
+        self.wrote = False  # certainly changed a page (a put, a delete that found its key, ...)
+        self.sealed = sealed  # format 2: values carry checksums
+        self._path = path  # the data file, for error messages
+        self._config: StoreConfig | None = None
+        self._keys: dict[bytes, KeyRecord | None] = {}
+        self._names: dict[int, bytes] = {}  # stream handle -> key name, as far as seen
+        self._meta: dict[int, StreamMeta] = {}
+        self._dirty_meta: set[int] = set()
+        self._dirty_nodes: dict[bytes, bytearray] = {}
+        self._clean_nodes: dict[bytes, bytes] = {}  # nodes read by node_get, unchanged
+
+    def adopt(self, carry: Carry) -> None:
+        """Start from what the previous write transaction of this process left (see Carry)."""
+        self._keys = carry.keys
+        self._meta = carry.meta
+        self._config = carry.config
+        self._clean_nodes = carry.nodes
+        self._names = carry.names
+
+    def put_sealed(self, db: bytes, items: list[tuple[bytes, bytes]]) -> None:
+        """Put records whose values are sealed already (:mod:`rstore.storage.records.sealed`), in
+        key order, in one call."""
+        self.wrote = True
+        self._raw.cursor(db=self._dbs[db]).putmulti(items)
+
+    @property
+    def holds_nodes(self) -> bool:
+        """Whether nodes read or written in this transaction are held in its cache (a write
+        of nodes must then go through :meth:`nodes_write`)."""
+        return bool(self._dirty_nodes or self._clean_nodes)
+
+    def corrupt(self, db: bytes, key: bytes, what: str) -> CorruptStoreError:
+        """The error for a damaged record of ``db`` at ``key``, naming its stream if known."""
+        return txn_errors.corrupt(self, self._names, self._path, db, key, what)
+
+    def inconsistent(self, db: bytes, what: str, stream: bytes | None = None) -> CorruptStoreError:
+        """The error for records that disagree, each sound on its own (see txn_errors)."""
+        return txn_errors.inconsistent(self._path, db, what, stream)
+
+    def carry(self, txnid: int) -> Carry | None:
+        """After a successful commit of transaction ``txnid``: its records, for the next."""
+        if len(self._keys) + len(self._meta) + len(self._clean_nodes) > _CARRY_LIMIT:
+            return None
+        return Carry(txnid, self._keys, self._meta, self._config, self._clean_nodes, self._names)
+
+    @property
+    def id(self) -> int:
+        """LMDB's transaction id (the snapshot a read transaction sees)."""
+        return int(self._raw.id())
+
+    # ------------------------------------------------------------------ damaged data
+
+    def stream_name(self, handle: int) -> bytes | None:
+        """The key name of the stream ``handle``, when this transaction has seen it."""
+        return self._names.get(handle)
+
+    def decode(self, db: bytes, key: bytes, fn: Callable[[bytes], T], payload: bytes) -> T:
+        """``fn(payload)``; malformed bytes raise :class:`CorruptStoreError`, never a bare
+        ``struct.error`` (only possible in format 1, which has no checksums)."""
+        try:
+            return fn(payload)
+        except _DECODE_ERRORS as exc:
+            raise self.corrupt(db, key, f"malformed record ({exc})") from exc
+
+    def _open(self, db: bytes, key: bytes, value: bytes | memoryview) -> bytes:
+        if not self.sealed:
+            return bytes(value)
+        payload = layout.unseal(key, value)
+        if payload is None:
+            raise self.corrupt(db, key, "checksum mismatch: the record is damaged")
+        return payload
+
+    # ------------------------------------------------------------------ records
+
+    def get(self, db: bytes, key: bytes) -> bytes | None:
+        """The record of ``db`` at ``key`` (checksum verified), or ``None``."""
+        value = self._raw.get(key, db=self._dbs[db])
+        return None if value is None else self._open(db, key, value)
+
+    def put(self, db: bytes, key: bytes, payload: bytes | bytearray) -> None:
+        """Store ``payload`` at ``key`` (sealed with its checksum)."""
+        self.wrote = True
+        self._raw.put(key, layout.seal(key, payload) if self.sealed else payload, db=self._dbs[db])
+
+    def delete(self, db: bytes, key: bytes) -> bool:
+        """Remove the record at ``key``; whether it existed."""
+        found = bool(self._raw.delete(key, db=self._dbs[db]))
+        self.wrote = self.wrote or found
+        return found
+
+    def pop(self, db: bytes, key: bytes) -> bytes | None:
+        """Remove and return the record at ``key`` (checksum verified), or ``None``."""
+        payload = self.get(db, key)  # copied before the delete frees its page
+        if payload is not None:
+            self.wrote = bool(self._raw.delete(key, db=self._dbs[db])) or self.wrote
+        return payload
+
+    def count(self, db: bytes) -> int:
+        """How many records ``db`` holds."""
+        return int(self._raw.stat(self._dbs[db])["entries"])
+
+    def items(
+        self, db: bytes, prefix: bytes, start: bytes | None = None, end: bytes | None = None
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """``(key, payload)`` of ``db`` whose key starts with ``prefix``, in key order, from
+        ``start`` (default: the prefix itself) up to ``end`` inclusive (default: no bound).
+
+        Do not change ``db`` while iterating: collect first, then write.
+        """
+        cur = self._raw.cursor(db=self._dbs[db])
+        if not cur.set_range(start if start is not None else prefix):
+            return
+        n = len(prefix)
+        for view, value in cur.iternext():
+            key = bytes(view)
+            if key[:n] != prefix or (end is not None and key > end):
+                return
+            yield key, self._open(db, key, value)
+
+    def last_item(self, db: bytes, prefix: bytes) -> tuple[bytes, bytes] | None:
+        """The record with the greatest key starting with ``prefix`` (a fixed-size prefix whose
+        successor is ``prefix`` + 1), or ``None``."""
+        cur = self._raw.cursor(db=self._dbs[db])
+        after = (int.from_bytes(prefix, "big") + 1).to_bytes(len(prefix), "big")
+        ok = cur.prev() if cur.set_range(after) else cur.last()
+        if not ok or cur.key()[: len(prefix)] != prefix:
+            return None
+        key = bytes(cur.key())
+        return key, self._open(db, key, cur.value())
+
+    def scan_records(self, db: bytes) -> Iterator[tuple[bytes, bytes | None]]:
+        """Every record of ``db`` as ``(key, payload)``, the payload ``None`` when its checksum
+        does not match (for checks, which report damage instead of stopping at it)."""
+        cur = self._raw.cursor(db=self._dbs[db])
+        if not cur.first():
+            return
+        for view, value in cur.iternext():
+            key = bytes(view)
+            yield key, (layout.unseal(key, value) if self.sealed else bytes(value))
+
+    def walk_structure(self) -> pagecheck.Report:
+        """LMDB's trees of this transaction's snapshot, walked from the file (the snapshot is
+        pinned while this transaction is open)."""
+        return pagecheck.verify(self._path, self.id)
+
+    def delete_prefix(self, db: bytes, prefix: bytes) -> None:
+        """Delete every record of ``db`` whose key starts with ``prefix``."""
+        cur = self._raw.cursor(db=self._dbs[db])
+        if not cur.set_range(prefix):
+            return
+        while cur.key()[: len(prefix)] == prefix:
+            if not cur.delete():
+                break
+            self.wrote = True
+
+    def drop_all_data(self) -> None:
+        """Empty every data sub-database (FLUSHALL); format, config and handles stay."""
+        self._dirty_nodes.clear()
+        self._clean_nodes.clear()
+        self._dirty_meta.clear()
+        self._meta.clear()
+        self._keys.clear()
+        self._names.clear()
+        self.wrote = True
+        for db in layout.DATA_DBS:
+            self._raw.drop(self._dbs[db], delete=False)
+
+    # ------------------------------------------------------------------ config / handles
+
+    def config(self) -> StoreConfig:
+        if self._config is None:
+            raw = self.get(layout.DB_META, layout.META_CONFIG)
+            self._config = (
+                StoreConfig()
+                if raw is None
+                else self.decode(layout.DB_META, layout.META_CONFIG, StoreConfig.unpack, raw)
+            )
+        return self._config
+
+    def set_config(self, config: StoreConfig) -> None:
+        self.put(layout.DB_META, layout.META_CONFIG, config.pack())
+        self._config = config
+
+    def new_handle(self) -> int:
+        raw = self.get(layout.DB_META, layout.META_NEXT_HANDLE)
+        handle = (
+            1
+            if raw is None
+            else self.decode(layout.DB_META, layout.META_NEXT_HANDLE, layout.unpack_u64, raw)
+        )
+        self.put(layout.DB_META, layout.META_NEXT_HANDLE, layout.pack_u64(handle + 1))
+        return handle
+
+    # ------------------------------------------------------------------ keyspace
+
+    def key_get(self, name: bytes) -> KeyRecord | None:
+        """The record of key ``name``, or ``None`` when it does not exist."""
+        try:
+            return self._keys[name]
+        except KeyError:
+            pass
+        key = layout.key_db_key(name)
+        value = self.get(layout.DB_KEYS, key)
+        rec = None
+        if value is not None and self.decode(
+            layout.DB_KEYS, key, lambda v: layout.long_name_matches(v, name), value
+        ):
+            rec = self.decode(layout.DB_KEYS, key, layout.unpack_key_record, value)
+            self._names[rec.handle] = name
+        self._keys[name] = rec
+        return rec
+
+    def key_put(self, name: bytes, rec: KeyRecord) -> None:
+        self.put(layout.DB_KEYS, layout.key_db_key(name), layout.pack_key_record(name, rec))
+        self._keys[name] = rec
+        self._names[rec.handle] = name
+
+    def key_delete(self, name: bytes) -> None:
+        self.delete(layout.DB_KEYS, layout.key_db_key(name))
+        self._keys[name] = None
+
+    def key_count(self) -> int:
+        return self.count(layout.DB_KEYS)
+
+    def iter_keys(self, start_hash: int = 0) -> Iterator[tuple[int, bytes, KeyRecord]]:
+        """``(hash, name, record)`` in hash order, from the first key whose hash >= start_hash."""
+        db = layout.DB_KEYS
+        for key, value in self.items(db, b"", layout.pack_u64(start_hash)):
+            name = self.decode(db, key, functools.partial(layout.name_from_key_entry, key), value)
+            rec = self.decode(db, key, layout.unpack_key_record, value)
+            self._names[rec.handle] = name
+            yield layout.unpack_u64(key[:8]), name, rec
+
+    # ------------------------------------------------------------------ stream metadata
+
+    def stream_get(self, handle: int) -> StreamMeta:
+        meta = self._meta.get(handle)
+        if meta is None:
+            key = layout.pack_u64(handle)
+            raw = self.get(layout.DB_STREAMS, key)
+            meta = (
+                StreamMeta()
+                if raw is None
+                else self.decode(layout.DB_STREAMS, key, StreamMeta.unpack, raw)
+            )
+            self._meta[handle] = meta
+        return meta
+
+    def stream_put(self, handle: int, meta: StreamMeta) -> None:
+        """Mark ``meta`` (possibly a new object) as the stream's state; written at flush."""
+        self._meta[handle] = meta
+        self._dirty_meta.add(handle)
+
+    def stream_delete(self, handle: int) -> None:
+        """Remove the stream's metadata and every node (groups: see the groups module)."""
+        self._meta.pop(handle, None)
+        self._dirty_meta.discard(handle)
+        prefix = layout.pack_u64(handle)
+        for cache in (self._dirty_nodes, self._clean_nodes):
+            for key in [k for k in cache if k.startswith(prefix)]:
+                del cache[key]
+        self.delete(layout.DB_STREAMS, prefix)
+        self.delete_prefix(layout.DB_NODES, prefix)
+
+    # ------------------------------------------------------------------ nodes
+
+    def _node_payload(self, key: bytes, value: bytes | memoryview) -> bytes:
+        """A stored node's listpack, verified (format 2) or deep-checked (format 1)."""
+        node = self._open(layout.DB_NODES, key, value)
+        if not self.sealed:
+            try:
+                validate_node(node, layout.node_key_id(key), deep=True)
+            except CorruptDataError as exc:
+                raise self.corrupt(layout.DB_NODES, key, f"malformed node ({exc})") from exc
+        return node
+
+    def node_get(self, handle: int, master_id: ID) -> bytes | bytearray | None:
+        """A node's listpack (read only), or ``None``."""
+        key = layout.node_key(handle, master_id)
+        node = self._dirty_nodes.get(key)
+        if node is not None:
+            return node
+        clean = self._clean_nodes.get(key)
+        if clean is None:
+            value = self._raw.get(key, db=self._dbs[layout.DB_NODES])
+            if value is None:
+                return None
+            clean = self._clean_nodes[key] = self._node_payload(key, value)
+        return clean
+
+    def node_for_update(self, handle: int, master_id: ID) -> bytearray | None:
+        """A mutable copy of a node; changes to it are written back at flush."""
+        key = layout.node_key(handle, master_id)
+        node = self._dirty_nodes.get(key)
+        if node is None:
+            value = self._clean_nodes.pop(key, None)
+            if value is None:
+                raw = self._raw.get(key, db=self._dbs[layout.DB_NODES])
+                if raw is None:
+                    return None
+                value = self._node_payload(key, raw)
+            node = bytearray(value)
+            self._track(key, node)
+        return node
+
+    def node_put(self, handle: int, master_id: ID, node: bytearray) -> None:
+        """Store a (new or replaced) node; written back at flush."""
+        self._track(layout.node_key(handle, master_id), node)
+
+    def node_write(self, handle: int, master_id: ID, node: bytes | bytearray) -> None:
+        """Store a node now, keeping no copy of it (bulk loads: memory stays bounded by what
+        the caller holds, not by what the transaction wrote)."""
+        key = layout.node_key(handle, master_id)
+        self._dirty_nodes.pop(key, None)
+        self._clean_nodes.pop(key, None)
+        self.put(layout.DB_NODES, key, node)
+
+    def _track(self, key: bytes, node: bytearray) -> None:
+        self._clean_nodes.pop(key, None)
+        if len(self._dirty_nodes) >= _MAX_DIRTY_NODES and key not in self._dirty_nodes:
+            self._flush_nodes()
+        self._dirty_nodes[key] = node
+
+    def node_delete(self, handle: int, master_id: ID) -> None:
+        key = layout.node_key(handle, master_id)
+        self._dirty_nodes.pop(key, None)
+        self._clean_nodes.pop(key, None)
+        self.delete(layout.DB_NODES, key)
+
+    def iter_nodes(
+        self, handle: int, from_id: ID = (0, 0), *, reverse: bool = False
+    ) -> Iterator[tuple[ID, bytes]]:
+        """Nodes of a stream as ``(master_id, listpack)``.
+
+        Forward: starts at the node that may hold ``from_id`` (the last node whose master ID is
+        <= ``from_id``, or else the first node), in ascending order.  Reverse: starts at the last
+        node whose master ID is <= ``from_id``, descending.
+        """
+        prefix = layout.pack_u64(handle)
+        cur = self.cursor(layout.DB_NODES)
+        if not seek_node(cur, prefix, layout.node_key(handle, from_id), reverse=reverse):
+            return
+        step = cur.prev if reverse else cur.next
+        while True:
+            key = bytes(cur.key())
+            if key[:8] != prefix:
+                return
+            yield layout.node_key_id(key), self._node_payload(key, cur.value())
+            if not step():
+                return
+
+    def cursor(self, db: bytes) -> Any:
+        """An LMDB cursor on ``db`` for storage's bulk readers (``bulk_read``): views valid in
+        this transaction only, values as stored (sealed in format 2).  Nodes cached first."""
+        self._flush_nodes()
+        return self._raw.cursor(db=self._dbs[db])
+
+    def node_ids(self, handle: int) -> list[ID]:
+        """Every master ID of the stream, ascending (keys only)."""
+        self._flush_nodes()
+        prefix = layout.pack_u64(handle)
+        cur = self._raw.cursor(db=self._dbs[layout.DB_NODES])
+        out: list[ID] = []
+        if not cur.set_range(prefix):
+            return out
+        for key in cur.iternext(values=False):
+            if key[:8] != prefix:
+                break
+            out.append(layout.node_key_id(bytes(key)))
+        return out
+
+    def last_node_before(self, handle: int, master_id: ID) -> ID | None:
+        """The master ID of the last node strictly before ``master_id``, or ``None``."""
+        self._flush_nodes()
+        prefix = layout.pack_u64(handle)
+        cur = self._raw.cursor(db=self._dbs[layout.DB_NODES])
+        if cur.set_range(layout.node_key(handle, master_id)):
+            ok = cur.prev()
+        else:
+            ok = cur.last()
+        if not ok or cur.key()[:8] != prefix:
+            return None
+        return layout.node_key_id(bytes(cur.key()))
+
+    # ------------------------------------------------------------------ flush
+
+    def _flush_nodes(self) -> None:
+        if self._dirty_nodes:
+            put = self.put
+            db = layout.DB_NODES
+            clean = self._clean_nodes
+            for key, node in self._dirty_nodes.items():
+                put(db, key, node)
+                clean[key] = bytes(node)
+            self._dirty_nodes.clear()
+
+    def flush(self) -> None:
+        """Write every cached change back to LMDB (before commit)."""
+        self._flush_nodes()
+        if self._dirty_meta:
+            for handle in self._dirty_meta:
+                self.put(layout.DB_STREAMS, layout.pack_u64(handle), self._meta[handle].pack())
+            self._dirty_meta.clear()
+
+    def put_many(self, db: bytes, items: list[tuple[bytes, bytes]]) -> None:
+        """:meth:`put` of each ``(key, payload)`` in one call to LMDB, sealed one at a time."""
+        if items:
+            self.wrote = True
+            seal = layout.seal
+            sealed = ((k, seal(k, v)) for k, v in items) if self.sealed else iter(items)
+            self._raw.cursor(db=self._dbs[db]).putmulti(sealed)
+
+    def nodes_write(self, handle: int, nodes: list[tuple[ID, bytes]]) -> None:
+        """:meth:`node_write` of each ``(master_id, listpack)`` of ``nodes``, in one call."""
+        items = [(layout.node_key(handle, mid), node) for mid, node in nodes]
+        for key, _ in items if self._dirty_nodes or self._clean_nodes else ():
+            self._dirty_nodes.pop(key, None)
+            self._clean_nodes.pop(key, None)
+        self.put_many(layout.DB_NODES, items)
