@@ -139,7 +139,7 @@ def test_killed_during_recovery_then_recovered_again(
     with rstore.Store(path) as s:
         acknowledged = [s.xadd("k", {"i": i}).decode() for i in range(40)]
     boot = _new_boot(monkeypatch)
-    script = "import sys, rstore\nfrom rstore.storage import faults\n"
+    script = "import sys, rstore\nfrom rstore.storage.engine import faults\n"
     script += f"faults.arm({point!r})\nrstore.Store(sys.argv[1])\n"
     done = subprocess.run(
         [sys.executable, "-c", script, path], check=False, capture_output=True, text=True,
