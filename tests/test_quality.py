@@ -67,7 +67,6 @@ _LONG_FUNCTIONS = {
     "cli/serve.py:serve_command": 108,
     "cli/snapshots.py:restore_command": 91,
     "rstore/codec/lzf.py:py_compress": 85,
-    "rstore/replay/engine.py:run_replay": 188,
     "rstore/snapshot/restore_all.py:restore_all": 83,
 }
 
