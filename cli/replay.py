@@ -10,9 +10,10 @@ import contextlib
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import partial
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import click
 
@@ -132,7 +133,7 @@ def _store_total(store: rstore.Store, keys: list[bytes] | None, low: ID, high: I
 
 def _check_conflicts(
     first_of: Callable[..., Iterator[Any]],
-    streams: list[bytes],
+    streams: Sequence[bytes],
     low: ID,
     high: ID,
     sink: Any,
@@ -238,36 +239,7 @@ def _run(
 @json_option
 @unescape_option
 @pass_opener
-def replay_command(
-    opener: StoreOpener,
-    streams: tuple[str, ...],
-    dump_file: str | None,
-    db: int | None,
-    jsonl: str | None,
-    from_url: str | None,
-    to_stream: str | None,
-    prefix: str | None,
-    to_store: str | None,
-    to_url: str | None,
-    fmt: str | None,
-    start: str,
-    end: str,
-    count: int | None,
-    where: tuple[str, ...],
-    new_ids: bool,
-    on_conflict: str,
-    speed: str | None,
-    max_gap: str | None,
-    rate: str | None,
-    top_speed: bool,
-    bookmark: str | None,
-    dry_run: bool,
-    follow: bool,
-    with_groups: bool,
-    progress: bool | None,
-    as_json: bool,
-    unescape: bool,
-) -> None:
+def replay_command(opener: StoreOpener, /, **given: Any) -> None:
     """Replay the entries of the selected streams, in ID order, into a target: stdout (JSON
     lines by default), another stream of this store (--to-stream, --prefix), another store
     (--to-store) or a Redis/Valkey server (--to-url).  The source is this store unless
@@ -290,120 +262,34 @@ def replay_command(
       rstore replay --from-dump dump.rdb --to-store ./copy --bookmark copy1
       rstore export | rstore replay --from-jsonl - --rate 100/s
     """
-    sources = [x for x in (dump_file, jsonl, from_url) if x is not None]
-    if len(sources) > 1:
-        raise click.UsageError("give one of --from-dump, --from-jsonl, --from-url")
-    if db is not None and dump_file is None:
-        if jsonl is not None or from_url is not None:
-            raise click.UsageError("--db is the database of the dump or of this store")
-        opener = opener.with_db(db)  # replay's own --db: this store's database
-    if to_store is not None and to_url is not None:
-        raise click.UsageError("give one of --to-store and --to-url")
-    if to_stream is not None and prefix is not None:
-        raise click.UsageError("give one of --to-stream and --prefix")
-    if fmt is not None and (to_store or to_url or to_stream or prefix):
-        raise click.UsageError("--format is for stdout")
-    if follow and (sources or end != "+" or count is not None or dry_run):
-        raise click.UsageError("--follow reads this store to its end: no --from-*, --end, "
-                               "--count or --dry-run")  # fmt: skip
-    if with_groups and (jsonl or from_url or follow or dry_run or not (to_store or to_url)):
-        raise click.UsageError("--with-groups copies from this store or a dump into --to-store or "
-                               "--to-url, without --follow or --dry-run")  # fmt: skip
-    keys = [to_bytes(s, unescape, "STREAM") for s in streams] or None
-    low = _bound(start, is_end=False, param="--start")
-    high = _bound(end, is_end=True, param="--end")
-    target: Callable[[bytes], bytes] | None = None
-    if to_stream is not None:
-        name = to_bytes(to_stream, unescape, "--to-stream")
-        target = lambda _s: name  # noqa: E731
-    elif prefix is not None:
-        head = to_bytes(prefix, unescape, "--prefix")
-        target = lambda s: head + s  # noqa: E731
-    options: dict[str, Any] = {
-        "pacer": _pacer(speed, max_gap, rate, top_speed),
-        "as_json": as_json,
-        "progress": progress,
-        "dry_run": dry_run,
-        "bookmark": bookmark,
-        "target": target,
-        "where": [to_bytes(w, unescape, "--where") for w in where],
-        "count": count,
-        "new_ids": new_ids,
-        "on_conflict": on_conflict,
-    }
-    try:
-        rstore.field_filter(options["where"])
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--where") from None
+    args = _ReplayArgs(**given)  # click passes the options by name
+    opener = _checked(args, opener)
+    keys = [to_bytes(s, args.unescape, "STREAM") for s in args.streams] or None
+    low = _bound(args.start, is_end=False, param="--start")
+    high = _bound(args.end, is_end=True, param="--end")
+    target = _target(args)
+    options = _engine_options(args, target)
     # into a store with the IDs kept, whole nodes are copied unchanged where the engine can
-    whole_nodes = (to_store is not None or target is not None) and not new_ids
+    whole_nodes = (args.to_store is not None or target is not None) and not args.new_ids
     with contextlib.ExitStack() as stack:
         stack.enter_context(_conflicts_explained("--on-conflict skip or new-id, or --new-ids"))
-        total: int | None = None
-        source_store: rstore.Store | None = None
-        first_of: Callable[..., Iterator[Any]] | None = None  # a source that can look ahead
-        selected: list[bytes] = []
-        if dump_file is not None:
-            with file_errors(dump_file, "read"):  # read once: checked whole before anything
-                index = rstore.index_rdb(dump_file)
-            read_rdb = rstore.runs_from_rdb if whole_nodes else rstore.entries_from_rdb
-            entries: Any = read_rdb(dump_file, keys, low, high, db=db or 0, index=index)
-            of_db = [s for s in index if s.db == (db or 0)]
-            chosen = set(rstore.select_streams([s.key for s in of_db], keys))
-            first_of = partial(rstore.entries_from_rdb, dump_file, db=db or 0, index=index)
-            selected = sorted(chosen)
-            total = sum(s.state.length for s in of_db if s.key in chosen)
-        elif jsonl is not None:
-            name_shown = "stdin" if jsonl == "-" else show_path(jsonl)
-            total = _jsonl_total(jsonl, progress)
-            jsonl_file = stack.enter_context(_jsonl_file(jsonl))
-            entries = rstore.entries_from_jsonl(jsonl_file, keys, low, high, name=name_shown)
-        elif from_url is not None:
-            entries = rstore.entries_from_url(from_url, keys, low, high)
-        else:
-            source_store = stack.enter_context(opener.open(create=False))
-            shown = progress if progress is not None else sys.stderr.isatty()
-            total = _store_total(source_store, keys, low, high) if shown and not follow else None
-            if follow:
-                entries = rstore.follow_store(source_store, keys, low)
-            else:
-                read = rstore.runs_from_store if whole_nodes else rstore.entries_from_store
-                entries = read(source_store, keys, low, high)
-                first_of = partial(rstore.entries_from_store, source_store)
-                selected = source_store.view(lambda view: rstore.select_streams(view.keys(), keys))
-        to_stdout = False
-        if to_url is not None:
-            sink: Any = rstore.UrlSink(to_url)
-            stack.callback(sink.close)
-            target_text = sink.shown
-        elif to_store is not None:
-            opener.note_deprecated()
-            sink = rstore.StoreSink(stack.enter_context(rstore.Store(to_store)))
-            target_text = show_path(to_store)
-        elif target is not None:
-            if source_store is None:
-                source_store = stack.enter_context(opener.open(create=True))
-            sink = rstore.StoreSink(source_store)
-            target_text = "this store"
-        else:
-            sink = rstore.LinesSink(sys.stdout.buffer, line_format(fmt))
-            target_text = "stdout"
-            to_stdout = True
-        if options["count"] is not None and total is not None:
-            total = min(total, options["count"])
-        if jsonl is not None and keys is None and (low, high) == ((0, 0), _MAX_ID):
-            entries = _jsonl_source(jsonl_file, name_shown, sink, whole_nodes)
-        groups = None
-        if with_groups:  # read before the replay: the groups as they were when it started
-            groups = (
-                rstore.groups_of_rdb(dump_file, keys, db=db or 0)
-                if dump_file is not None
-                else rstore.groups_of_store(source_store, keys)  # type: ignore[arg-type]
-            )
-        if bookmark is not None and not sink.transactional:  # a file of the user's
-            stack.enter_context(file_errors(bookmark, "write"))
-        if first_of is not None and on_conflict == "fail" and not (new_ids or where or dry_run):
-            _check_conflicts(first_of, selected, low, high, sink, options)
+        source = _open_source(args, opener, stack, (keys, low, high), whole_nodes)
+        sink, target_text, to_stdout = _open_sink(args, opener, stack, source.store, target)
+        total = source.total
+        if args.count is not None and total is not None:
+            total = min(total, args.count)
+        entries = source.entries
+        if source.jsonl is not None and keys is None and (low, high) == ((0, 0), _MAX_ID):
+            entries = _jsonl_source(*source.jsonl, sink, whole_nodes)
+        # read before the replay: the groups as they were when it started
+        groups = _groups_of_source(args, keys, source.store) if args.with_groups else None
+        if args.bookmark is not None and not sink.transactional:  # a file of the user's
+            stack.enter_context(file_errors(args.bookmark, "write"))
+        check_first = args.on_conflict == "fail" and not (
+            args.new_ids or args.where or args.dry_run
+        )
+        if source.first_of is not None and check_first:
+            _check_conflicts(source.first_of, source.selected, low, high, sink, options)
         delivered = _run(
             entries,
             sink,
@@ -414,16 +300,219 @@ def replay_command(
             to_stdout=to_stdout,
         )
         if groups is not None and delivered:
-            execute = sink.store.execute if to_url is None else sink.client.execute_command
-            # a rerun with a bookmark resumes: the groups its first run copied are updated
-            existing = "fail" if bookmark is None else "update"
-            copied = rstore.copy_groups(groups, execute, target=target, existing=existing)
-            if not as_json:
-                click.echo(
-                    f"copied {counted(copied.groups, 'group')}, "
-                    f"{counted(copied.consumers, 'consumer')}, "
-                    f"{counted(copied.pending, 'pending entry', 'pending entries')}"
-                )
+            _copy_groups(groups, sink, args, target)
+
+
+@dataclass(frozen=True)
+class _ReplayArgs:
+    """``rstore replay``'s command line as click parsed it (its parameters' names)."""
+
+    streams: tuple[str, ...]
+    dump_file: str | None
+    db: int | None
+    jsonl: str | None
+    from_url: str | None
+    to_stream: str | None
+    prefix: str | None
+    to_store: str | None
+    to_url: str | None
+    fmt: str | None
+    start: str
+    end: str
+    count: int | None
+    where: tuple[str, ...]
+    new_ids: bool
+    on_conflict: str
+    speed: str | None
+    max_gap: str | None
+    rate: str | None
+    top_speed: bool
+    bookmark: str | None
+    dry_run: bool
+    follow: bool
+    with_groups: bool
+    progress: bool | None
+    as_json: bool
+    unescape: bool
+
+
+def _checked(args: _ReplayArgs, opener: StoreOpener) -> StoreOpener:
+    """Refuse options that do not go together (a usage error); the opener of this store, on
+    the database replay's own --db names when it is not the dump's."""
+    sources = [x for x in (args.dump_file, args.jsonl, args.from_url) if x is not None]
+    if len(sources) > 1:
+        raise click.UsageError("give one of --from-dump, --from-jsonl, --from-url")
+    if args.db is not None and args.dump_file is None:
+        if args.jsonl is not None or args.from_url is not None:
+            raise click.UsageError("--db is the database of the dump or of this store")
+        opener = opener.with_db(args.db)  # replay's own --db: this store's database
+    if args.to_store is not None and args.to_url is not None:
+        raise click.UsageError("give one of --to-store and --to-url")
+    if args.to_stream is not None and args.prefix is not None:
+        raise click.UsageError("give one of --to-stream and --prefix")
+    if args.fmt is not None and (args.to_store or args.to_url or args.to_stream or args.prefix):
+        raise click.UsageError("--format is for stdout")
+    if args.follow and (sources or args.end != "+" or args.count is not None or args.dry_run):
+        raise click.UsageError("--follow reads this store to its end: no --from-*, --end, "
+                               "--count or --dry-run")  # fmt: skip
+    into_target = args.to_store or args.to_url
+    if args.with_groups and (
+        args.jsonl or args.from_url or args.follow or args.dry_run or not into_target
+    ):
+        raise click.UsageError("--with-groups copies from this store or a dump into --to-store or "
+                               "--to-url, without --follow or --dry-run")  # fmt: skip
+    return opener
+
+
+def _target(args: _ReplayArgs) -> Callable[[bytes], bytes] | None:
+    """The target stream of each source stream (--to-stream, --prefix); ``None``: its name."""
+    if args.to_stream is not None:
+        name = to_bytes(args.to_stream, args.unescape, "--to-stream")
+        return lambda _s: name
+    if args.prefix is not None:
+        head = to_bytes(args.prefix, args.unescape, "--prefix")
+        return lambda s: head + s
+    return None
+
+
+def _engine_options(args: _ReplayArgs, target: Callable[[bytes], bytes] | None) -> dict[str, Any]:
+    """What :func:`_run` takes of the command line: the pace, the output, the selection and
+    the ID policy (--where checked)."""
+    options: dict[str, Any] = {
+        "pacer": _pacer(args.speed, args.max_gap, args.rate, args.top_speed),
+        "as_json": args.as_json,
+        "progress": args.progress,
+        "dry_run": args.dry_run,
+        "bookmark": args.bookmark,
+        "target": target,
+        "where": [to_bytes(w, args.unescape, "--where") for w in args.where],
+        "count": args.count,
+        "new_ids": args.new_ids,
+        "on_conflict": args.on_conflict,
+    }
+    try:
+        rstore.field_filter(options["where"])
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--where") from None
+    return options
+
+
+class _Source(NamedTuple):
+    """Where a replay reads: its entries and how many there are (the progress bar's total;
+    ``None``: unknown or no bar).  A source that can look ahead (this store, a dump) gives
+    the streams selected and a reader of their entries from an ID (the conflict check)."""
+
+    entries: Any
+    total: int | None = None
+    store: rstore.Store | None = None  # this store, when it is the source
+    first_of: Callable[..., Iterator[Any]] | None = None
+    selected: Sequence[bytes] = ()
+    jsonl: tuple[BinaryIO, str] | None = None  # a JSONL file, and its name as shown
+
+
+def _open_source(
+    args: _ReplayArgs,
+    opener: StoreOpener,
+    stack: contextlib.ExitStack,
+    window: tuple[list[bytes] | None, ID, ID],
+    whole_nodes: bool,
+) -> _Source:
+    """The source the options name (this store by default), open in ``stack``, reading the
+    ``window``: the streams (``None``: all) and the first and last IDs."""
+    keys, low, high = window
+    if args.dump_file is not None:
+        return _dump_source(args.dump_file, args.db or 0, window, whole_nodes)
+    if args.jsonl is not None:
+        name_shown = "stdin" if args.jsonl == "-" else show_path(args.jsonl)
+        total = _jsonl_total(args.jsonl, args.progress)
+        jsonl_file = stack.enter_context(_jsonl_file(args.jsonl))
+        entries = rstore.entries_from_jsonl(jsonl_file, keys, low, high, name=name_shown)
+        return _Source(entries, total, jsonl=(jsonl_file, name_shown))
+    if args.from_url is not None:
+        return _Source(rstore.entries_from_url(args.from_url, keys, low, high))
+    store = stack.enter_context(opener.open(create=False))
+    shown = args.progress if args.progress is not None else sys.stderr.isatty()
+    total = _store_total(store, keys, low, high) if shown and not args.follow else None
+    if args.follow:
+        return _Source(rstore.follow_store(store, keys, low), total, store)
+    read = rstore.runs_from_store if whole_nodes else rstore.entries_from_store
+    return _Source(
+        read(store, keys, low, high),
+        total,
+        store,
+        first_of=partial(rstore.entries_from_store, store),
+        selected=store.view(lambda view: rstore.select_streams(view.keys(), keys)),
+    )
+
+
+def _dump_source(
+    dump_file: str, db: int, window: tuple[list[bytes] | None, ID, ID], whole_nodes: bool
+) -> _Source:
+    """Database ``db`` of an RDB file as a source, reading the ``window``."""
+    keys, low, high = window
+    with file_errors(dump_file, "read"):  # read once: checked whole before anything
+        index = rstore.index_rdb(dump_file)
+    read_rdb = rstore.runs_from_rdb if whole_nodes else rstore.entries_from_rdb
+    of_db = [s for s in index if s.db == db]
+    chosen = set(rstore.select_streams([s.key for s in of_db], keys))
+    return _Source(
+        read_rdb(dump_file, keys, low, high, db=db, index=index),
+        sum(s.state.length for s in of_db if s.key in chosen),
+        first_of=partial(rstore.entries_from_rdb, dump_file, db=db, index=index),
+        selected=sorted(chosen),
+    )
+
+
+def _open_sink(
+    args: _ReplayArgs,
+    opener: StoreOpener,
+    stack: contextlib.ExitStack,
+    source_store: rstore.Store | None,
+    target: Callable[[bytes], bytes] | None,
+) -> tuple[Any, str, bool]:
+    """The target the options name, open in ``stack``: the sink, how the summary names it,
+    and whether it is stdout."""
+    if args.to_url is not None:
+        sink: Any = rstore.UrlSink(args.to_url)
+        stack.callback(sink.close)
+        return sink, sink.shown, False
+    if args.to_store is not None:
+        opener.note_deprecated()
+        store = stack.enter_context(rstore.Store(args.to_store))
+        return rstore.StoreSink(store), show_path(args.to_store), False
+    if target is not None:
+        if source_store is None:
+            source_store = stack.enter_context(opener.open(create=True))
+        return rstore.StoreSink(source_store), "this store", False
+    return rstore.LinesSink(sys.stdout.buffer, line_format(args.fmt)), "stdout", True
+
+
+def _groups_of_source(
+    args: _ReplayArgs, keys: list[bytes] | None, source_store: rstore.Store | None
+) -> dict[bytes, tuple[rstore.GroupInfo, ...]]:
+    """The consumer groups of the selected streams of the source (a dump or this store)."""
+    if args.dump_file is not None:
+        return rstore.groups_of_rdb(args.dump_file, keys, db=args.db or 0)
+    return rstore.groups_of_store(source_store, keys)  # type: ignore[arg-type]
+
+
+def _copy_groups(
+    groups: dict[bytes, tuple[rstore.GroupInfo, ...]],
+    sink: Any,
+    args: _ReplayArgs,
+    target: Callable[[bytes], bytes] | None,
+) -> None:
+    """--with-groups: re-create the groups read at the start in the target, and say so."""
+    execute = sink.store.execute if args.to_url is None else sink.client.execute_command
+    # a rerun with a bookmark resumes: the groups its first run copied are updated
+    existing = "fail" if args.bookmark is None else "update"
+    copied = rstore.copy_groups(groups, execute, target=target, existing=existing)
+    if not args.as_json:
+        click.echo(
+            f"copied {counted(copied.groups, 'group')}, "
+            f"{counted(copied.consumers, 'consumer')}, "
+            f"{counted(copied.pending, 'pending entry', 'pending entries')}"
+        )
 
 
 @click.command("import", short_help="Add JSON lines (export's envelope) to the store.")

@@ -44,10 +44,11 @@ def _loopback(address: str) -> bool:
 
 
 def _settings(
-    opener: StoreOpener, config_file: str | None, given: dict[str, Any]
+    opener: StoreOpener, config_file: str | None, given: dict[str, Any], users: tuple[str, ...]
 ) -> tuple[ServerConfig, bool]:
-    """The settings in effect, and whether maxclients was asked for (on the command line or in
-    the file) rather than left at its default."""
+    """The settings in effect (the file's, then the options ``given`` and the --user rules),
+    and whether maxclients was asked for (on the command line or in the file) rather than
+    left at its default."""
     config = ServerConfig(store=opener.store_path, maxclients=0)  # 0: not set (a setting is >= 1)
     if config_file is not None:
         config = read_config(config_file, config)
@@ -56,6 +57,9 @@ def _settings(
     for name, value in given.items():
         if value is not None:
             apply_setting(config, name, [str(value)])
+    for rule in users:  # after the file's: a user given here replaces one of the same name
+        words = [w.decode() for w in split_inline(rule.encode()) or []]
+        apply_setting(config, "user", words)
     asked = config.maxclients != 0
     if not asked:
         config.maxclients = ServerConfig().maxclients
@@ -152,21 +156,30 @@ def serve_command(
     """
     if opener.db is not None:
         raise click.UsageError("serve serves every database of the store (SELECT N): no --db")
+    given = {
+        "bind": bind, "port": port, "unixsocket": unixsocket, "appendfsync": appendfsync,
+        "requirepass": requirepass, "maxclients": maxclients, "timeout": timeout,
+        "dir": dir_, "dbfilename": dbfilename, "loglevel": loglevel, "logfile": logfile,
+        "pidfile": pidfile, "tls-port": tls_port, "tls-cert-file": tls_cert_file,
+        "tls-key-file": tls_key_file, "tls-ca-cert-file": tls_ca_cert_file,
+        "tls-auth-clients": tls_auth_clients,
+    }  # fmt: skip
     try:
-        given = {
-            "bind": bind, "port": port, "unixsocket": unixsocket, "appendfsync": appendfsync,
-            "requirepass": requirepass, "maxclients": maxclients, "timeout": timeout,
-            "dir": dir_, "dbfilename": dbfilename, "loglevel": loglevel, "logfile": logfile,
-            "pidfile": pidfile, "tls-port": tls_port, "tls-cert-file": tls_cert_file,
-            "tls-key-file": tls_key_file, "tls-ca-cert-file": tls_ca_cert_file,
-            "tls-auth-clients": tls_auth_clients,
-        }  # fmt: skip
-        config, maxclients_asked = _settings(opener, config_file, given)
-        for rule in users:  # after the file's: a user given here replaces one of the same name
-            words = [w.decode() for w in split_inline(rule.encode()) or []]
-            apply_setting(config, "user", words)
+        config, maxclients_asked = _settings(opener, config_file, given, users)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
+    _refuse_unprotected(config, unsafe_no_auth)
+    if check_config:
+        _echo_settings(config, as_json)
+        return
+    _logging(config)
+    opener.note_deprecated()
+    _serve(config, maxclients_asked)
+
+
+def _refuse_unprotected(config: ServerConfig, unsafe_no_auth: bool) -> None:
+    """Refuse to listen beyond loopback when a new connection need not AUTH, unless
+    --unsafe-no-auth."""
     default = users_of(config.requirepass, config.users)["default"]
     protected = not (default.enabled and default.nopass)  # a new connection must AUTH
     if not _loopback(config.bind) and not protected and not unsafe_no_auth:
@@ -174,19 +187,24 @@ def serve_command(
             f"binding {config.bind} (not loopback) needs --requirepass, or --unsafe-no-auth "
             "to serve without a password"
         )
-    if check_config:
-        shown = dataclasses.asdict(config)
-        if shown["requirepass"] is not None:
-            shown["requirepass"] = "(set)"
-        if as_json:
-            echo_json(shown)
-        else:
-            for key, value in shown.items():
-                click.echo(f"{key.replace('_', '-')} {'' if value is None else value}")
-        return
-    _logging(config)
+
+
+def _echo_settings(config: ServerConfig, as_json: bool) -> None:
+    """--check-config: the settings in effect, the password hidden (text or --json)."""
+    shown = dataclasses.asdict(config)
+    if shown["requirepass"] is not None:
+        shown["requirepass"] = "(set)"
+    if as_json:
+        echo_json(shown)
+    else:
+        for key, value in shown.items():
+            click.echo(f"{key.replace('_', '-')} {'' if value is None else value}")
+
+
+def _serve(config: ServerConfig, maxclients_asked: bool) -> None:
+    """Open the store, fit the open-files limit, write the pid file, and serve until SIGTERM
+    or ^C; the store closed and the pid file removed however it ends."""
     log = logging.getLogger("rstore.server")
-    opener.note_deprecated()
     store = rstore.Store(config.store, sync=config.sync == "always")
     try:
         _fit_open_files(config, log, len(store.databases()), maxclients_asked)

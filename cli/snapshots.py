@@ -7,9 +7,10 @@ commands do.  Offline reading of a dump is in :mod:`rstore_cli.inspecting`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import click
@@ -236,26 +237,40 @@ def restore_command(
         opener.open(create=True) as store,
         progress_reporter("restoring", progress) as report,
         file_errors(file, "read"),
+        _restore_errors(),
     ):
-        try:
-            result = store.restore_file(
-                file, db=None if all_databases else (db or 0), replace=replace, progress=report
-            )
-        except rstore.KeyExistsError as exc:
-            name = exc.key.decode("utf-8", "backslashreplace")
-            where = getattr(exc, "db", None)
-            place = "the store" if where is None else f"database {where} of the store"
-            raise click.ClickException(
-                f"stream {name!r} already exists in {place}; nothing was restored "
-                "(add --replace to overwrite it)" + _notes(exc)
-            ) from exc
-        except rstore.RStoreError as exc:
-            if not getattr(exc, "__notes__", None):
-                raise
-            raise click.ClickException(f"{exc}{_notes(exc)}") from exc
+        result = store.restore_file(
+            file, db=None if all_databases else (db or 0), replace=replace, progress=report
+        )
     if result.db is None:
         _report_all(result, as_json)
-        return
+    else:
+        _report_one(result, file, as_json)
+
+
+@contextlib.contextmanager
+def _restore_errors() -> Iterator[None]:
+    """A restore refused as one line: a stream that exists (where, and what --replace does),
+    or an error the library noted the databases already restored on."""
+    try:
+        yield
+    except rstore.KeyExistsError as exc:
+        name = exc.key.decode("utf-8", "backslashreplace")
+        where = getattr(exc, "db", None)
+        place = "the store" if where is None else f"database {where} of the store"
+        raise click.ClickException(
+            f"stream {name!r} already exists in {place}; nothing was restored "
+            "(add --replace to overwrite it)" + _notes(exc)
+        ) from exc
+    except rstore.RStoreError as exc:
+        if not getattr(exc, "__notes__", None):
+            raise
+        raise click.ClickException(f"{exc}{_notes(exc)}") from exc
+
+
+def _report_one(result: Any, file: str, as_json: bool) -> None:
+    """The report of a restore of one database of the file; an error when it held no keys
+    and other databases do."""
     if not (result.streams or result.skipped or result.expired) and result.other_dbs:
         held = ", ".join(str(d) for d in sorted(result.other_dbs))
         word = "database" if len(result.other_dbs) == 1 else "databases"

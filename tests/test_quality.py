@@ -59,17 +59,6 @@ def test_codec_is_pure() -> None:
 
 #: The longest a function of the package or the CLI may be, in lines (its ``def`` to its end).
 _FUNCTION_LINES = 80
-#: Functions already longer when this check came in, with their length then: none may grow,
-#: and one brought under the limit leaves this list.  Each is to be cut up by the work on its
-#: folder (issue 22).
-_LONG_FUNCTIONS = {
-    "cli/replay.py:replay_command": 185,
-    "cli/serve.py:serve_command": 108,
-    "cli/snapshots.py:restore_command": 91,
-    "rstore/codec/lzf.py:py_compress": 85,
-    "rstore/replay/engine.py:run_replay": 188,
-    "rstore/snapshot/restore_all.py:restore_all": 83,
-}
 
 
 def test_functions_stay_short() -> None:
@@ -86,10 +75,7 @@ def test_functions_stay_short() -> None:
                     lines = (node.end_lineno or node.lineno) - node.lineno + 1
                     if lines > _FUNCTION_LINES:
                         found[f"{path.relative_to(ROOT)}:{node.name}"] = lines
-    grown = {k: v for k, v in found.items() if v > _LONG_FUNCTIONS.get(k, _FUNCTION_LINES)}
-    assert grown == {}, f"functions over {_FUNCTION_LINES} lines (or grown): {grown}"
-    stale = sorted(_LONG_FUNCTIONS.keys() - found.keys())
-    assert stale == [], f"under {_FUNCTION_LINES} lines now: remove from _LONG_FUNCTIONS: {stale}"
+    assert found == {}, f"functions over {_FUNCTION_LINES} lines: {found}"
 
 
 def test_every_package_is_installed() -> None:

@@ -40,6 +40,23 @@ def _hash(v: int) -> int:
     return (((v >> 8) - v * 5) & 0xFFFFFFFF) & (_HSIZE - 1)
 
 
+def _match_length(data: bytes, ref: int, ip: int) -> int:
+    """How many bytes the back-reference at ``ip`` to ``ref`` copies (their first three bytes
+    are equal), measured as liblzf measures it: at most ``_MAX_REF``."""
+    length = 2
+    maxlen = min(len(data) - ip - length, _MAX_REF)
+    if maxlen > 16:
+        # liblzf compares positions 3..18 unrolled, without the maxlen check
+        for k in range(3, 19):
+            if data[ref + k] != data[ip + k]:
+                return k
+        length = 18
+    while True:
+        length += 1
+        if length >= maxlen or data[ref + length] != data[ip + length]:
+            return length
+
+
 def py_compress(data: bytes, max_len: int) -> bytes | None:
     """Compress ``data`` into at most ``max_len`` bytes; ``None`` when it does not fit.
 
@@ -60,25 +77,7 @@ def py_compress(data: bytes, max_len: int) -> bytes | None:
         if ref is not None and ref > 0:
             off = ip - ref - 1
             if off < _MAX_OFF and data[ref : ref + 3] == data[ip : ip + 3]:
-                length = 2
-                maxlen = min(n - ip - length, _MAX_REF)
-                if maxlen > 16:
-                    # liblzf compares positions 3..18 unrolled, without the maxlen check
-                    for k in range(3, 19):
-                        length = k
-                        if data[ref + k] != data[ip + k]:
-                            break
-                    else:
-                        length = 18
-                        while True:
-                            length += 1
-                            if length >= maxlen or data[ref + length] != data[ip + length]:
-                                break
-                else:
-                    while True:
-                        length += 1
-                        if length >= maxlen or data[ref + length] != data[ip + length]:
-                            break
+                length = _match_length(data, ref, ip)
                 # budget check before emitting a back-reference
                 if len(out) - (1 if lit == 0 else 0) + 4 >= max_len:
                     return None

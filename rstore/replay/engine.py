@@ -300,6 +300,184 @@ def _accepted(
             yield item
 
 
+class _Replay:
+    """One run of :func:`run_replay`: its report, the position as last recorded, the batch
+    held (entries with their source stream and ID, or whole nodes: never both) and the writes
+    that deliver it, each counted in the report once the sink took it."""
+
+    def __init__(
+        self,
+        sink: Sink,
+        ids: _Ids,
+        target: Callable[[bytes], bytes] | None,
+        bookmark: str | None,
+        progress: Callable[[ReplayReport], None] | None,
+    ) -> None:
+        self.began = time.perf_counter()
+        self.report = ReplayReport()
+        self.sink = sink
+        self.ids = ids
+        self.target = target
+        self.bookmark = bookmark
+        self.progress = progress
+        # the usual case, inline in deliver: kept IDs checked against the target's last ID
+        self.fast = sink.checks_ids and not ids.new_ids
+        # the position as last recorded
+        self.done: dict[bytes, ID] = {} if bookmark is None else read_bookmark(sink, bookmark)
+        self.pending: list[TargetEntry] = []
+        self.pending_from: list[tuple[bytes, ID]] = []  # the source stream and ID of each
+        self.nodes: list[tuple[bytes, bytes, NodeRun]] = []  # or whole nodes: source, target
+        self.node_entries = 0
+        self.moved: dict[bytes, ID] = {}  # the position the pending batch moves to
+        self.writing = False
+        self.held = HeldInterrupts()
+
+    def goes_whole(self, run: NodeRun) -> bool:
+        """Whether ``run`` goes whole: past the bookmark, above the target's last ID."""
+        position = self.done.get(run.stream)
+        first = run.facts.first_live
+        if first is None or (position is not None and position >= first):
+            return False
+        last = self.ids.last(self.target(run.stream) if self.target else run.stream)
+        return run.master_id > (0, 0) if last is None else run.master_id > last
+
+    def deliver(
+        self,
+        selected: Iterable[ReplayEntry | NodeRun | None],
+        pacer: Pacer | None,
+        batch_entries: int,
+    ) -> None:
+        """Hold the ``selected`` entries past the position, each with the ID the policy gives
+        it (a conflict counted, a skipped one left out), and the accepted nodes, writing them
+        every ``batch_entries``; a ``None`` writes what is held."""
+        report, done, ids, sink, flush = self.report, self.done, self.ids, self.sink, self.flush
+        pending, pending_from, nodes = self.pending, self.pending_from, self.nodes
+        moved, fast, new_ids, lasts = self.moved, self.fast, ids.new_ids, ids.lasts
+        current: bytes | None = None
+        seen: ID | None = None
+        tally = StreamTally(b"")
+        to = b""
+        for item in selected:
+            if item is None:  # a source following live has nothing more for now
+                flush()
+                continue
+            if type(item) is NodeRun:
+                stream = item.stream
+            else:
+                stream, entry_id, flat = item  # type: ignore[misc]
+            if stream != current:
+                current, seen = stream, done.get(stream)
+                tally = self._tally_of(stream)
+                to = tally.target
+                if fast:
+                    ids.last(to)
+            if type(item) is NodeRun:  # accepted: it goes whole
+                self._hold_node(stream, to, item, batch_entries)
+                continue
+            if seen is not None and entry_id <= seen:
+                report.resumed += 1
+                continue
+            if pacer is not None:
+                pacer.wait(entry_id[0], flush)
+            if fast:
+                last = lasts.get(to)
+                if (last is None and entry_id != (0, 0)) or (last is not None and entry_id > last):
+                    lasts[to] = entry_id
+                    chosen: ID | None = entry_id
+                    conflict = False
+                else:
+                    chosen, conflict = ids.choose(stream, to, entry_id)
+            elif sink.checks_ids or new_ids:
+                chosen, conflict = ids.choose(stream, to, entry_id)
+            else:
+                chosen, conflict = entry_id, False
+            moved[stream] = entry_id
+            if conflict:
+                tally.conflicts += 1
+                if chosen is None:
+                    report.skipped += 1
+                    continue
+                report.renumbered += 1
+            if nodes:
+                flush()
+            pending.append((to, chosen, flat))  # type: ignore[arg-type]
+            pending_from.append((stream, entry_id))
+            if len(pending) >= batch_entries:
+                flush()
+
+    def _tally_of(self, stream: bytes) -> StreamTally:
+        """The report's tally of the source ``stream``, made on its first entry."""
+        found = self.report.streams.get(stream)
+        if found is None:
+            to = self.target(stream) if self.target else stream
+            found = self.report.streams[stream] = StreamTally(to)
+        return found
+
+    def _hold_node(self, stream: bytes, to: bytes, run: NodeRun, batch_entries: int) -> None:
+        """Hold the accepted ``run`` to go whole into ``to``, after the entries held."""
+        if self.pending:
+            self.flush()
+        self.nodes.append((stream, to, run))
+        self.node_entries += run.facts.live
+        self.moved[stream] = self.ids.lasts[to] = run.facts.last
+        if self.node_entries >= batch_entries:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is held, with the position it moves to."""
+        if not self.pending and not self.nodes and not self.moved:
+            return
+        bookmark = self.bookmark
+        value = None if bookmark is None else encode_position({**self.done, **self.moved})
+        self.held.hold()  # a Ctrl-C from here is raised once the batch is written and counted
+        try:
+            self._settle(value)
+        finally:
+            self.held.holding = False
+        self.held.release()
+
+    def _settle(self, value: bytes | None) -> None:
+        """Write the batch held with the bookmark ``value``; then record the position (in a
+        file for a sink that is not transactional), count the batch, report progress.  A
+        failed write leaves a bookmark file at the last entry the sink took."""
+        sink, bookmark = self.sink, self.bookmark
+        self.writing = True
+        try:
+            self._write(value)
+        except SinkError as exc:
+            self.writing = False
+            if exc.delivered and bookmark is not None and not sink.transactional:
+                part = dict(self.pending_from[: exc.delivered])
+                save_bookmark_file(bookmark, encode_position({**self.done, **part}))
+            raise
+        self.writing = False
+        if bookmark is not None and value is not None and not sink.transactional:
+            save_bookmark_file(bookmark, value)
+        self.done.update(self.moved)
+        _tally(self.report, self.pending_from, self.nodes)
+        self.report.delivered += len(self.pending) + self.node_entries
+        self.pending.clear()
+        self.pending_from.clear()
+        self.nodes.clear()
+        self.node_entries = 0
+        self.moved.clear()
+        if self.progress is not None:
+            self.report.seconds = time.perf_counter() - self.began
+            self.progress(self.report)
+
+    def _write(self, value: bytes | None) -> None:
+        """Hand the batch held to the sink: whole nodes, or entries (with the bookmark when
+        the sink records it in the same transaction)."""
+        mark = None if self.bookmark is None or value is None else (self.bookmark, value)
+        if self.nodes:
+            whole = [(to, run.master_id, run.node) for _, to, run in self.nodes]
+            self.sink.write_nodes(whole, mark)  # type: ignore[attr-defined]
+        elif self.sink.transactional:
+            self.sink.write(self.pending, mark)
+        else:
+            self.sink.write(self.pending, None)
+
+
 @renamed_keywords(checkpoint="bookmark")
 def run_replay(
     entries: Iterable[ReplayEntry | NodeRun | None],
@@ -335,157 +513,26 @@ def run_replay(
     bookmark left at the last entry really delivered."""
     if batch_entries < 1:
         raise ValueError("batch_entries must be at least 1")
-    began = time.perf_counter()
-    report = ReplayReport()
-    ids = _Ids(sink, new_ids, on_conflict)
-    # the position as last recorded
-    done = {} if bookmark is None else read_bookmark(sink, bookmark)
-    pending: list[TargetEntry] = []
-    pending_from: list[tuple[bytes, ID]] = []  # the source stream and ID of each pending entry
-    nodes: list[tuple[bytes, bytes, NodeRun]] = []  # or whole nodes (never both): source, target
-    node_entries = 0
-    moved: dict[bytes, ID] = {}  # the position the pending batch moves to
-    writing = False
-
-    def write(value: bytes | None) -> None:
-        mark = None if bookmark is None or value is None else (bookmark, value)
-        if nodes:
-            whole = [(to, run.master_id, run.node) for _, to, run in nodes]
-            sink.write_nodes(whole, mark)  # type: ignore[attr-defined]
-        elif sink.transactional:
-            sink.write(pending, mark)
-        else:
-            sink.write(pending, None)
-
-    def flush() -> None:
-        if not pending and not nodes and not moved:
-            return
-        value = None if bookmark is None else encode_position({**done, **moved})
-        held.hold()  # a Ctrl-C from here is raised once the batch is written and counted
-        try:
-            settle(value)
-        finally:
-            held.holding = False
-        held.release()
-
-    def settle(value: bytes | None) -> None:
-        nonlocal writing, node_entries
-        writing = True
-        try:
-            write(value)
-        except SinkError as exc:
-            writing = False
-            if exc.delivered and bookmark is not None and not sink.transactional:
-                part = dict(pending_from[: exc.delivered])
-                save_bookmark_file(bookmark, encode_position({**done, **part}))
-            raise
-        writing = False
-        if bookmark is not None and value is not None and not sink.transactional:
-            save_bookmark_file(bookmark, value)
-        done.update(moved)
-        _tally(report, pending_from, nodes)
-        report.delivered += len(pending) + node_entries
-        pending.clear()
-        pending_from.clear()
-        nodes.clear()
-        node_entries = 0
-        moved.clear()
-        if progress is not None:
-            report.seconds = time.perf_counter() - began
-            progress(report)
-
-    # the usual case inline: kept IDs checked against the target's last ID
-    fast = sink.checks_ids and not new_ids
-    lasts = ids.lasts
-    current: bytes | None = None
-    seen: ID | None = None
-    tally = StreamTally(b"")
-    to = b""
-
-    def accept(run: NodeRun) -> bool:
-        """Whether ``run`` goes whole: past the bookmark, above the target's last ID."""
-        position = done.get(run.stream)
-        first = run.facts.first_live
-        if first is None or (position is not None and position >= first):
-            return False
-        last = ids.last(target(run.stream) if target else run.stream)
-        return run.master_id > (0, 0) if last is None else run.master_id > last
-
-    paced = pacer is not None and pacer.schedule.paced
-    if getattr(sink, "write_nodes", None) and fast and not where and count is None and not paced:
-        selected: Iterable[ReplayEntry | NodeRun | None] = _accepted(entries, accept)
+    replay = _Replay(sink, _Ids(sink, new_ids, on_conflict), target, bookmark, progress)
+    report = replay.report
+    one_by_one = bool(where) or count is not None or (pacer is not None and pacer.schedule.paced)
+    if getattr(sink, "write_nodes", None) and replay.fast and not one_by_one:
+        selected: Iterable[ReplayEntry | NodeRun | None] = _accepted(entries, replay.goes_whole)
     else:
         plain = _expanded(entries)
         selected = plain if not where and count is None else _selected(plain, where, count)
-    held = HeldInterrupts()
-    held.install()
+    replay.held.install()
     try:
-        for item in selected:
-            if item is None:  # a source following live has nothing more for now
-                flush()
-                continue
-            if type(item) is NodeRun:
-                stream = item.stream
-            else:
-                stream, entry_id, flat = item  # type: ignore[misc]
-            if stream != current:
-                current, seen = stream, done.get(stream)
-                found = report.streams.get(stream)
-                if found is None:
-                    found = report.streams[stream] = StreamTally(
-                        target(stream) if target else stream
-                    )
-                tally, to = found, found.target
-                if fast:
-                    ids.last(to)
-            if type(item) is NodeRun:  # accepted: it goes whole
-                if pending:
-                    flush()
-                nodes.append((stream, to, item))
-                node_entries += item.facts.live
-                moved[stream] = lasts[to] = item.facts.last
-                if node_entries >= batch_entries:
-                    flush()
-                continue
-            if seen is not None and entry_id <= seen:
-                report.resumed += 1
-                continue
-            if pacer is not None:
-                pacer.wait(entry_id[0], flush)
-            if fast:
-                last = lasts.get(to)
-                if (last is None and entry_id != (0, 0)) or (last is not None and entry_id > last):
-                    lasts[to] = entry_id
-                    chosen: ID | None = entry_id
-                    conflict = False
-                else:
-                    chosen, conflict = ids.choose(stream, to, entry_id)
-            elif sink.checks_ids or new_ids:
-                chosen, conflict = ids.choose(stream, to, entry_id)
-            else:
-                chosen, conflict = entry_id, False
-            moved[stream] = entry_id
-            if conflict:
-                tally.conflicts += 1
-                if chosen is None:
-                    report.skipped += 1
-                    continue
-                report.renumbered += 1
-            if nodes:
-                flush()
-            pending.append((to, chosen, flat))  # type: ignore[arg-type]
-            pending_from.append((stream, entry_id))
-            if len(pending) >= batch_entries:
-                flush()
-        flush()
+        replay.deliver(selected, pacer, batch_entries)
+        replay.flush()
     except KeyboardInterrupt:
         report.interrupted = True
-        if not writing:  # stopped between entries: deliver those already due
-            flush()
+        if not replay.writing:  # stopped between entries: deliver those already due
+            replay.flush()
         # stopped inside a write (a second ^C): what landed is what the bookmark says
     finally:
-        held.uninstall()
-    report.seconds = time.perf_counter() - began
+        replay.held.uninstall()
+    report.seconds = time.perf_counter() - replay.began
     if pacer is not None:
         report.mean_lag = pacer.mean_lag
         report.max_lag = pacer.max_lag

@@ -57,54 +57,95 @@ def restore_all(
     env0 = open_db(0, True)
     assert env0 is not None
     others: dict[int, RestoreReport] = {}  # the other databases as checked in step 1
-
-    def check(txn: Txn) -> RestoreReport:
-        others.clear()  # the transaction may run again (the map grew)
-        seen: dict[int, set[bytes]] = {}  # the stream names of each other database
-        report = RestoreReport(path, 0)
-
-        def other(db: int, start: KeyStart, events: Iterator[Event]) -> None:
-            sub = others.setdefault(db, RestoreReport(path, db))
-            if start.type_name != "stream":
-                sub.skipped[start.type_name] = sub.skipped.get(start.type_name, 0) + 1
-                return
-            if start.expire_ms is not None and start.expire_ms <= now_ms:
-                for _ in records_of_key(events, None):
-                    pass
-                sub.expired.append(start.key)
-                return
-            if db >= DATABASES:
-                raise UnsupportedRDBError(
-                    f"the file holds streams in database {db}; rstore has databases 0 to "
-                    f"{DATABASES - 1} (import that database alone, into a store of its own)",
-                    key=start.key,
-                )
-            names = seen.setdefault(db, set())
-            if start.key in names and not replace:
-                raise _exists(start.key, db, _twice(db))
-            stream = import_stream(txn, start.key, records_of_key(events, sub))
-            discard_stream(txn, stream.handle)
-            names.add(start.key)
-            sub.streams.append(start.key)
-
-        with open_rdb(path) as f:
-            load_keys(
-                txn, f, report, replace=replace, now_ms=now_ms, progress=progress, other=other
-            )
-        if not replace:
-            for db, sub in sorted(others.items()):
-                env = open_db(db, False) if sub.streams else None
-                if env is not None:
-                    taken = env.read(functools.partial(_first_taken, keys=sub.streams))
-                    if taken is not None:
-                        raise _exists(taken, db, _taken(db))
-        return report
-
-    first = env0.write(check)
+    first = env0.write(
+        functools.partial(
+            _restore_first,
+            open_db=open_db,
+            path=path,
+            replace=replace,
+            now_ms=now_ms,
+            progress=progress,
+            others=others,
+        )
+    )
     first.seconds = time.monotonic() - started
     if first.streams:
         env0.notify(set(first.streams))
     databases = {0: first} if first.streams or first.skipped or first.expired else {}
+    _restore_others(
+        open_db, path, replace=replace, now_ms=now_ms, progress=progress, first=first, others=others
+    )
+    databases.update((db, sub) for db, sub in others.items() if db not in databases)
+    return _total(path, first, dict(sorted(databases.items())), time.monotonic() - started)
+
+
+def _restore_first(
+    txn: Txn,
+    *,
+    open_db: OpenDB,
+    path: str,
+    replace: bool,
+    now_ms: int,
+    progress: Progress | None,
+    others: dict[int, RestoreReport],
+) -> RestoreReport:
+    """Step 1 in ``txn``, database 0's write transaction: database 0's streams imported, the
+    other databases' checked (their reports in ``others``) and, without ``replace``, their
+    names looked up in the stores of those databases that exist."""
+    others.clear()  # the transaction may run again (the map grew)
+    seen: dict[int, set[bytes]] = {}  # the stream names of each other database
+    report = RestoreReport(path, 0)
+
+    def other(db: int, start: KeyStart, events: Iterator[Event]) -> None:
+        sub = others.setdefault(db, RestoreReport(path, db))
+        if start.type_name != "stream":
+            sub.skipped[start.type_name] = sub.skipped.get(start.type_name, 0) + 1
+            return
+        if start.expire_ms is not None and start.expire_ms <= now_ms:
+            for _ in records_of_key(events, None):
+                pass
+            sub.expired.append(start.key)
+            return
+        if db >= DATABASES:
+            raise UnsupportedRDBError(
+                f"the file holds streams in database {db}; rstore has databases 0 to "
+                f"{DATABASES - 1} (import that database alone, into a store of its own)",
+                key=start.key,
+            )
+        names = seen.setdefault(db, set())
+        if start.key in names and not replace:
+            raise _exists(start.key, db, _twice(db))
+        stream = import_stream(txn, start.key, records_of_key(events, sub))
+        discard_stream(txn, stream.handle)
+        names.add(start.key)
+        sub.streams.append(start.key)
+
+    with open_rdb(path) as f:
+        load_keys(txn, f, report, replace=replace, now_ms=now_ms, progress=progress, other=other)
+    if not replace:
+        for db, sub in sorted(others.items()):
+            env = open_db(db, False) if sub.streams else None
+            if env is not None:
+                taken = env.read(functools.partial(_first_taken, keys=sub.streams))
+                if taken is not None:
+                    raise _exists(taken, db, _taken(db))
+    return report
+
+
+def _restore_others(
+    open_db: OpenDB,
+    path: str,
+    *,
+    replace: bool,
+    now_ms: int,
+    progress: Progress | None,
+    first: RestoreReport,
+    others: dict[int, RestoreReport],
+) -> None:
+    """Step 2: each other database holding streams restored in one write transaction of its
+    own, in ascending order, its report replacing step 1's in ``others``; an error says which
+    databases were restored before it.  The progress goes on from step 1's (``first``): one
+    more pass over the file for each database."""
     pending = [db for db, sub in sorted(others.items()) if sub.streams]
     passes = 1 + len(pending)
     size = first.bytes
@@ -126,8 +167,6 @@ def restore_all(
             _note(exc, committed)
             raise
         committed.append(db)
-    databases.update((db, sub) for db, sub in others.items() if db not in databases)
-    return _total(path, first, dict(sorted(databases.items())), time.monotonic() - started)
 
 
 def _exists(key: bytes, db: int, hint: str) -> KeyExistsError:
