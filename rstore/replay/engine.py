@@ -322,8 +322,11 @@ class _Replay:
         self.progress = progress
         # the usual case, inline in deliver: kept IDs checked against the target's last ID
         self.fast = sink.checks_ids and not ids.new_ids
-        # the position as last recorded
+        # the position as last recorded, and as the run found it: entries at or below the
+        # latter were delivered by an earlier run (an entry of this run that comes back below
+        # what this run delivered is checked against the target like any other)
         self.done: dict[bytes, ID] = {} if bookmark is None else read_bookmark(sink, bookmark)
+        self.start: dict[bytes, ID] = dict(self.done)
         self.pending: list[TargetEntry] = []
         self.pending_from: list[tuple[bytes, ID]] = []  # the source stream and ID of each
         self.nodes: list[tuple[bytes, bytes, NodeRun]] = []  # or whole nodes: source, target
@@ -334,7 +337,7 @@ class _Replay:
 
     def goes_whole(self, run: NodeRun) -> bool:
         """Whether ``run`` goes whole: past the bookmark, above the target's last ID."""
-        position = self.done.get(run.stream)
+        position = self.start.get(run.stream)
         first = run.facts.first_live
         if first is None or (position is not None and position >= first):
             return False
@@ -350,7 +353,7 @@ class _Replay:
         """Hold the ``selected`` entries past the position, each with the ID the policy gives
         it (a conflict counted, a skipped one left out), and the accepted nodes, writing them
         every ``batch_entries``; a ``None`` writes what is held."""
-        report, done, ids, sink, flush = self.report, self.done, self.ids, self.sink, self.flush
+        report, start, ids, sink, flush = self.report, self.start, self.ids, self.sink, self.flush
         pending, pending_from, nodes = self.pending, self.pending_from, self.nodes
         moved, fast, new_ids, lasts = self.moved, self.fast, ids.new_ids, ids.lasts
         current: bytes | None = None
@@ -366,7 +369,7 @@ class _Replay:
             else:
                 stream, entry_id, flat = item  # type: ignore[misc]
             if stream != current:
-                current, seen = stream, done.get(stream)
+                current, seen = stream, start.get(stream)
                 tally = self._tally_of(stream)
                 to = tally.target
                 if fast:

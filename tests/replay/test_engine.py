@@ -102,6 +102,36 @@ def _broken(entries: Iterator[rstore.ReplayEntry], after: int) -> Iterator[rstor
         yield entry
 
 
+@pytest.mark.parametrize("batch", [1, 2, 5000])
+def test_a_stream_that_comes_back_below_what_was_delivered_is_a_conflict(
+    tmp_path: Path, batch: int
+) -> None:
+    """Entries a:5-0, b:1-0, a:3-0 with no bookmark: a:3-0 is below what this run already wrote
+    to 't:a', whatever the batch size -- a conflict (refused by default, skipped with 'skip'),
+    never counted as resumed (which only entries at or below a bookmark's position are)."""
+    entries = [
+        (b"a", (5, 0), [b"f", b"v"]),
+        (b"b", (1, 0), [b"f", b"v"]),
+        (b"a", (3, 0), [b"f", b"w"]),
+    ]
+
+    def target(stream: bytes) -> bytes:
+        return b"t:" + stream
+
+    with (
+        Store(tmp_path / "fail", sync=False) as store,
+        pytest.raises(ReplayConflict, match="3-0 of 'a' is not above"),
+    ):
+        rstore.run_replay(iter(entries), StoreSink(store), target=target, batch_entries=batch)
+    with Store(tmp_path / "skip", sync=False) as store:
+        report = rstore.run_replay(
+            iter(entries), StoreSink(store), target=target, batch_entries=batch,
+            on_conflict="skip",
+        )  # fmt: skip
+        assert (report.delivered, report.skipped, report.resumed) == (2, 1, 0)
+        assert store.xrange("t:a") == [(b"5-0", {b"f": b"v"})]
+
+
 def test_bookmark_into_a_store_resumes_exactly_once(source: Store, tmp_path: Path) -> None:
     with Store(tmp_path / "dst") as dst:
         with pytest.raises(rstore.RStoreError, match="source broke"):
