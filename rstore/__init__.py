@@ -60,7 +60,6 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from rstore.pipeline import Pipeline
     from rstore.queue.consumer import Consumer, Message
     from rstore.ranges import iter_range, iter_range_pages
-    from rstore.renames import renamed_alias, renamed_keywords
     from rstore.replay.bookmarks import load_bookmark_file, read_bookmark
     from rstore.replay.engine import (
         ReplayConflict,
@@ -181,8 +180,6 @@ _LAZY: dict[str, str] = {
     "Pipeline": "rstore.pipeline",
     "iter_range": "rstore.ranges",
     "iter_range_pages": "rstore.ranges",
-    "renamed_alias": "rstore.renames",
-    "renamed_keywords": "rstore.renames",
     "DEFAULT_PATH": "rstore.store",
     "FORMAT_VERSION": "rstore.store",
     "Store": "rstore.store",
@@ -361,8 +358,6 @@ __all__ = [
     "read_rdb_nodes",
     "read_rdb_range",
     "read_rdb_streams",
-    "renamed_alias",
-    "renamed_keywords",
     "run_replay",
     "runs_from_jsonl",
     "runs_from_rdb",

@@ -315,7 +315,12 @@ _OUTER = {
 #: What an outer layer may use besides rstore's public names: ``rstore serve`` is the CLI's
 #: front of the server package; the server writes its replies' texts from the one table of
 #: reply texts (layer 0), not from a copy of its own.
-_OUTER_ALSO = {"rstore_cli": ("rstore.server",), "rstore.server": ("rstore.messages",)}
+_OUTER_ALSO = {
+    "rstore_cli": ("rstore.server",),
+    "rstore.server": ("rstore.messages",),
+    # the deprecation helpers of renamed public names (not public names themselves)
+    "rstore.replay": ("rstore.renames",),
+}
 _FACADE = ("rstore.store", "rstore.databases", "rstore.pipeline", "rstore.ranges", "rstore")
 
 

@@ -28,7 +28,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from rstore import HeldInterrupts, RStoreError, renamed_keywords
+from rstore import HeldInterrupts, RStoreError
+from rstore.renames import renamed_keywords
 
 from .bookmarks import encode_position, read_bookmark, save_bookmark_file
 from .envelope import ReplayEntry

@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, BinaryIO, Protocol
 
-from rstore import RStoreError, Store, StoreView, renamed_alias, renamed_keywords
+from rstore import RStoreError, Store, StoreView
+from rstore.renames import renamed_alias, renamed_keywords
 
 from .envelope import encode_entry
 
