@@ -296,16 +296,15 @@ class Env:
     def commit_batch(self, batch: list[Request]) -> Callable[[bool], None] | None:
         """Run ``batch`` (the writes of this process's threads that arrived together, from
         :mod:`rstore.storage.engine.combine`) in one write transaction and commit it; set each
-        request's
-        outcome.  In order: the log's pin; LMDB's write transaction; the writes (one directly,
-        several each in a nested transaction: one that raises is rolled back alone); the log's
-        record; LMDB's commit; the outcomes.  If the map fills up, the whole batch is rolled back,
-        the map grows and every write runs again (write functions may run more than once).
-        Raises (for the whole batch) when nothing could be committed.  Returns what is left to do
-        before the writes may return -- flushing the log (``sync=True``) and letting the
-        checkpointer look, or a bulk write's checkpoint -- for the caller to run after it has let
-        the next batch start, telling it whether readers were woken meanwhile (whose own commit
-        may then make the flush unnecessary)."""
+        request's outcome.  In order: the log's pin; LMDB's write transaction; the writes (one
+        directly, several each in a nested transaction: one that raises is rolled back alone);
+        the log's record; LMDB's commit; the outcomes.  If the map fills up, the whole batch is
+        rolled back, the map grows and every write runs again (write functions may run more
+        than once).  Raises (for the whole batch) when nothing could be committed.  Returns
+        what is left to do before the writes may return -- flushing the log (``sync=True``)
+        and letting the checkpointer look, or a bulk write's checkpoint -- for the caller to run
+        after it has let the next batch start, telling it whether readers were woken meanwhile
+        (whose own commit may then make the flush unnecessary)."""
         while True:
             for req in batch:
                 req.committing = False
@@ -329,9 +328,7 @@ class Env:
                         txn = self._txn(work, True)
                         if carry is not None:
                             txn.adopt(carry)
-                        outcomes: list[tuple[Any, BaseException | None]] = [
-                            (batch[0].fn(txn), None)
-                        ]
+                        outcomes: Outcomes = [(batch[0].fn(txn), None)]
                         txn.flush()
                         carry = txn.carry(txnid)
                     else:
@@ -382,12 +379,12 @@ class Env:
 
     def _run_nested(
         self, wal: WriteAheadLog, raw: Any, txnid: int, batch: list[Request], carry: Carry | None
-    ) -> tuple[list[tuple[Any, BaseException | None]], Carry | None]:
+    ) -> tuple[Outcomes, Carry | None]:
         """Each write in a nested transaction of ``raw``; ``(outcomes, carry for the next write
         transaction)``.  A nested transaction has its parent's id, so a write's records are
         carried to the next one of the batch as ``txnid - 1``; a write that failed may have
         changed the records it was handed, so the next one starts afresh."""
-        outcomes: list[tuple[Any, BaseException | None]] = []
+        outcomes: Outcomes = []
         for req in batch:
             child = self._env.begin(write=True, parent=getattr(raw, "raw", raw), buffers=True)
             child = wal.wrap(child, parent=raw)

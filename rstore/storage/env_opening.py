@@ -72,8 +72,8 @@ def open_store(
     opener = _Opener(path, map_size, create, readonly, inherited, on_upgrade)
     opening.check_directory(path, create=create, readonly=readonly)
     if readonly:
-        state = opening.log_state(path)
-        if state is opening.LogState.PRESENT and opening.log_needs_recovery(path):
+        state, stale = opening.log_state(path)
+        if stale:
             raise StorageError(
                 f"{path}: the machine restarted since the store was last written; "
                 "it must be recovered before it can be read",

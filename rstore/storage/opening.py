@@ -235,34 +235,25 @@ class LogState(enum.Enum):
     PRESENT = "present"  # a log with its header
 
 
-def log_state(path: str) -> LogState:
-    """What ``path`` holds of the write-ahead log (see :class:`LogState`)."""
+def log_state(path: str) -> tuple[LogState, bool]:
+    """What ``path`` holds of the write-ahead log (see :class:`LogState`), and whether its
+    header predates this boot -- the store then needs a recovery, which only a writable open
+    makes -- read with one open of the file."""
     from rstore.storage.engine import wal, wal_log  # noqa: PLC0415 -- they import its neighbours
 
     try:
         fd = os.open(os.path.join(path, wal.LOG_FILE), os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
-        return LogState.ABSENT
+        return LogState.ABSENT, False
     except OSError as exc:
         raise translate_os(exc, os.path.join(path, wal.LOG_FILE), "read") from exc
     try:
-        return LogState.HEADERLESS if wal_log.read_header(fd) is None else LogState.PRESENT
+        header = wal_log.read_header(fd)
     finally:
         os.close(fd)
-
-
-def log_needs_recovery(path: str) -> bool:
-    """For a reader that cannot recover: whether the log's header predates this boot."""
-    from rstore.storage.engine import wal, wal_recovery  # noqa: PLC0415 -- they import its neighbours
-
-    try:
-        fd = os.open(os.path.join(path, wal.LOG_FILE), os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        return wal_recovery.needs_recovery(fd)
-    finally:
-        os.close(fd)
+    if header is None:
+        return LogState.HEADERLESS, False
+    return LogState.PRESENT, header.boot_id != wal_log.boot_id()
 
 
 def open_dbs(

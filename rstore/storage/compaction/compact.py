@@ -135,8 +135,8 @@ def _compact(path: str, wait_s: float, progress: Progress | None) -> CompactRepo
     started = time.monotonic()
     plans = _plan(path)
     for plan in plans:  # a recovery or an upgrade opens the store normally: before the hold
-        state = opening.log_state(plan.path)
-        if state is not opening.LogState.PRESENT or opening.log_needs_recovery(plan.path):
+        state, stale = opening.log_state(plan.path)
+        if state is not opening.LogState.PRESENT or stale:
             registry.release(registry.acquire(plan.path, sync=True, map_size=None, create=False))
     reals = registry.reserve([plan.path for plan in plans])
     try:

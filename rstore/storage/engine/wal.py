@@ -62,8 +62,7 @@ class WriteAheadLog:
         self._fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
         self._data_fd = os.open(data_path, os.O_RDONLY | os.O_CLOEXEC)
         self.flusher = LogFlusher(self.path, os.path.join(store_path, SHARED_FILE), self._fd)
-        with env.begin() as raw:
-            self.flusher.forget_if_ahead(wal_position.read(raw, dbs[layout.DB_META]).lsn - 1)
+        self.flusher.forget_if_ahead(wal_position.committed(env, dbs).lsn - 1)
         self.checkpoints = Checkpoints(
             env, dbs, self._fd, self._data_fd, self.flusher, step,
             f"rstore checkpoints {store_path}",

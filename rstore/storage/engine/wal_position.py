@@ -15,7 +15,7 @@ from rstore.errors import StorageError
 from rstore.storage.engine.wal_log import Position
 from rstore.storage.records import layout
 
-__all__ = ["META_WAL", "read", "read_of", "write"]
+__all__ = ["META_WAL", "committed", "read", "read_of", "write"]
 
 META_WAL = b"wal"
 _POSITION = struct.Struct("<QQQI")
@@ -28,6 +28,13 @@ def read(raw: Any, meta_db: Any) -> Position:
     if payload is None or len(payload) != _POSITION.size:
         raise StorageError("the store has a write-ahead log but no valid log position")
     return Position(*_POSITION.unpack(payload))
+
+
+def committed(lmdb_env: Any, dbs: dict[bytes, Any]) -> Position:
+    """The log position of the last commit, read in a read transaction of py-lmdb's
+    environment ``lmdb_env`` (at open, before an :class:`Env` exists)."""
+    with lmdb_env.begin() as raw:
+        return read(raw, dbs[layout.DB_META])
 
 
 def read_of(env: Any) -> Position:

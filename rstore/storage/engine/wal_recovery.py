@@ -20,13 +20,12 @@ from typing import Any, NamedTuple
 import lmdb
 
 from rstore.errors import CorruptStoreError, StorageError
-from rstore.storage.engine import upgrade, wal_capture, wal_log, wal_meta
+from rstore.storage.engine import upgrade, wal_capture, wal_log, wal_meta, wal_position
 from rstore.storage.engine.faults import crash_point
 from rstore.storage.engine.log_flush import read_word
 from rstore.storage.engine.wal import LOG_FILE, SHARED_FILE
 from rstore.storage.engine.wal_log import Position, boot_id
 from rstore.storage.engine.wal_position import META_WAL
-from rstore.storage.engine.wal_position import read as read_position
 from rstore.storage.engine.wal_position import write as write_position
 from rstore.storage.records import layout
 
@@ -98,7 +97,7 @@ def create(
         txnid = int(env.info()["last_txnid"])  # LMDB commits nothing if all was there
         os.fdatasync(data)
         crash_point("upgrade-committed")
-        position = env_position(env, dbs)
+        position = wal_position.committed(env, dbs)
         wal_log.write_header(fd, txnid, position, boot_id(), wal_meta.capture(data, txnid))
         os.fdatasync(fd)
     finally:
@@ -133,12 +132,6 @@ def _position_and_format(
         except BaseException:
             raw.abort()
             raise
-
-
-def env_position(env: Any, dbs: dict[bytes, Any]) -> Position:
-    """The log position LMDB holds."""
-    with env.begin() as raw:
-        return read_position(raw, dbs[layout.DB_META])
 
 
 def needs_recovery(fd: int) -> bool:
