@@ -43,6 +43,12 @@ What is counted, in the calling thread, between the call and its return:
     background work of rstore commits a write transaction, so on a ``sync=True`` store this
     is the number of durable commits the call made: each must be on disk before it returns.
 
+  ``durable commits``: the commits the call waited on the disk for -- the entries into the
+  engine's step that makes a commit durable (``LogFlusher.make_durable``: once per durable
+  commit, whether it flushes or finds its record covered by another writer's flush).  A
+  blocking XREADGROUP that finds nothing records its consumer in a *relaxed* commit, which
+  does not wait for the disk (the flush of its next commit covers it).
+
   ``flushes``: the ``fdatasync``/``fsync`` (and py-lmdb ``Environment.sync``) calls made in
   the thread; a commit may be made durable by another writer's flush instead.  ``waits``: the
   times the thread blocked (``select``, ``poll``, ``time.sleep`` called from rstore).
@@ -52,7 +58,8 @@ of its median sample (the low median of the Python calls: a real sample, not a m
 range over the samples beside them: the path differs a little from one sample to the next (a
 checkpoint falls due, the log file grows, another thread's flush already covered the commit).
 Targets (issue 22, item 5): a durable XADD makes at most 35 Python calls in at most 12 modules,
-a relaxed one fewer; an XREADGROUP woken by another process makes one durable commit.
+a relaxed one fewer; an XREADGROUP woken by another process makes one durable commit (the
+``durable commits`` column).
 
     python bench/write_path.py                             # every case, a table
     python bench/write_path.py --cases xadd-durable --verbose   # modules, the call sequence
@@ -64,6 +71,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import gc
+import importlib
 import json
 import os
 import shlex
@@ -113,9 +121,11 @@ OPERATIONS = {
 TARGETS: dict[str, dict[str, int]] = {
     "xadd-durable": {"python_calls": 35, "modules": 12},
     "xadd-relaxed": {"python_calls": 35, "modules": 12},
-    "xreadgroup-woken": {"store_commits": 1},
+    "xreadgroup-woken": {"durable_commits": 1},
 }
 
+#: The engine's step that makes one commit durable (counted as a durable commit).
+DURABLE_MODULE, DURABLE_STEP = "rstore.storage.engine.log_flush", "LogFlusher.make_durable"
 PACKAGE_DIR = os.path.dirname(os.path.abspath(rstore.__file__))
 _GENERATOR_FLAGS = 0x20 | 0x80 | 0x200  # CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR
 _FLUSH_NAMES = frozenset({"fdatasync", "fsync"})
@@ -148,6 +158,7 @@ class Sample:
     flushes: int = 0
     waits: int = 0
     store_commits: int = 0
+    durable_commits: int = 0
     other_files: set[str] = field(default_factory=set)
 
     @property
@@ -174,6 +185,7 @@ class Sample:
             "resumes": self.resumes,
             "lmdb_commits": self.lmdb_commits,
             "store_commits": self.store_commits,
+            "durable_commits": self.durable_commits,
             "flushes": self.flushes,
             "waits": self.waits,
         }
@@ -241,6 +253,8 @@ class Counter:
             self._started.append(frame)
         depth, caller = self._rstore_below(frame.f_back)
         function = getattr(code, "co_qualname", code.co_name)
+        if function == DURABLE_STEP and module == DURABLE_MODULE:
+            self.sample.durable_commits += 1
         self.sample.events.append(Call(depth, module, function, caller != module))
 
     def _c_call(self, frame: FrameType, fn: Any) -> None:
@@ -484,7 +498,7 @@ def target_text(r: dict[str, Any]) -> str:
     target = r["target"]
     if target is None:
         return "—"
-    words = {"python_calls": "calls", "modules": "modules", "store_commits": "store commit"}
+    words = {"python_calls": "calls", "modules": "modules", "durable_commits": "durable commit"}
     text = ", ".join(f"≤ {bound} {words[k]}" for k, bound in target.items())
     return ("fewer calls than durable, " + text) if r["case"] == "xadd-relaxed" else text
 
@@ -496,10 +510,10 @@ def cell(r: dict[str, Any], key: str) -> str:
 
 def table(results: list[dict[str, Any]]) -> str:
     columns = ("python_calls", "modules", "entries", "c_calls", "other_python_calls",
-               "lmdb_commits", "store_commits", "flushes", "waits")  # fmt: skip
+               "lmdb_commits", "store_commits", "durable_commits", "flushes", "waits")  # fmt: skip
     lines = [
         "| case | Python calls | modules | module entries | C calls | other Python calls "
-        "| LMDB commits | store commits | flushes | waits | target | met? |",
+        "| LMDB commits | store commits | durable commits | flushes | waits | target | met? |",
         "|---|" + "---:|" * len(columns) + "---|:---:|",
     ]
     for r in results:
@@ -585,11 +599,20 @@ def parse_cases(text: str) -> list[str]:
     return names
 
 
+def _check_durable_step() -> None:
+    """The step counted as a durable commit must exist (a rename would count none)."""
+    owner, _, name = DURABLE_STEP.partition(".")
+    module = importlib.import_module(DURABLE_MODULE)
+    if not callable(getattr(getattr(module, owner, None), name, None)):
+        raise SystemExit(f"write_path.py: {DURABLE_MODULE}.{DURABLE_STEP} is gone: update it")
+
+
 def main(argv: list[str] | None = None) -> int:
     args_in = sys.argv[1:] if argv is None else argv
     if args_in[:1] == ["--child"]:
         return child_main(args_in[1])
     exit_on_sigterm()
+    _check_durable_step()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--cases",

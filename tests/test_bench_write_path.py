@@ -21,8 +21,9 @@ REPORT_KEYS = {
 }  # fmt: skip
 CASE_KEYS = {
     "case", "operation", "store_format", "samples", "python_calls", "modules", "entries",
-    "c_calls", "other_python_calls", "resumes", "lmdb_commits", "store_commits", "flushes",
-    "waits", "range", "per_sample", "module_calls", "other_files", "target", "met", "sequence",
+    "c_calls", "other_python_calls", "resumes", "lmdb_commits", "store_commits",
+    "durable_commits", "flushes", "waits", "range", "per_sample", "module_calls", "other_files",
+    "target", "met", "sequence",
 }  # fmt: skip
 
 
@@ -69,13 +70,15 @@ def test_json_report(tmp_path: Path) -> None:
     for result in (xadd, woken):
         check_consistent(result)
     # one write command, one write transaction, on disk before it returns
-    assert xadd["lmdb_commits"] == xadd["store_commits"] == 1
+    assert xadd["lmdb_commits"] == xadd["store_commits"] == xadd["durable_commits"] == 1
     assert xadd["waits"] == 0
     assert xadd["met"] == (xadd["python_calls"] <= 35 and xadd["modules"] <= 12)
     # the reader blocked, was woken by the other process's XADD and committed its delivery
     assert woken["waits"] >= 1
     assert 1 <= woken["store_commits"] <= woken["lmdb_commits"]
-    assert woken["met"] == (woken["store_commits"] <= 1)
+    # its delivery waited for the disk; recording its consumer before it blocked did not
+    assert woken["durable_commits"] == 1
+    assert woken["met"] == (woken["durable_commits"] <= 1)
 
 
 def test_unknown_case_is_refused_in_one_line(tmp_path: Path) -> None:

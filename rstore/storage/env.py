@@ -331,8 +331,9 @@ class Env:
                         outcomes: Outcomes = [(batch[0].fn(txn), None)]
                         txn.flush()
                         carry = txn.carry(txnid)
+                        relaxed = txn.relaxed
                     else:
-                        outcomes, carry = self._run_nested(wal, work, txnid, batch, carry)
+                        outcomes, carry, relaxed = self._run_nested(wal, work, txnid, batch, carry)
                     position = wal.append_barrier(raw) if bulk else wal.append(work, txnid)
                     crash_point("log-written")
                 except OSError as exc:
@@ -345,7 +346,7 @@ class Env:
                     req.committing = True  # from here an interrupt cannot tell whether it stored
                 raw.commit()
                 self._committed(txnid, carry)
-                after = self._after_commit(wal, position, bulk)
+                after = self._after_commit(wal, position, bulk, relaxed)
                 for req, (result, error) in zip(batch, outcomes):
                     req.result, req.error, req.done = result, error, True
                 return after
@@ -363,28 +364,31 @@ class Env:
                 self._adopt_map_size()
 
     def _after_commit(
-        self, wal: WriteAheadLog, position: Position | None, bulk: bool
+        self, wal: WriteAheadLog, position: Position | None, bulk: bool, relaxed: bool
     ) -> Callable[[bool], None] | None:
         """Right after LMDB's commit: what is left before the writes may return
-        (:mod:`rstore.storage.engine.commit`), a ``sync=False`` record already marked."""
+        (:mod:`rstore.storage.engine.commit`), a ``sync=False`` record already marked, and
+        so is a relaxed one (:attr:`Txn.relaxed`: nothing in it waits for the disk)."""
         if position is None:
             return None  # nothing was written
         if bulk:
             return functools.partial(commit.bulk_checkpoint, wal)
         wal.lmdb_committed()  # before the next write transaction of this process
-        if not self.sync_mode:
+        if not self.sync_mode or relaxed:
             wal.committed(position, durable=False)
             return functools.partial(commit.checkpoint_after, wal)
         return functools.partial(commit.log_durable, wal, position)
 
     def _run_nested(
         self, wal: WriteAheadLog, raw: Any, txnid: int, batch: list[Request], carry: Carry | None
-    ) -> tuple[Outcomes, Carry | None]:
+    ) -> tuple[Outcomes, Carry | None, bool]:
         """Each write in a nested transaction of ``raw``; ``(outcomes, carry for the next write
-        transaction)``.  A nested transaction has its parent's id, so a write's records are
-        carried to the next one of the batch as ``txnid - 1``; a write that failed may have
-        changed the records it was handed, so the next one starts afresh."""
+        transaction, whether every write stored is relaxed)``.  A nested transaction has its
+        parent's id, so a write's records are carried to the next one of the batch as
+        ``txnid - 1``; a write that failed may have changed the records it was handed, so the
+        next one starts afresh."""
         outcomes: Outcomes = []
+        relaxed = True
         for req in batch:
             child = self._env.begin(write=True, parent=getattr(raw, "raw", raw), buffers=True)
             child = wal.wrap(child, parent=raw)
@@ -412,10 +416,11 @@ class Env:
                 raise
             child.commit()
             outcomes.append((result, None))
+            relaxed = relaxed and txn.relaxed
             carry = txn.carry(txnid - 1)
         if carry is not None:
             carry.txnid = txnid  # valid for the transaction after this batch's commit
-        return outcomes, carry
+        return outcomes, carry, relaxed
 
     def _check_readers_on_growth(self) -> None:
         """After a commit that extended the file, free the reader slots of dead processes.

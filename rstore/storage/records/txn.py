@@ -59,6 +59,7 @@ class Txn:
         "_names",
         "_path",
         "_raw",
+        "relaxed",
         "sealed",
         "write",
         "wrote",
@@ -71,6 +72,10 @@ class Txn:
         self._dbs = dbs
         self.write = write
         self.wrote = False  # certainly changed a page (a put, a delete that found its key, ...)
+        # Nothing in it was acknowledged to anyone (a blocking read that found nothing, which
+        # only recorded its consumer): with sync=True it need not wait for the disk, and the
+        # flush of any later commit covers it (docs/durability.md, "Relaxed commits").
+        self.relaxed = False
         self.sealed = sealed  # format 2: values carry checksums
         self._path = path  # the data file, for error messages
         self._config: StoreConfig | None = None
