@@ -553,7 +553,13 @@ class Store(RedisCommands):
         return self._command(list(args))
 
     def _command(self, argv: list[Any], callback: Callback = None, **options: Any) -> Any:
-        spec, reply = execute(self._live_env(), encode_argv(argv))
+        env = self._env
+        if env is None:
+            env = self._live_env()  # raises: closed
+        spec, reply = execute(env, encode_argv(argv))
+        if callback is None and self._decode is None and spec.public is None and not options:
+            # nothing to convert, decode or shape: what to_public and finish would give
+            return None if reply is NIL_ARRAY else reply
         public = to_public(reply, spec.public)
         return finish(public, callback, options, self._decode, self._protocol)
 

@@ -21,8 +21,13 @@ __all__: list[str] = []
 
 @command("xadd", -5, write=True, summary="Append an entry to a stream")
 def xadd(ctx: Context, argv: list[bytes]) -> Any:
-    if argv[2] == b"*":  # fast path: no options
-        field_pos = 3
+    if argv[2] == b"*":  # no options
+        # into the stream's last node: as a pipeline's run of them (the same function)
+        ids: list[bytes] = []
+        if append.add_auto(ctx.txn, argv[1], [argv], 0, 1, 3, ctx.now_ms, ids):
+            ctx.signal(argv[1])
+            return ids[0]
+        field_pos = 3  # a new stream or node, or an error: the general path
         explicit = None
         nomkstream = False
         trim_spec = None

@@ -25,7 +25,7 @@ from rstore.commands.reply import NIL_ARRAY
 from rstore.errors import ResponseError
 from rstore.storage.env import Env
 from rstore.storage.records.txn import Txn
-from rstore.storage.waiting.notify import ALL, EARLY, LATE
+from rstore.storage.waiting.notify import ALL, EARLY, LATE, NOBODY
 
 __all__ = [
     "Blocked",
@@ -84,11 +84,12 @@ def resolve_reply(reply: Any) -> Any:
 
 
 def in_transaction(
-    env: Env, fn: Callable[[Context], T], *, write: bool, in_batch: bool = False
+    env: Env, fn: Callable[..., T], *args: Any, write: bool, in_batch: bool = False
 ) -> T:
-    """Run ``fn`` with a :class:`Context` on one transaction -- a read snapshot, or a write
-    transaction that is committed -- under one time snapshot; after a commit, wake the readers
-    of the keys ``fn`` signalled.  Every command, batch and queue step runs through here.
+    """Run ``fn(context, *args)`` with a :class:`Context` on one transaction -- a read
+    snapshot, or a write transaction that is committed -- under one time snapshot; after a
+    commit, wake the readers of the keys ``fn`` signalled.  Every command, batch and queue
+    step runs through here.
 
     ``env.write`` may run its function again (after the map grows): each attempt gets a fresh
     context, and the signals of the attempt that committed are the ones sent.  An exception
@@ -100,7 +101,7 @@ def in_transaction(
     def attempt(txn: Txn) -> T:
         nonlocal committed
         committed = Context(txn, now, in_batch=in_batch)
-        return fn(committed)
+        return fn(committed, *args)
 
     if not write:
         return env.read(attempt)
@@ -109,14 +110,19 @@ def in_transaction(
         assert committed is not None  # env.write ran ``attempt`` at least once
         env.notify(committed.signals, ALL)
         return result
+    late = True  # whether readers may be left to wake once the commit is durable
 
     def wake_early() -> bool:  # committed, not yet flushed: only readers flagged early
+        nonlocal late
         assert committed is not None
-        return env.notify(committed.signals, EARLY) > 0  # woke readers of other processes
+        woken = env.notify(committed.signals, EARLY)
+        late = woken != NOBODY
+        return woken > 0  # woke readers of other processes
 
     result = env.write(attempt, wake_early)
-    assert committed is not None
-    env.notify(committed.signals, LATE)  # durable now: every other reader
+    if late:
+        assert committed is not None
+        env.notify(committed.signals, LATE)  # durable now: every other reader
     return result
 
 
@@ -126,10 +132,9 @@ def run_one(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
     The reply may be :class:`Blocked`; see :func:`execute`.
     """
     spec = lookup(argv)
-    handler = spec.handler
-    assert handler is not None
-    reply = in_transaction(env, lambda ctx: handler(ctx, argv), write=spec.write)
-    return spec, resolve_reply(reply)
+    assert spec.handler is not None
+    reply = in_transaction(env, spec.handler, argv, write=spec.write)
+    return spec, reply.build() if isinstance(reply, Deferred) else reply  # resolve_reply
 
 
 def execute(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:

@@ -191,9 +191,10 @@ def _unknown_command(argv: list[bytes]) -> ResponseError:
     return messages.error(messages.UNKNOWN_COMMAND, name=messages.sanitize(argv[0], 128), args=args)
 
 
-def _check_arity(spec: CommandSpec, argc: int) -> None:
-    if (spec.arity > 0 and argc != spec.arity) or (argc < -spec.arity):
-        raise messages.error(messages.WRONG_ARITY, name=spec.name)
+def _wrong_arity(spec: CommandSpec) -> ResponseError:
+    """Redis's error for a wrong argument count (``arity``: positive = exact, negative = at
+    least; the callers check it inline, on every command's path)."""
+    return messages.error(messages.WRONG_ARITY, name=spec.name)
 
 
 def lookup(argv: list[bytes]) -> CommandSpec:
@@ -218,7 +219,9 @@ def lookup(argv: list[bytes]) -> CommandSpec:
                 cmd=cstr(argv[0]).decode("utf-8", "surrogateescape").upper(),
             )
         spec = sub
-    _check_arity(spec, len(argv))
+    arity, argc = spec.arity, len(argv)
+    if argc != arity if arity > 0 else argc < -arity:
+        raise _wrong_arity(spec)
     return spec
 
 
@@ -243,7 +246,7 @@ def lookup_all(batch: list[list[bytes]]) -> list[CommandSpec]:
         if name is not None and spec is not None and argv and argv[0] == name:
             argc = len(argv)
             if argc != arity if arity > 0 else argc < -arity:
-                _check_arity(spec, argc)  # raises
+                raise _wrong_arity(spec)
         else:
             spec = lookup(argv)
             name = argv[0] if COMMANDS.get(argv[0].lower()) is spec else None

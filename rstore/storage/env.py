@@ -39,17 +39,16 @@ import lmdb
 
 from rstore.errors import CorruptStoreError, ReadOnlyStoreError, StorageError
 from rstore.storage import forks
-from rstore.storage.engine import commit, wal_position
+from rstore.storage.engine import faults, wal_position
 from rstore.storage.engine.combine import Combiner, Request
-from rstore.storage.engine.faults import crash_point
 from rstore.storage.engine.wal import WriteAheadLog
 from rstore.storage.engine.wal_log import Position
 from rstore.storage.env_opening import open_store
 from rstore.storage.failures import translate, translate_os
 from rstore.storage.gate import Gate
 from rstore.storage.records import layout
-from rstore.storage.records.txn import Carry, Txn
-from rstore.storage.waiting.notify import ALL
+from rstore.storage.records.txn import Txn
+from rstore.storage.waiting.notify import ALL, NOBODY
 from rstore.storage.waiting.waiters import PollingWaiter, Waiter
 from rstore.storage.waiting.wakeups import Wakeups
 
@@ -118,7 +117,9 @@ class Env:
         self._gate = Gate(path)
         self._forked = False
         self._wakeups = Wakeups(path)
-        self._carry: Carry | None = None  # what the last write transaction knew
+        # (id, transaction) of this process's last write transaction, committed: the next one
+        # starts from what it knew if it follows it (Txn's ``prior``)
+        self._carry: tuple[int, Txn] | None = None
         self._carry_lock = threading.Lock()
         self.format = layout.FORMAT_VERSION
         self._high_water = 0  # the last page number this process saw
@@ -142,6 +143,9 @@ class Env:
         self._env, self._dbs, self._data_path = opened.env, opened.dbs, opened.data_path
         self.format, self.sealed, self.locked = opened.format, opened.sealed, opened.locked
         self._wal = opened.log
+        #: Whether a commit here is made durable after LMDB's commit (``sync=True``): readers
+        #: flagged early may then be woken between the two (:meth:`notify`'s ``phase``).
+        self.flushes_after_commit = self.sync_mode and self._wal is not None
         if opened.upgraded is not None:
             self.upgraded = opened.upgraded
 
@@ -237,39 +241,23 @@ class Env:
         ``bulk``: a large write, which a store with the log may commit unrecorded (and make
         durable with a checkpoint before returning, whatever ``sync``; docs/durability.md).
         """
-        if not self.writable:
+        if self.readonly:
             raise self.refuse_write()
         return self._combiner.run(fn, after_commit, bulk)  # type: ignore[no-any-return]
-
-    @property
-    def flushes_after_commit(self) -> bool:
-        """Whether a commit here is made durable after LMDB's commit (``sync=True``): readers
-        flagged early may then be woken between the two (:meth:`notify`'s ``phase``)."""
-        return self.sync_mode and self._wal is not None
-
-    def _take_carry(self, txnid: int) -> Carry | None:
-        """What the last write transaction of this process knew, if ``txnid`` follows it."""
-        with self._carry_lock:
-            carry, self._carry = self._carry, None  # take it: never shared
-        return carry if carry is not None and carry.txnid + 1 == txnid else None
-
-    def _committed(self, txnid: int, carry: Carry | None) -> None:
-        """After the commit of ``txnid`` (nothing here may fail the write)."""
-        with self._carry_lock:
-            self._carry = carry
-        self._check_readers_on_growth()
 
     # ------------------------------------------------------------------ wake-ups
 
     def notify(self, keys: set[bytes] | None, phase: int = ALL) -> int:
         """Wake readers blocked on ``keys`` (``None``: every key) after a commit; how many of
-        other processes were woken.  Never raises (:meth:`Wakeups.notify`)."""
+        other processes were woken, or :data:`~rstore.storage.waiting.notify.NOBODY` when
+        there is nobody to wake in this phase or a later one of the same commit.  Never
+        raises (:meth:`Wakeups.notify`)."""
         if keys is not None and not keys:
-            return 0
+            return NOBODY
         try:
             self._gate.enter()
         except StorageError:
-            return 0  # closed meanwhile: nobody of this process waits any more
+            return NOBODY  # closed meanwhile: nobody of this process waits any more
         try:
             if self._forked:
                 self._reopen_after_fork()
@@ -296,15 +284,16 @@ class Env:
     def commit_batch(self, batch: list[Request]) -> Callable[[bool], None] | None:
         """Run ``batch`` (the writes of this process's threads that arrived together, from
         :mod:`rstore.storage.engine.combine`) in one write transaction and commit it; set each
-        request's outcome.  In order: the log's pin; LMDB's write transaction; the writes (one
-        directly, several each in a nested transaction: one that raises is rolled back alone);
-        the log's record; LMDB's commit; the outcomes.  If the map fills up, the whole batch is
-        rolled back, the map grows and every write runs again (write functions may run more
-        than once).  Raises (for the whole batch) when nothing could be committed.  Returns
-        what is left to do before the writes may return -- flushing the log (``sync=True``)
-        and letting the checkpointer look, or a bulk write's checkpoint -- for the caller to run
-        after it has let the next batch start, telling it whether readers were woken meanwhile
-        (whose own commit may then make the flush unnecessary)."""
+        request's outcome.  In order: the log's pin; LMDB's write transaction, recording its
+        changes; the writes (one directly, several each in a nested transaction: one that
+        raises is rolled back alone); the log's record; LMDB's commit; the outcomes.  If the
+        map fills up, the whole batch is rolled back, the map grows and every write runs again
+        (write functions may run more than once).  Raises (for the whole batch) when nothing
+        could be committed.  Returns what is left to do before the writes may return --
+        making the commit durable (``sync=True``: :meth:`WriteAheadLog.make_durable`), letting
+        the checkpointer look, or a bulk write's checkpoint -- for the caller to run after it
+        has let the next batch start, telling it whether readers were woken meanwhile (whose
+        own commit may then make the flush unnecessary)."""
         while True:
             for req in batch:
                 req.committing = False
@@ -315,27 +304,26 @@ class Env:
                     self._reopen_after_fork()
                 wal = self._wal
                 assert wal is not None  # a writable store is written through its log
-                commit.pin(self.path, wal)  # a pin before the transaction (docs/durability.md)
+                wal.prepare()  # a pin before the transaction (docs/durability.md)
                 raw = self._begin(True)
                 txnid = int(raw.id())
                 bulk = len(batch) == 1 and batch[0].bulk
                 try:
-                    wal.ensure_pin(raw)  # before anything is written (docs/durability.md)
-                    # A bulk write alone: its changes are not recorded.
-                    work = raw if bulk else wal.wrap(raw)
-                    carry = self._take_carry(txnid)
+                    work = wal.begin(raw, bulk=bulk)  # a bulk write alone: not recorded
+                    with self._carry_lock:
+                        carried, self._carry = self._carry, None  # take it: never shared
+                    prior = carried[1] if carried is not None and carried[0] + 1 == txnid else None
                     if len(batch) == 1:
-                        txn = self._txn(work, True)
-                        if carry is not None:
-                            txn.adopt(carry)
+                        txn = Txn(work, self._dbs, write=True, sealed=self.sealed,
+                                  path=self._data_path, prior=prior)  # fmt: skip
                         outcomes: Outcomes = [(batch[0].fn(txn), None)]
                         txn.flush()
-                        carry = txn.carry(txnid)
-                        relaxed = txn.relaxed
+                        prior, relaxed = txn.carry(), txn.relaxed
                     else:
-                        outcomes, carry, relaxed = self._run_nested(wal, work, txnid, batch, carry)
-                    position = wal.append_barrier(raw) if bulk else wal.append(work, txnid)
-                    crash_point("log-written")
+                        outcomes, prior, relaxed = self._run_nested(wal, work, batch, prior)
+                    position = wal.append_barrier(raw) if bulk else wal.append(work)
+                    if faults.armed is not None:
+                        faults.crash_point("log-written")
                 except OSError as exc:
                     raw.abort()
                     raise translate_os(exc, self.path, "write the log of") from exc
@@ -345,8 +333,7 @@ class Env:
                 for req in batch:
                     req.committing = True  # from here an interrupt cannot tell whether it stored
                 raw.commit()
-                self._committed(txnid, carry)
-                after = self._after_commit(wal, position, bulk, relaxed)
+                after = self._after_commit(wal, position, bulk, relaxed, txnid, prior)
                 for req, (result, error) in zip(batch, outcomes):
                     req.result, req.error, req.done = result, error, True
                 return after
@@ -364,37 +351,47 @@ class Env:
                 self._adopt_map_size()
 
     def _after_commit(
-        self, wal: WriteAheadLog, position: Position | None, bulk: bool, relaxed: bool
+        self,
+        wal: WriteAheadLog,
+        position: Position | None,
+        bulk: bool,
+        relaxed: bool,
+        txnid: int,
+        carry: Txn | None,
     ) -> Callable[[bool], None] | None:
-        """Right after LMDB's commit: what is left before the writes may return
-        (:mod:`rstore.storage.engine.commit`), a ``sync=False`` record already marked, and
-        so is a relaxed one (:attr:`Txn.relaxed`: nothing in it waits for the disk)."""
+        """Right after LMDB's commit (nothing here may fail the write): what the commit knew
+        kept for the next one, and what is left before the writes may return; a ``sync=False``
+        record is marked here, and so is a relaxed one (:attr:`Txn.relaxed`: nothing in it
+        waits for the disk)."""
+        with self._carry_lock:
+            self._carry = None if carry is None else (txnid, carry)
+        self._commits += 1
+        if not self._commits % 16:
+            self._check_readers_on_growth()
         if position is None:
             return None  # nothing was written
         if bulk:
-            return functools.partial(commit.bulk_checkpoint, wal)
+            return wal.bulk_committed
         wal.lmdb_committed()  # before the next write transaction of this process
-        if not self.sync_mode or relaxed:
-            wal.committed(position, durable=False)
-            return functools.partial(commit.checkpoint_after, wal)
-        return functools.partial(commit.log_durable, wal, position)
+        if self.sync_mode and not relaxed:
+            return functools.partial(wal.make_durable, position)
+        wal.mark(position)
+        return wal.poke
 
     def _run_nested(
-        self, wal: WriteAheadLog, raw: Any, txnid: int, batch: list[Request], carry: Carry | None
-    ) -> tuple[Outcomes, Carry | None, bool]:
-        """Each write in a nested transaction of ``raw``; ``(outcomes, carry for the next write
-        transaction, whether every write stored is relaxed)``.  A nested transaction has its
-        parent's id, so a write's records are carried to the next one of the batch as
-        ``txnid - 1``; a write that failed may have changed the records it was handed, so the
-        next one starts afresh."""
+        self, wal: WriteAheadLog, raw: Any, batch: list[Request], prior: Txn | None
+    ) -> tuple[Outcomes, Txn | None, bool]:
+        """Each write in a nested transaction of ``raw``; ``(outcomes, the transaction the next
+        write transaction may start from, whether every write stored is relaxed)``.  Each
+        write starts from what the one before it knew; a write that failed may have changed
+        the records it was handed, so the next one starts afresh."""
         outcomes: Outcomes = []
         relaxed = True
         for req in batch:
             child = self._env.begin(write=True, parent=getattr(raw, "raw", raw), buffers=True)
             child = wal.wrap(child, parent=raw)
-            txn = self._txn(child, True)
-            if carry is not None:
-                txn.adopt(carry)
+            txn = Txn(child, self._dbs, write=True, sealed=self.sealed, path=self._data_path,
+                      prior=prior)  # fmt: skip
             try:
                 result = req.fn(txn)
                 txn.flush()
@@ -404,12 +401,12 @@ class Env:
             except lmdb.Error as exc:
                 child.abort()
                 outcomes.append((None, translate(exc, self.path, writing=True)))
-                carry = None
+                prior = None
                 continue
             except Exception as exc:
                 child.abort()
                 outcomes.append((None, exc))
-                carry = None
+                prior = None
                 continue
             except BaseException:
                 child.abort()
@@ -417,10 +414,8 @@ class Env:
             child.commit()
             outcomes.append((result, None))
             relaxed = relaxed and txn.relaxed
-            carry = txn.carry(txnid - 1)
-        if carry is not None:
-            carry.txnid = txnid  # valid for the transaction after this batch's commit
-        return outcomes, carry, relaxed
+            prior = txn.carry()
+        return outcomes, prior, relaxed
 
     def _check_readers_on_growth(self) -> None:
         """After a commit that extended the file, free the reader slots of dead processes.
@@ -429,11 +424,8 @@ class Env:
         the slot is cleared no page freed after it can be reused, and every commit appends
         fresh pages to data.mdb.  LMDB clears such slots only when asked.  A
         commit extends the file rarely otherwise (new data), so the check is rare unless pages
-        are not being reused -- exactly when it is needed.  Looked at every 16th commit of this
+        are not being reused -- exactly when it is needed.  Called at every 16th commit of this
         process (``info()`` costs ~2 us)."""
-        self._commits += 1
-        if self._commits % 16:
-            return
         with suppress(lmdb.Error):  # the commit is done: a failed check must not report it failed
             last = int(self._env.info()["last_pgno"])
             if last > self._high_water:

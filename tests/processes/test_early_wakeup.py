@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 import rstore
-from rstore.storage.engine import commit, log_flush
+from rstore.storage.engine import log_flush, wal
 
 from . import helpers_flush as hf
 from . import helpers_queue as hq
@@ -117,7 +117,7 @@ def test_the_woken_readers_commit_makes_the_writers_own_flush_unnecessary(
     lengthened here so the test does not depend on the machine's speed): the reader's commit
     flushed the log, which covered the writer's record, so the XADD returns without a flush
     of its own, durable all the same."""
-    monkeypatch.setattr(commit, "READER_GRACE_S", 30.0)  # the name the writer's commit reads
+    monkeypatch.setattr(wal, "READER_GRACE_S", 30.0)  # the name the writer's commit reads
     _group(store)
     results = children.ctx.Queue()
     reader = children.start(hf.durable_group_reader, path, results, False, False)

@@ -362,23 +362,24 @@ def test_an_interrupt_right_after_the_commit_is_never_a_silent_rerun(tmp_path: P
     get a StorageError saying they may be stored, and they are."""
     with rstore.Store(str(tmp_path / "s"), sync=True) as store:
         env = _env(store)
-        real = env._committed
+        real = env._after_commit
         calls = [0]
 
-        def committed(txnid: int, carry: Any) -> None:
+        def after_commit(*args: Any) -> Any:
             calls[0] += 1
-            real(txnid, carry)
+            after = real(*args)
             if calls[0] == 2:  # the batch after the blocker's
                 raise _Stop
+            return after
 
-        env._committed = committed  # type: ignore[method-assign]
+        env._after_commit = after_commit  # type: ignore[method-assign]
         try:
             writes0 = env._combiner.writes
             _, errors = _run_batch_behind_blocker(
                 env, [_put(b"t:a", b"A"), _put(b"t:b", b"B"), _put(b"t:c", b"C")]
             )
         finally:
-            env._committed = real  # type: ignore[method-assign]
+            env._after_commit = real  # type: ignore[method-assign]
         assert isinstance(errors[0], _Stop)
         for err in errors[1:]:
             assert isinstance(err, rstore.StorageError)
@@ -394,16 +395,16 @@ def test_an_interrupt_after_a_lone_commit_leaves_the_store_closable(tmp_path: Pa
     path = str(tmp_path / "s")
     store = rstore.Store(path, sync=True)
     env = _env(store)
-    real = env._committed
+    real = env._after_commit
 
-    def committed(txnid: int, carry: Any) -> None:
-        real(txnid, carry)
+    def after_commit(*args: Any) -> Any:
+        real(*args)
         raise _Stop
 
-    env._committed = committed  # type: ignore[method-assign]
+    env._after_commit = after_commit  # type: ignore[method-assign]
     with pytest.raises(_Stop):
         env.write(_put(b"t:a", b"A"))
-    env._committed = real  # type: ignore[method-assign]
+    env._after_commit = real  # type: ignore[method-assign]
     f0 = counters.flushes
     closer = threading.Thread(target=store.close)
     closer.start()

@@ -45,6 +45,25 @@ def test_c_crc32_on_every_length_up_to_a_few_blocks() -> None:
     assert sealed.c_crc32(big, 7) == zlib.crc32(big, 7)
 
 
+needs_c_seal = pytest.mark.skipif(
+    layout.seal is layout.seal_py, reason="the C accelerator is not built (or is turned off)"
+)
+
+
+@needs_c_seal
+@given(st.binary(max_size=600), PAYLOAD, st.integers(0, 15))
+def test_c_seal_and_unseal_are_the_references(key: bytes, payload: bytes, skip: int) -> None:
+    value = layout.seal(key, bytearray(payload))
+    assert value == layout.seal_py(key, payload)
+    view = memoryview(value)
+    assert layout.unseal(key, view) == layout.unseal_py(key, view) == payload
+    damaged = bytearray(value)
+    damaged[min(skip, len(damaged) - 1)] ^= 0x01  # any one bit flipped, checksum included
+    assert layout.unseal(key, damaged) is None is layout.unseal_py(key, damaged)
+    short = value[: min(skip, 3)]  # shorter than a checksum
+    assert layout.unseal(key, short) is None is layout.unseal_py(key, short)
+
+
 def _node_list(ids: list[tuple[int, int]], payloads: list[bytes]) -> list[tuple[Any, ...]]:
     # the shape of a NodeRun's nodes: (master ID, listpack, live, first live, last)
     return [(mid, lp, 1, mid, mid) for mid, lp in zip(ids, payloads)]

@@ -137,8 +137,7 @@ def test_a_later_commit_makes_the_earlier_ones_flush_unnecessary(
     flushes, handed = log_flush.counters.flushes, log_flush.counters.handed
 
     def reader_commits() -> None:
-        reader.note_marked(8)  # its record, after the writer's, marked committed
-        reader.make_durable(8)
+        reader.make_durable(8)  # its record, after the writer's, marked committed
 
     timer = threading.Timer(0.05, reader_commits)
     timer.start()

@@ -13,7 +13,8 @@ runs directly in the write transaction, no nested one).
 :class:`Combiner` is only the queue and the hand-over; the transaction work is the ``commit``
 function it is given (:meth:`rstore.storage.env.Env.commit_batch`), which sets every request's
 outcome or raises for the whole batch (nothing of it was committed), and may return a second
-step -- making the commit durable (:mod:`rstore.storage.durable`) -- that runs after the lead
+step -- making the commit durable (:meth:`rstore.storage.engine.wal.WriteAheadLog.make_durable`)
+-- that runs after the lead
 has been passed on, so the next batch's transaction overlaps this batch's wait for the disk.
 A request is woken only after that step: a durable write returns once it is on disk.
 """
@@ -60,11 +61,6 @@ class Request:
         # For a thread that waits: a lock held from the start and released once to wake it (a
         # bare lock is much cheaper to make than an Event).  A leader's own write has none.
         self.wake: threading.Lock | None = None
-
-    def outcome(self) -> Any:
-        if self.error is not None:
-            raise self.error
-        return self.result
 
 
 class Combiner:
@@ -135,7 +131,9 @@ class Combiner:
             interrupted = leading.held
         if interrupted is not None:
             raise interrupted
-        return req.outcome()
+        if req.error is not None:
+            raise req.error
+        return req.result
 
     def _lead(self, s: _Leading) -> None:
         """Run a batch (the leader's write and, if it was queued, every queued write), pass

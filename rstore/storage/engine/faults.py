@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import signal
 
-__all__ = ["POINTS", "arm", "crash_point"]
+__all__ = ["POINTS", "arm", "armed", "crash_point"]
 
 #: Every point, in the order a write, a checkpoint, a recovery and a compaction reach them.
 POINTS = (
@@ -29,17 +29,20 @@ POINTS = (
     "compact-header-written",  # format 3: the new header flushed; the intent not removed
 )
 
-_armed = [os.environ.get("RSTORE_CRASH_AT")]
+#: The point this process dies at, or ``None`` (the hot path tests this before calling
+#: :func:`crash_point`: no call without it).
+armed: str | None = os.environ.get("RSTORE_CRASH_AT")
 
 
 def arm(name: str | None) -> None:
     """Set the crash point from inside the process (tests), after the writes that must land."""
+    global armed  # noqa: PLW0603 -- the write path reads it as one attribute, no call
     if name is not None and name not in POINTS:
         raise ValueError(f"no crash point {name!r}")
-    _armed[0] = name
+    armed = name
 
 
 def crash_point(name: str) -> None:
     """SIGKILL this process if ``RSTORE_CRASH_AT`` names ``name`` (tests only)."""
-    if _armed[0] is not None and name == _armed[0]:
+    if armed is not None and name == armed:
         os.kill(os.getpid(), signal.SIGKILL)

@@ -123,7 +123,6 @@ class LogFlusher:
         self._closed = False
         self._close_failure: StorageError | None = None
         self._known = 0  # the highest sequence number this process knows is durable
-        self._uncovered = 0  # the record whose note_marked found the durable word below it
         self._shared: int | None = None
         with suppress(OSError):
             shared = os.open(
@@ -169,9 +168,11 @@ class LogFlusher:
         if self._shared is None or durable >= lsn:
             return
         dev, ino = self._identity
-        with suppress(OSError):
-            word = _DURABLE.pack(_DURABLE_MAGIC, dev, ino, lsn, dev ^ ino ^ lsn ^ _DURABLE_CHECK)
+        word = _DURABLE.pack(_DURABLE_MAGIC, dev, ino, lsn, dev ^ ino ^ lsn ^ _DURABLE_CHECK)
+        try:  # noqa: SIM105 -- every durable commit's path: suppress() is 3 Python calls
             os.pwrite(self._shared, word, 0)
+        except OSError:
+            pass
 
     def _note_known(self, lsn: int) -> None:
         """``lsn`` was read from the durable word: it is on disk."""
@@ -196,35 +197,29 @@ class LogFlusher:
         """The highest sequence number this process, or ``wal.shm``, knows is on disk."""
         return max(self._known, self._read_durable())
 
-    def note_marked(self, lsn: int) -> None:
-        """After this process marked record ``lsn`` committed (durable writes only), before
-        :meth:`make_durable` of ``lsn``: the durable word read here is not read again there."""
-        if self._shared is None:
-            return
-        durable, marked = self._read_words()
-        if durable >= lsn:  # a flush that started after a later record's mark covered it
-            self._note_known(durable)
-        else:
-            self._uncovered = lsn
-            if marked < lsn:
-                with suppress(OSError):
-                    word = _MARKED.pack(_MARKED_MAGIC, lsn, lsn ^ _MARKED_CHECK)
-                    os.pwrite(self._shared, word, _MARKED_AT)
-
-    def _shared_covers(self, lsn: int) -> bool:
-        """Whether the durable word says record ``lsn`` is on disk (not read again when
-        :meth:`note_marked` just read it for this record)."""
-        return lsn != self._uncovered and lsn <= self._read_durable()
-
     def make_durable(self, lsn: int, grace_s: float = 0.0) -> None:
-        """Return once record ``lsn`` is on disk: at once if another flush covered it.
+        """After this process marked record ``lsn`` committed (durable writes only): return
+        once it is on disk -- at once if a flush that started after a later record's mark
+        covered it, else after raising the marked word to ``lsn`` and flushing (or finding,
+        under the lock, that the flush it waited for covered it).
 
         With ``grace_s``, first wait up to that long for a later flush to cover it (a reader
         woken before this flush, whose own commit flushes the log), and flush only if none
         did."""
-        if lsn <= self._known or self._shared_covers(lsn):
+        if lsn <= self._known:
             counters.skipped += 1
             return
+        durable, marked = self._read_words()
+        if durable >= lsn:
+            self._note_known(durable)
+            counters.skipped += 1
+            return
+        if marked < lsn and self._shared is not None:
+            word = _MARKED.pack(_MARKED_MAGIC, lsn, lsn ^ _MARKED_CHECK)
+            try:  # noqa: SIM105 -- every durable commit's path: suppress() is 3 Python calls
+                os.pwrite(self._shared, word, _MARKED_AT)
+            except OSError:
+                pass
         if grace_s > 0 and self._covered_within(lsn, grace_s):
             counters.skipped += 1
             counters.handed += 1
@@ -250,8 +245,10 @@ class LogFlusher:
         ``lsn``; publish the highest record marked before it."""
         shared = self._shared
         if shared is not None:
-            with suppress(OSError):
+            try:  # noqa: SIM105 -- every durable commit's path: suppress() is 3 Python calls
                 fcntl.lockf(shared, fcntl.LOCK_EX, 1, 0)  # another process's flush first
+            except OSError:
+                pass
         try:
             durable, marked = self._read_words()
             if lsn <= durable:  # the flush waited for covered it
@@ -263,8 +260,10 @@ class LogFlusher:
             self._publish(covers, durable)  # under the lock, no other flush wrote the word
         finally:
             if shared is not None:
-                with suppress(OSError):
+                try:  # noqa: SIM105 -- every durable commit's path: suppress() is 3 Python calls
                     fcntl.lockf(shared, fcntl.LOCK_UN, 1, 0)
+                except OSError:
+                    pass
 
     def note_flushed(self, lsn: int) -> None:
         """A flush of the log made elsewhere -- a checkpoint's, after its header -- put every

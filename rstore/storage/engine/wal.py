@@ -22,11 +22,11 @@ from contextlib import suppress
 from typing import Any
 
 from rstore.errors import StorageError
-from rstore.storage.engine import wal_capture, wal_log, wal_position
-from rstore.storage.engine.faults import crash_point
-from rstore.storage.engine.log_flush import LogFlusher
+from rstore.storage.engine import faults, wal_capture, wal_log, wal_position
+from rstore.storage.engine.log_flush import READER_GRACE_S, LogFlusher
 from rstore.storage.engine.wal_checkpoints import Checkpoints
 from rstore.storage.engine.wal_log import Position
+from rstore.storage.failures import translate_os
 from rstore.storage.records import layout
 
 __all__ = ["LOG_FILE", "META_BARRIER", "SHARED_FILE", "WriteAheadLog"]
@@ -55,6 +55,7 @@ class WriteAheadLog:
         """``step``: what the checkpointer thread runs (:meth:`step`, inside the
         environment's gate)."""
         self._env = env
+        self._store_path = store_path
         self._dbs = dbs
         self._names = {handle: name for name, handle in dbs.items()}
         self.path = os.path.join(store_path, LOG_FILE)
@@ -68,7 +69,7 @@ class WriteAheadLog:
             f"rstore checkpoints {store_path}",
         )  # fmt: skip
         self._last_txnid = 0  # the transaction of this process's last record
-        self._allocated = 0
+        self._allocated = 0  # the log file's size, as far as known (checked past it only)
         self._writer: wal_log.RecordWriter | None = None  # the record being written, if any
         # (txnid, the position after its record) of this process's last record: LMDB's own
         # position while that transaction is the last commit (then no need to read it).
@@ -89,13 +90,20 @@ class WriteAheadLog:
 
     def prepare(self) -> None:
         """Before a write transaction of this process: it holds a pin
-        (:meth:`~rstore.storage.engine.wal_checkpoints.Checkpoints.prepare`)."""
-        self.checkpoints.prepare()
+        (:meth:`~rstore.storage.engine.wal_checkpoints.Checkpoints.prepare`).  Nothing is
+        written yet, so a failure (a checkpoint's flush) fails the write as not stored."""
+        try:
+            self.checkpoints.prepare()
+        except OSError as exc:
+            raise translate_os(exc, self._store_path, "write the log of") from exc
 
-    def ensure_pin(self, raw: Any) -> None:
-        """Inside a write transaction, before it changes anything: this process must hold a
-        pin; without one, make a checkpoint of the last commit first (holding the lock)."""
+    def begin(self, raw: Any, *, bulk: bool = False) -> Any:
+        """Write transaction ``raw``, recording its changes (:meth:`wrap`; a ``bulk`` one as
+        it is: its changes are not recorded), once this process holds a pin: without one (it
+        went since :meth:`prepare`), a checkpoint of the last commit is made first, holding
+        LMDB's lock, before anything is written."""
         self.checkpoints.ensure(raw)
+        return raw if bulk else self.wrap(raw)
 
     def _next_position(self, raw: Any) -> tuple[int, Position, bool]:
         """The id of write transaction ``raw``, where its record goes, and whether the last
@@ -129,11 +137,12 @@ class WriteAheadLog:
         """The record of a bulk transaction, before LMDB's commit: a barrier, in place of its
         changes (the caller makes a checkpoint once it committed); its position."""
         txnid, position, _ = self._next_position(raw)
-        after = wal_log.write_record(
-            self._fd, position, txnid, wal_log.BARRIER_BODY, _ZEROS, self._allocate
+        after, self._allocated = wal_log.write_record(
+            self._fd, position, txnid, wal_log.BARRIER_BODY, _ZEROS, self._allocated
         )
-        self._written(raw, txnid, after)
         meta = self._dbs[layout.DB_META]
+        wal_position.write(raw, meta, after)
+        self._last_txnid = txnid
         raw.put(META_BARRIER, layout.seal(META_BARRIER, _TXNID.pack(txnid)), db=meta)
         return position
 
@@ -148,71 +157,93 @@ class WriteAheadLog:
     def _spill(self, logged: wal_capture.LoggedTxn, body: bytes) -> None:
         if self._writer is None:  # the record of this transaction, begun
             txnid, position = self._begin(logged)
-            self._writer = wal_log.RecordWriter(self._fd, position, txnid, self._allocate)
+            self._writer = wal_log.RecordWriter(self._fd, position, txnid, self._allocated)
         self._writer.add_encoded(body)
 
-    def append(self, logged: wal_capture.LoggedTxn, txnid: int) -> Position | None:
-        """Finish the transaction's record (before LMDB's commit): its position, or ``None``
-        when it changed nothing."""
-        del txnid  # the record carries the id of the transaction it was begun in
+    def append(self, logged: wal_capture.LoggedTxn) -> Position | None:
+        """Finish the transaction's record (before LMDB's commit) and move LMDB's position past
+        it: the record's position, or ``None`` when the transaction changed nothing."""
         writer = self._writer
         if writer is None:
             if not logged.pending:
                 return None
-            txnid, at = self._begin(logged)  # nothing spilled: one write
-            after = wal_log.write_record(self._fd, at, txnid, logged.take(), _ZEROS, self._allocate)
+            txnid = int(logged.raw.id())
+            last, at = self._last_commit
+            if last != txnid - 1 or at.offset > LOG_LIMIT:  # else known: _next_position
+                txnid, at = self._begin(logged)
+            # nothing spilled: one write
+            after, self._allocated = wal_log.write_record(
+                self._fd, at, txnid, logged.take(), _ZEROS, self._allocated
+            )
         else:
             self._writer = None
-            txnid, at = writer.txnid, writer.position
+            txnid, at = writer.txnid, writer.position  # the id of the transaction it began in
             after = writer.finish(logged.take(), _ZEROS)
-        self._written(logged.raw, txnid, after)
+            self._allocated = writer.allocated
+        wal_position.write(logged.raw, self._dbs[layout.DB_META], after)
+        self._last_txnid = txnid
         self._appended = (txnid, after)
         return at
-
-    def _written(self, raw: Any, txnid: int, after: Position) -> None:
-        """Transaction ``txnid``'s record is in the log: LMDB's position moves past it."""
-        wal_position.write(raw, self._dbs[layout.DB_META], after)
-        self._last_txnid = txnid
 
     def lmdb_committed(self) -> None:
         """Right after LMDB committed the last :meth:`append`'s transaction (before another)."""
         self._last_commit = self._appended
 
-    def _allocate(self, end: int) -> None:
-        if end > self._allocated:  # the file's size is checked only past the last known one
-            self._allocated = wal_log.grow(self._fd, end)
-
     def sync(self) -> None:
         """Flush the log: every commit that returned before this call is then durable."""
         os.fdatasync(self._fd)
 
-    def committed(self, position: Position, *, durable: bool) -> None:
-        """After LMDB's commit of the record at ``position``: mark it committed, and for a
-        durable write tell the flusher.  A ``sync=False`` write is marked too (one ``pwrite``,
-        no flush): a record needs its mark while it is the log's last (the next one proves
-        it), and the process may be killed right after the write returned -- after a clean
-        restart the kernel has written the mark back, and recovery redoes the record."""
-        if durable:
-            crash_point("lmdb-committed")
-        self._mark(position)
-        if durable:
-            self.flusher.note_marked(position.lsn)
-            crash_point("record-marked")
-
-    def _mark(self, position: Position) -> None:
-        """The record at ``position`` is committed."""
+    def mark(self, position: Position) -> None:
+        """Right after LMDB's commit of a ``sync=False`` (or relaxed) record at ``position``:
+        mark it committed, one ``pwrite``, no flush.  A record needs its mark while it is the
+        log's last (the next one proves it), and the process may be killed right after the
+        write returned -- after a clean restart the kernel has written the mark back, and
+        recovery redoes the record."""
         try:
             wal_log.mark_committed(self._fd, position)
         except OSError as exc:
-            raise StorageError(
-                f"{self.path}: the write was committed but marking it in the log failed "
-                f"({exc}); it may be lost if the machine crashes",
-                hint="check the disk; the store stays consistent",
-            ) from exc
+            raise self._mark_failed(exc) from exc
 
-    def poke(self) -> None:
-        """After a commit of this process: let the checkpointer look when one may be due."""
+    def make_durable(self, position: Position, readers_woken: bool) -> None:
+        """After LMDB's commit of the record at ``position`` (``sync=True``), once the lead
+        has passed on: mark it committed, flush the log or find it flushed (joining a flush
+        another writer of any process makes), let the checkpointer look.  ``readers_woken``:
+        readers were woken before the flush; one of their commits may cover it
+        (:data:`~rstore.storage.engine.log_flush.READER_GRACE_S`).  A failure here is a
+        failure after the commit: the writes are told they are stored but may not be on
+        disk."""
+        if faults.armed is not None:
+            faults.crash_point("lmdb-committed")
+        try:
+            wal_log.mark_committed(self._fd, position)
+        except OSError as exc:
+            raise self._mark_failed(exc) from exc
+        if faults.armed is not None:
+            faults.crash_point("record-marked")
+        self.flusher.make_durable(position.lsn, READER_GRACE_S if readers_woken else 0.0)
         self.checkpoints.committed(self._last_txnid)
+
+    def _mark_failed(self, exc: OSError) -> StorageError:
+        return StorageError(
+            f"{self.path}: the write was committed but marking it in the log failed "
+            f"({exc}); it may be lost if the machine crashes",
+            hint="check the disk; the store stays consistent",
+        )
+
+    def poke(self, readers_woken: bool = False) -> None:
+        """After a ``sync=False`` (or relaxed) commit of this process: let the checkpointer
+        look when one may be due (``readers_woken`` is not used: nothing is flushed)."""
+        del readers_woken
+        self.checkpoints.committed(self._last_txnid)
+
+    def bulk_committed(self, readers_woken: bool) -> None:
+        """After the commit of a bulk write (either ``sync``): its changes are in ``data.mdb``
+        only, so it returns once a checkpoint covers it -- ``data.mdb`` flushed, the header
+        naming it, the log flushed.  Until then no other record can follow its barrier (the
+        next writer would make that checkpoint first)."""
+        del readers_woken
+        faults.crash_point("bulk-committed")
+        self.checkpoints.checkpoint()
 
     def checkpoint(self) -> None:
         """Make a checkpoint of the last commit now (and pin it)."""

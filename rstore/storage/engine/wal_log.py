@@ -31,7 +31,7 @@ import struct
 import time
 import uuid
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 __all__ = [
@@ -189,39 +189,43 @@ def encode_record(position: Position, txnid: int, ops: Sequence[Op]) -> tuple[by
 
 
 def write_record(
-    fd: int,
-    position: Position,
-    txnid: int,
-    body: bytes,
-    trailer: bytes,
-    reserve: Callable[[int], None],
-) -> Position:
+    fd: int, position: Position, txnid: int, body: bytes, trailer: bytes, allocated: int
+) -> tuple[Position, int]:
     """Write the record of the encoded operations ``body`` at ``position``, then ``trailer``,
-    in one ``pwrite`` (after ``reserve(end)``); the position after the record.  The bytes are
-    those :class:`RecordWriter` writes in pieces."""
+    in one ``pwrite``; ``(the position after the record, the size the file is known to
+    have)``: a file known to reach ``allocated`` bytes is grown (:func:`grow`) only when the
+    record goes past that.  The bytes are those :class:`RecordWriter` writes in pieces."""
     record, after = _frame(position, txnid, body, trailer)
-    reserve(position.offset + len(record))
-    _write_all(fd, record, position.offset)
-    return after
+    at = position.offset
+    end = at + len(record)
+    if end > allocated:
+        allocated = grow(fd, end)
+    written = os.pwrite(fd, record, at)
+    if written != len(record):  # a short write (rare): the rest, piece by piece
+        _write_all(fd, memoryview(record)[written:], at + written)
+    return after, allocated
 
 
 class RecordWriter:
     """A record written in pieces, for a transaction too large to hold in memory: its
     operations as they come (:meth:`add`), then its head and CRC (:meth:`finish`).  The CRC
     covers the magic, the operations and then the head, so it can be computed as the
-    operations pass.  ``reserve(end)`` is called before each write that reaches ``end``.  A
+    operations pass.  The file is grown (:func:`grow`) before a write that goes past
+    ``allocated``, the size it is known to have (read back from :attr:`allocated` after).  A
     record whose operations all come to :meth:`finish` is written in one piece
     (:func:`write_record`)."""
 
-    def __init__(
-        self, fd: int, position: Position, txnid: int, reserve: Callable[[int], None]
-    ) -> None:
+    def __init__(self, fd: int, position: Position, txnid: int, allocated: int) -> None:
         self._fd = fd
         self.position = position
         self.txnid = txnid
-        self._reserve = reserve
+        self.allocated = allocated
         self._length = 0
         self._crc = _MAGIC_CRC
+
+    def _reserve(self, end: int) -> None:
+        if end > self.allocated:
+            self.allocated = grow(self._fd, end)
 
     def add(self, ops: Sequence[Op]) -> None:
         self.add_encoded(_encode_ops(ops))
@@ -242,7 +246,10 @@ class RecordWriter:
         """Write the last operations (encoded), the head and the CRC (then ``trailer``); the
         position after the record."""
         if self._length == 0:  # nothing spilled: the whole record in one write
-            return write_record(self._fd, self.position, self.txnid, body, trailer, self._reserve)
+            after, self.allocated = write_record(
+                self._fd, self.position, self.txnid, body, trailer, self.allocated
+            )
+            return after
         self.add_encoded(body)
         gen, offset, lsn, prev = self.position
         head = _HEAD.pack(_MAGIC, 0, gen, lsn, self.txnid, prev, self._length)
@@ -269,7 +276,7 @@ def decode_ops(body: bytes) -> list[Op]:
     return ops
 
 
-def _write_all(fd: int, data: bytes, at: int) -> None:
+def _write_all(fd: int, data: bytes | memoryview, at: int) -> None:
     view = memoryview(data)
     while view:
         written = os.pwrite(fd, view, at)

@@ -1,9 +1,11 @@
 /*
- * Optional C accelerator for sealing records in bulk (rstore.storage.records.sealed loads it).  A sealed
- * record is its payload followed by the CRC-32 (zlib's) of the key then the payload, big-endian
+ * Optional C accelerator for sealing records (rstore.storage.records.layout and .sealed load
+ * it).  A sealed record is its payload followed by the CRC-32 (zlib's) of the key then the
+ * payload, big-endian
  * (rstore.storage.records.layout.seal, the reference).
  *
  *   crc32(data, crc=0)                      zlib.crc32(data, crc)
+ *   seal(key, payload), unseal(key, value)  one record sealed, or its payload checked
  *   seal_nodes(prefix, nodes)               [(prefix + master ID, sealed listpack)] for the
  *                                           (master ID, listpack, ...) tuples of a NodeRun
  *   seal_nacks(pel_prefix, owned_prefix, owner, nacks)
@@ -187,6 +189,69 @@ static PyObject *crc32(PyObject *self, PyObject *args)
     return PyLong_FromUnsignedLong(~c);
 }
 
+/* seal(key, payload) -> bytes: payload + CRC-32(key + payload), big-endian. */
+static PyObject *seal(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer key, payload;
+    PyObject *value;
+    unsigned char *v;
+    uint32_t c;
+    (void)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "seal(key, payload) takes 2 arguments");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &key, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(args[1], &payload, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&key);
+        return NULL;
+    }
+    value = PyBytes_FromStringAndSize(NULL, payload.len + 4);
+    if (value != NULL) {
+        v = (unsigned char *)PyBytes_AS_STRING(value);
+        if (payload.len) memcpy(v, payload.buf, (size_t)payload.len);
+        c = crc_update(0xFFFFFFFFu, key.buf, (size_t)key.len);
+        c = crc_update(c, v, (size_t)payload.len);
+        put_be32(v + payload.len, ~c);
+    }
+    PyBuffer_Release(&payload);
+    PyBuffer_Release(&key);
+    return value;
+}
+
+/* unseal(key, value) -> bytes or None: the payload of a sealed value whose CRC matches. */
+static PyObject *unseal(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer key, value;
+    PyObject *out = NULL;
+    const unsigned char *v;
+    uint32_t c, stored;
+    Py_ssize_t end;
+    (void)self;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "unseal(key, value) takes 2 arguments");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &key, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(args[1], &value, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&key);
+        return NULL;
+    }
+    end = value.len - 4;
+    if (end >= 0) {
+        v = (const unsigned char *)value.buf;
+        c = crc_update(0xFFFFFFFFu, key.buf, (size_t)key.len);
+        c = ~crc_update(c, v, (size_t)end);
+        stored = (uint32_t)v[end] << 24 | (uint32_t)v[end + 1] << 16 | (uint32_t)v[end + 2] << 8 |
+                 (uint32_t)v[end + 3];
+        if (c == stored) out = PyBytes_FromStringAndSize((const char *)v, end);
+    }
+    PyBuffer_Release(&value);
+    PyBuffer_Release(&key);
+    if (out == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
+    return out;
+}
+
 /* An unsigned 64-bit integer out of an int object; 0 (and no exception) if it is not one. */
 static int get_u64(PyObject *o, uint64_t *v)
 {
@@ -320,6 +385,11 @@ fail:
 static PyMethodDef methods[] = {
     {"crc32", crc32, METH_VARARGS,
      "crc32(data, crc=0) -> int\n\nzlib.crc32(data, crc): the CRC-32 of records' seals."},
+    {"seal", (PyCFunction)(void (*)(void))seal, METH_FASTCALL,
+     "seal(key, payload) -> bytes\n\nThe payload, then the CRC-32 of key and payload (big-endian)."},
+    {"unseal", (PyCFunction)(void (*)(void))unseal, METH_FASTCALL,
+     "unseal(key, value) -> bytes or None\n\nThe payload of a sealed value, None when its "
+     "CRC-32 does not match."},
     {"seal_nodes", seal_nodes, METH_VARARGS,
      "seal_nodes(prefix, nodes) -> list or None\n\n(prefix + ms + seq, listpack + seal) for "
      "each ((ms, seq), listpack, ...) of the list nodes; prefix: the stream handle (8 bytes)."},

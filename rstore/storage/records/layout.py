@@ -35,8 +35,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rstore.codec.crc64 import crc64
@@ -93,8 +95,8 @@ _FORMAT = struct.Struct(">6sI")
 _META = struct.Struct(">12Q")
 
 
-def pack_u64(v: int) -> bytes:
-    return _U64.pack(v)
+#: A u64, big-endian (the struct's own method: no Python call on the write path).
+pack_u64: Callable[[int], bytes] = _U64.pack
 
 
 def unpack_u64(b: bytes) -> int:
@@ -108,14 +110,15 @@ _CHECKSUM = struct.Struct(">I")
 CHECKSUM_SIZE = _CHECKSUM.size
 
 
-def seal(key: bytes, payload: bytes | bytearray) -> bytes:
-    """The stored value of ``payload`` under ``key``: the payload, then CRC-32(key + payload)."""
+def seal_py(key: bytes, payload: bytes | bytearray) -> bytes:
+    """The stored value of ``payload`` under ``key``: the payload, then CRC-32(key + payload)
+    (the reference of :func:`seal`)."""
     return bytes(payload) + _CHECKSUM.pack(zlib.crc32(payload, zlib.crc32(key)))
 
 
-def unseal(key: bytes | memoryview, value: bytes | memoryview) -> bytes | None:
+def unseal_py(key: bytes | memoryview, value: bytes | memoryview) -> bytes | None:
     """The payload of a stored value (a copy: ``value`` may be a view into LMDB's map), or
-    ``None`` when its checksum does not match."""
+    ``None`` when its checksum does not match (the reference of :func:`unseal`)."""
     end = len(value) - CHECKSUM_SIZE
     if end < 0:
         return None
@@ -123,6 +126,19 @@ def unseal(key: bytes | memoryview, value: bytes | memoryview) -> bytes | None:
     if zlib.crc32(view[:end], zlib.crc32(key)) != _CHECKSUM.unpack_from(view, end)[0]:
         return None
     return bytes(view[:end])
+
+
+#: :func:`seal_py` and :func:`unseal_py`, in C when ``rstore/storage/records/_sealed.c`` is
+#: built (and ``RSTORE_NO_SPEEDUPS`` is not set): the same bytes (tests/storage/test_sealed.py).
+seal: Callable[[bytes, bytes | bytearray], bytes] = seal_py
+unseal: Callable[[bytes | memoryview, bytes | memoryview], bytes | None] = unseal_py
+if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
+    try:
+        from rstore.storage.records import _sealed  # type: ignore[attr-defined]
+    except ImportError:  # not built: sealed in Python
+        pass
+    else:
+        seal, unseal = _sealed.seal, _sealed.unseal
 
 
 def pack_format(version: int = FORMAT_VERSION) -> bytes:

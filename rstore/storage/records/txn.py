@@ -14,9 +14,13 @@ Everything rstore stores goes through this class; the LMDB transaction itself st
 * **Write caching.**  Write transactions cache what they change and write it back once, at
   :meth:`Txn.flush` (just before commit): stream metadata is read once per transaction and
   written back if marked dirty; nodes obtained with :meth:`Txn.node_for_update` are
-  ``bytearray`` copies kept until flush (:class:`Carry` hands them on), and every iteration over
+  ``bytearray`` copies kept until flush, and every iteration over
   nodes first writes the dirty ones back, so LMDB is the single truth that cursors see.  That
   makes a pipeline of 1000 XADDs touch the tail node 1000 times in memory but write it once.
+* **Carried on.**  A committed write transaction hands what it read and wrote to the next write
+  transaction of the process (:meth:`Txn.carry`, the ``prior`` of the next), valid when no
+  other writer, of any process, committed in between: then every record is still exactly what
+  LMDB holds, and the next XADD to the same stream reads nothing from LMDB.
 * Keyspace changes are written through at once (they are rare and SCAN iterates them).
 """
 
@@ -32,11 +36,10 @@ from rstore.errors import CorruptDataError, CorruptStoreError
 from rstore.model import ID
 from rstore.storage.checks import pagecheck
 from rstore.storage.records import layout, txn_errors
-from rstore.storage.records.carry import Carry
 from rstore.storage.records.cursors import seek_node
 from rstore.storage.records.layout import KeyRecord, StoreConfig, StreamMeta
 
-__all__ = ["Carry", "Txn"]
+__all__ = ["Txn"]
 
 T = TypeVar("T")
 
@@ -66,8 +69,17 @@ class Txn:
     )
 
     def __init__(
-        self, raw: Any, dbs: dict[bytes, Any], *, write: bool, sealed: bool = True, path: str = ""
+        self,
+        raw: Any,
+        dbs: dict[bytes, Any],
+        *,
+        write: bool,
+        sealed: bool = True,
+        path: str = "",
+        prior: Txn | None = None,
     ) -> None:
+        """``prior``: the write transaction of this process that committed right before this
+        one (none other in between, :meth:`carry`): this one starts from what it knew."""
         self._raw = raw
         self._dbs = dbs
         self.write = write
@@ -78,21 +90,20 @@ class Txn:
         self.relaxed = False
         self.sealed = sealed  # format 2: values carry checksums
         self._path = path  # the data file, for error messages
-        self._config: StoreConfig | None = None
-        self._keys: dict[bytes, KeyRecord | None] = {}
-        self._names: dict[int, bytes] = {}  # stream handle -> key name, as far as seen
-        self._meta: dict[int, StreamMeta] = {}
         self._dirty_meta: set[int] = set()
         self._dirty_nodes: dict[bytes, bytearray] = {}
-        self._clean_nodes: dict[bytes, bytes] = {}  # nodes read by node_get, unchanged
-
-    def adopt(self, carry: Carry) -> None:
-        """Start from what the previous write transaction of this process left (see Carry)."""
-        self._keys = carry.keys
-        self._meta = carry.meta
-        self._config = carry.config
-        self._clean_nodes = carry.nodes
-        self._names = carry.names
+        self._config: StoreConfig | None
+        self._keys: dict[bytes, KeyRecord | None]
+        self._names: dict[int, bytes]  # stream handle -> key name, as far as seen
+        self._meta: dict[int, StreamMeta]
+        self._clean_nodes: dict[bytes, bytes]  # nodes read by node_get, unchanged
+        if prior is None:
+            self._config, self._keys, self._names, self._meta, self._clean_nodes = (
+                None, {}, {}, {}, {}
+            )  # fmt: skip
+        else:  # flushed and committed: its dirty records are clean now
+            self._config, self._keys, self._names = prior._config, prior._keys, prior._names
+            self._meta, self._clean_nodes = prior._meta, prior._clean_nodes
 
     def put_sealed(self, db: bytes, items: list[tuple[bytes, bytes]]) -> None:
         """Put records whose values are sealed already (:mod:`rstore.storage.records.sealed`), in
@@ -114,11 +125,13 @@ class Txn:
         """The error for records that disagree, each sound on its own (see txn_errors)."""
         return txn_errors.inconsistent(self._path, db, what, stream)
 
-    def carry(self, txnid: int) -> Carry | None:
-        """After a successful commit of transaction ``txnid``: its records, for the next."""
+    def carry(self) -> Txn | None:
+        """Once flushed, to be committed: this transaction, as the ``prior`` of the next write
+        transaction if that one follows its commit; ``None`` when it holds too many records to
+        keep them (a bulk load: memory stays bounded)."""
         if len(self._keys) + len(self._meta) + len(self._clean_nodes) > _CARRY_LIMIT:
             return None
-        return Carry(txnid, self._keys, self._meta, self._config, self._clean_nodes, self._names)
+        return self
 
     @property
     def id(self) -> int:
@@ -377,7 +390,9 @@ class Txn:
                     return None
                 value = self._node_payload(key, raw)
             node = bytearray(value)
-            self._track(key, node)
+            if len(self._dirty_nodes) >= _MAX_DIRTY_NODES:  # as _track, for a key not in it
+                self._flush_nodes()
+            self._dirty_nodes[key] = node
         return node
 
     def node_put(self, handle: int, master_id: ID, node: bytearray) -> None:
@@ -462,21 +477,26 @@ class Txn:
     # ------------------------------------------------------------------ flush
 
     def _flush_nodes(self) -> None:
-        if self._dirty_nodes:
-            put = self.put
-            db = layout.DB_NODES
-            clean = self._clean_nodes
-            for key, node in self._dirty_nodes.items():
-                put(db, key, node)
-                clean[key] = bytes(node)
-            self._dirty_nodes.clear()
+        """Write the nodes changed in the cache back to LMDB (they stay cached, clean)."""
+        self.wrote = True
+        put, db, clean = self._raw.put, self._dbs[layout.DB_NODES], self._clean_nodes
+        seal = layout.seal if self.sealed else None
+        for key, node in self._dirty_nodes.items():
+            put(key, node if seal is None else seal(key, node), db=db)
+            clean[key] = bytes(node)
+        self._dirty_nodes.clear()
 
     def flush(self) -> None:
         """Write every cached change back to LMDB (before commit)."""
-        self._flush_nodes()
+        if self._dirty_nodes:
+            self._flush_nodes()
         if self._dirty_meta:
+            self.wrote = True
+            put, db, metas = self._raw.put, self._dbs[layout.DB_STREAMS], self._meta
+            seal, pack_u64 = layout.seal if self.sealed else None, layout.pack_u64
             for handle in self._dirty_meta:
-                self.put(layout.DB_STREAMS, layout.pack_u64(handle), self._meta[handle].pack())
+                key, payload = pack_u64(handle), metas[handle].pack()
+                put(key, payload if seal is None else seal(key, payload), db=db)
             self._dirty_meta.clear()
 
     def put_many(self, db: bytes, items: list[tuple[bytes, bytes]]) -> None:

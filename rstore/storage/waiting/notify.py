@@ -55,6 +55,7 @@ __all__ = [
     "KIND_GROUP",
     "KIND_READ",
     "LATE",
+    "NOBODY",
     "Notifier",
     "slot_hash",
 ]
@@ -80,6 +81,10 @@ FLAG_EARLY = 1
 EARLY = 1
 LATE = 2
 ALL = EARLY | LATE
+#: What a wake-up returns when no reader of the store was waiting at all: a later phase of the
+#: same commit has nobody to wake either (a reader that starts waiting after this was read
+#: runs its command again once registered, and reads the commit then).
+NOBODY = -1
 _FREE = 0
 _WAITING = 1
 

@@ -15,7 +15,7 @@ import weakref
 
 from rstore.errors import StorageError
 from rstore.storage.gate import Gate
-from rstore.storage.waiting.notify import ALL, FLAG_EARLY, KIND_GROUP, Notifier, slot_hash
+from rstore.storage.waiting.notify import ALL, FLAG_EARLY, KIND_GROUP, NOBODY, Notifier, slot_hash
 from rstore.storage.waiting.waiters import PollingWaiter, Waiter
 
 __all__ = ["Wakeups"]
@@ -61,14 +61,17 @@ class Wakeups:
         (:mod:`rstore.storage.waiting.notify`) chooses the readers woken before the commit's log
         flush (``EARLY``) or after it (``LATE``), or all (``ALL``).
 
-        Returns how many blocked calls of other processes were woken.  Never raises: the
-        write has committed, so its caller must get its result whatever happens here; a
-        failure is logged once and readers fall back to polling."""
+        Returns how many blocked calls of other processes were woken, or :data:`NOBODY` when
+        no reader of the store was waiting (or none can be woken: the table cannot be used,
+        and readers poll).  Never raises: the write has committed, so its caller must get its
+        result whatever happens here; a failure is logged once and readers fall back to
+        polling."""
         try:
-            notifier = self._table()
-            if notifier is not None and notifier.anyone_waiting():
-                hashes = None if keys is None else {slot_hash(k) for k in keys}
-                return notifier.notify(hashes, phase)
+            notifier = self._notifier or self._table()
+            if notifier is None or not notifier.anyone_waiting():
+                return NOBODY
+            hashes = None if keys is None else {slot_hash(k) for k in keys}
+            return notifier.notify(hashes, phase)
         except Exception as exc:
             self._failed(exc)
         return 0
