@@ -46,7 +46,7 @@ class Request:
     ) -> None:
         self.fn = fn
         # A large write that a store with the log commits without recording its changes, made
-        # durable by a checkpoint before it returns -- when it runs alone (commit.py).
+        # durable by a checkpoint before it returns -- when it runs alone (Env.commit_batch).
         self.bulk = bulk
         # Run by the leader once the write is committed, before the commit is flushed (waking
         # the readers that may run before the flush; true if it woke any); must not raise.
