@@ -9,6 +9,7 @@ what they write is unchanged, so those recorded before read the same (docs/repla
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from typing import Any, cast
 
@@ -61,7 +62,24 @@ def read_bookmark(sink: Sink, name: str) -> dict[bytes, ID]:
     it is transactional, else in the file ``name`` (``{}`` when there is none yet)."""
     if sink.transactional:
         return decode_position(_recorded(sink, name), f"bookmark {name}")
+    _check_writable(name)  # before anything is replayed, not after the first batch
     return load_bookmark_file(name)
+
+
+def _check_writable(path: str) -> None:
+    """Refuse a bookmark file that could not be written: its directory missing or not
+    writable, or a directory in its place."""
+    where = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise RStoreError(f"cannot write the bookmark file {path}: it is a directory")
+    if not os.path.isdir(where):
+        raise RStoreError(
+            f"cannot write the bookmark file {path}: its directory {where} does not exist"
+        )
+    if not os.access(where, os.W_OK):
+        raise RStoreError(
+            f"cannot write the bookmark file {path}: its directory {where} is not writable"
+        )
 
 
 def _recorded(sink: Sink, name: str) -> bytes | None:

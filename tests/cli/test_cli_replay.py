@@ -179,6 +179,25 @@ def test_bookmark_file_for_stdout(run: Run, store_path: Path, tmp_path: Path) ->
     assert rest.stdout.split() == [f"{i}-0" for i in range(6, 21)]
 
 
+def test_a_bookmark_file_that_cannot_be_written_is_refused_before_any_entry(
+    run: Run, store_path: Path, tmp_path: Path
+) -> None:
+    """The bookmark is written after each batch: a directory that is missing (or a directory
+    in the file's place) is refused at the start, not after the first batch was printed."""
+    _seed(store_path)
+    (tmp_path / "a-dir").mkdir()
+    for bookmark, why in (
+        (tmp_path / "missing" / "cp.json", "does not exist"),
+        (tmp_path / "a-dir", "it is a directory"),
+    ):
+        result = run("replay", "clicks", "--bookmark", str(bookmark), "--format", "{id}")
+        assert result.exit_code == 1
+        assert result.stdout == ""  # nothing replayed
+        assert f"cannot write the bookmark file {bookmark}" in result.stderr
+        assert why in result.stderr
+        assert "Traceback" not in result.stderr
+
+
 def test_checkpoint_is_the_deprecated_name_of_bookmark(
     run: Run, store_path: Path, tmp_path: Path
 ) -> None:

@@ -24,7 +24,10 @@ _POSITION = struct.Struct("<QQQI")
 def read(raw: Any, meta_db: Any) -> Position:
     """The log position recorded in LMDB (sealed like every record of format 2 and later)."""
     value = raw.get(META_WAL, db=meta_db)
-    payload = None if value is None else layout.unseal(META_WAL, value)
+    return _decoded(None if value is None else layout.unseal(META_WAL, value))
+
+
+def _decoded(payload: bytes | None) -> Position:
     if payload is None or len(payload) != _POSITION.size:
         raise StorageError("the store has a write-ahead log but no valid log position")
     return Position(*_POSITION.unpack(payload))
@@ -39,7 +42,7 @@ def committed(lmdb_env: Any, dbs: dict[bytes, Any]) -> Position:
 
 def read_of(env: Any) -> Position:
     """The log position of the last commit of ``env`` (an :class:`Env`; tests, diagnostics)."""
-    return env.read(lambda txn: read(txn._raw, txn._dbs[layout.DB_META]))  # type: ignore[no-any-return]
+    return env.read(lambda txn: _decoded(txn.get(layout.DB_META, META_WAL)))  # type: ignore[no-any-return]
 
 
 def write(raw: Any, meta_db: Any, position: Position) -> None:
