@@ -378,7 +378,7 @@ def _refused_while_held(path: str, children: Children, holder: str) -> None:
         rstore.Store(path)
     assert proc.pid is not None
     assert info.value.pids == (proc.pid,)
-    assert f"(pids: {proc.pid})" in str(info.value)
+    assert f"is open in another process (pid {proc.pid})" in str(info.value)
     parent_end.send("close")
     assert recv(parent_end) == "closed"
     children.join()

@@ -14,7 +14,7 @@ import pytest
 from store_formats import downgrade
 
 import rstore
-from rstore.storage.engine import wal_position
+from rstore.storage.engine import exclusive, wal_position
 from rstore.storage.records import layout
 
 
@@ -117,3 +117,11 @@ def test_an_upgrade_cut_short_is_read_and_finished(tmp_path: Path, committed: bo
         assert s.check() == []
     with rstore.Store(path, readonly=True) as s:
         assert s.xlen("orders") == 21
+
+
+def test_refusals_name_the_processes_holding_the_store_alike() -> None:
+    """The upgrade's and the compaction's refusals name the other processes in one phrasing
+    (``exclusive.who_holds``): none found (``/proc/locks`` unreadable), one, or several."""
+    assert exclusive.who_holds(()) == "another process"
+    assert exclusive.who_holds((12,)) == "another process (pid 12)"
+    assert exclusive.who_holds((12, 13, 14)) == "3 other processes (pids 12, 13, 14)"

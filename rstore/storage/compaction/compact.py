@@ -196,10 +196,7 @@ def _hold(plan: _Plan) -> bool:
 
 def _in_use(path: str, wait_s: float) -> StoreInUseError:
     pids = exclusive.holders(path)
-    listed = ", ".join(map(str, pids))
-    who = {0: "another process", 1: f"another process (pid {listed})"}.get(
-        len(pids), f"{len(pids)} other processes (pids {listed})"
-    )
+    who = exclusive.who_holds(pids)
     waited = f" (waited {wait_s:g} s)" if wait_s > 0 else ""
     return StoreInUseError(
         f"{path} is open in {who}{waited}; compacting needs the store to itself",

@@ -30,7 +30,7 @@ from typing import NamedTuple
 from rstore.storage.engine.wal import LOG_FILE
 from rstore.storage.opening import LOCK_FILE, allocate_lock_file
 
-__all__ = ["Held", "holders", "lock_lmdb", "release", "try_hold"]
+__all__ = ["Held", "holders", "lock_lmdb", "release", "try_hold", "who_holds"]
 
 _BUSY = (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK)
 
@@ -116,3 +116,12 @@ def holders(store_path: str) -> tuple[int, ...]:
         if found in files and int(fields[4]) != os.getpid():
             pids.add(int(fields[4]))
     return tuple(sorted(pids))
+
+
+def who_holds(pids: tuple[int, ...]) -> str:
+    """The processes of :func:`holders` in words, as every refusal names them: "another
+    process", "another process (pid 12)", "3 other processes (pids 12, 13, 14)"."""
+    listed = ", ".join(map(str, pids))
+    if len(pids) > 1:
+        return f"{len(pids)} other processes (pids {listed})"
+    return f"another process (pid {listed})" if pids else "another process"

@@ -120,11 +120,10 @@ def hold_alone(store_path: str) -> None:
         os.close(lock_fd)
         return
     pids = exclusive.holders(store_path)
-    who = ", ".join(map(str, pids)) or "unknown"
     raise StoreInUseError(
-        f"{store_path} is in an older store format, which this rstore upgrades to format "
-        f"{layout.FORMAT_VERSION} when it first opens the store for writing, and other processes "
-        f"have it open (pids: {who})",
+        f"{store_path} is open in {exclusive.who_holds(pids)}; it is in an older store format, "
+        f"which this rstore upgrades to format {layout.FORMAT_VERSION} when it first opens the "
+        "store for writing, and the upgrade needs the store to itself",
         hint="close it there (an older rstore may be writing it) and open it again; it can "
         "be read meanwhile (readonly=True, the CLI's --read-only)",
         pids=pids,
