@@ -38,6 +38,7 @@ def test_codec_is_pure() -> None:
     allowed = {
         "__future__",
         "collections",
+        "functools",
         "itertools",
         "struct",
         "typing",
@@ -203,7 +204,7 @@ def test_every_reply_text_is_in_messages() -> None:
 #: first prefix that matches its dotted name; it may import the standard library, the
 #: third-party packages listed for its layer, and the rstore modules whose prefixes are listed.
 _LAYER0 = ("rstore.errors", "rstore.messages", "rstore.ids", "rstore.numbers", "rstore.glob",
-           "rstore.model", "rstore.version", "rstore.interrupts",
+           "rstore.model", "rstore.version", "rstore.interrupts", "rstore.logs",
            "rstore.atomic_files", "rstore.renames")  # fmt: skip
 _IMPORT_TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # layer: (rstore modules it may import, third-party packages it may import)

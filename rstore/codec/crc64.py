@@ -9,26 +9,33 @@ reference the C version is tested against (:func:`py_crc64`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-
-import crcmod
 
 from rstore.codec.speedups import c_crc64
 
 __all__ = ["crc64", "py_crc64"]
 
-_crc: Callable[[bytes, int], int] = crcmod.mkCrcFun(
-    0x1AD93D23594C935A9, initCrc=0, rev=True, xorOut=0
-)
+
+@functools.cache
+def _crc() -> Callable[[bytes, int], int]:
+    """crcmod's CRC64 function (made on first use: with the C CRC64, never -- crcmod is not
+    loaded at start-up)."""
+    import crcmod  # noqa: PLC0415
+
+    fn: Callable[[bytes, int], int] = crcmod.mkCrcFun(
+        0x1AD93D23594C935A9, initCrc=0, rev=True, xorOut=0
+    )
+    return fn
 
 
 def py_crc64(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
     """CRC64 of ``data`` by crcmod, continuing from ``crc`` (the reference)."""
-    return _crc(bytes(data), crc)
+    return _crc()(bytes(data), crc)
 
 
 def crc64(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
     """CRC64 of ``data``, continuing from ``crc`` (so ``crc64(a + b) == crc64(b, crc64(a))``)."""
     if c_crc64 is not None:
         return c_crc64(data, crc)
-    return _crc(bytes(data), crc)
+    return _crc()(bytes(data), crc)

@@ -27,7 +27,6 @@ process, so every :class:`rstore.Store` on the same path shares it, reference-co
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import threading
 import weakref
@@ -37,6 +36,7 @@ from typing import Any, TypeVar
 
 import lmdb
 
+from rstore import logs
 from rstore.errors import CorruptStoreError, ReadOnlyStoreError, StorageError
 from rstore.storage import forks
 from rstore.storage.engine import faults, wal_position
@@ -57,7 +57,6 @@ __all__ = ["DEFAULT_MAP_SIZE", "Env"]
 T = TypeVar("T")
 #: Each write's result or its exception, in the order of the batch.
 Outcomes = list[tuple[Any, BaseException | None]]
-log = logging.getLogger("rstore.storage")
 
 DEFAULT_MAP_SIZE = 1 << 30
 #: Reads of a store opened without its lock file retry this often on a damaged-looking record
@@ -263,7 +262,7 @@ class Env:
                 self._reopen_after_fork()
             return self._wakeups.notify(keys, phase)
         except Exception as exc:  # a reopen after a fork failed: the write has committed
-            log.warning("%s: blocked readers were not woken (%s)", self.path, exc)
+            logs.warn(logs.STORAGE, "%s: blocked readers were not woken (%s)", self.path, exc)
             return 0
         finally:
             self._gate.leave()

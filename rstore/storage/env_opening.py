@@ -12,7 +12,6 @@ is started.  Every writable store is written through its log.
 from __future__ import annotations
 
 import errno
-import logging
 import os
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -21,6 +20,7 @@ from typing import Any
 
 import lmdb
 
+from rstore import logs
 from rstore.errors import StorageError
 from rstore.storage import forks, opening
 from rstore.storage.compaction import compact_intent
@@ -29,8 +29,6 @@ from rstore.storage.failures import refused_for_writing, translate, translate_os
 from rstore.storage.records import layout
 
 __all__ = ["Opened", "open_store"]
-
-log = logging.getLogger("rstore.storage")
 
 
 @dataclass(slots=True)
@@ -199,12 +197,12 @@ class _Opener:
                 lock_fd, self.data_path, env, dbs, opened.format, self.on_upgrade
             )
             if opened.upgraded is not None:
-                log.info("%s: upgraded from store format %d to %d", self.path,
-                         opened.format, layout.FORMAT_VERSION)  # fmt: skip
+                logs.info(logs.STORAGE, "%s: upgraded from store format %d to %d", self.path,
+                          opened.format, layout.FORMAT_VERSION)  # fmt: skip
                 opened.format = layout.FORMAT_VERSION
             if recovering:
                 count = wal_recovery.recover(lock_fd, self.data_path, env, dbs)
-                log.warning("%s: recovered after a restart; %d logged commits redone",
+                logs.warn(logs.STORAGE, "%s: recovered after a restart; %d logged commits redone",
                             self.path, count)  # fmt: skip
         except lmdb.Error as exc:
             raise translate(exc, self.path, writing=True) from exc

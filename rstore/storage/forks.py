@@ -22,7 +22,6 @@ child are left alone by py-lmdb (it compares the process id).
 
 from __future__ import annotations
 
-import ctypes
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -36,6 +35,8 @@ _guard_lock = threading.Lock()
 def abandon(handle: Any) -> None:
     """Keep ``handle`` (an inherited LMDB environment) alive for the rest of the process."""
     if handle is not None:
+        import ctypes  # noqa: PLC0415 -- only in a forked child: not loaded at every start-up
+
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(handle))
 
 

@@ -26,12 +26,12 @@ Layout of the intent (little-endian)::
 
 from __future__ import annotations
 
-import logging
 import os
 import struct
 import zlib
 from contextlib import suppress
 
+from rstore import logs
 from rstore.storage.engine import wal_log, wal_meta
 from rstore.storage.engine.faults import crash_point
 from rstore.storage.engine.wal_log import Position, boot_id
@@ -49,8 +49,6 @@ _MAGIC = b"RSCI"
 _VERSION = 1
 _FIXED = struct.Struct("<4sIQQQQIH")
 _CRC = struct.Struct("<I")
-
-log = logging.getLogger("rstore.storage")
 
 
 class Intent:
@@ -136,7 +134,7 @@ def complete(store_path: str, log_fd: int, intent: Intent) -> None:
     if _data_meta(store_path, intent.txnid) != intent.meta:
         # Not the copy (the copy was lost before its rename, or writes followed): its own
         # header stays.
-        log.warning("%s: %s does not match data.mdb; removed", store_path, INTENT_FILE)
+        logs.warn(logs.STORAGE, "%s: %s does not match data.mdb; removed", store_path, INTENT_FILE)
     else:
         header = wal_log.read_header(log_fd)
         if header is None or header.checkpoint_txnid <= intent.txnid:
@@ -193,4 +191,4 @@ def finish_interrupted(store_path: str, log_fd: int) -> None:
         complete(store_path, log_fd, intent)
     except OSError as exc:
         raise translate_os(exc, store_path, "finish the interrupted compaction of") from exc
-    log.warning("%s: finished a compaction that was interrupted", store_path)
+    logs.warn(logs.STORAGE, "%s: finished a compaction that was interrupted", store_path)

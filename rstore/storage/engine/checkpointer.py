@@ -11,13 +11,13 @@ looks again after the delay the step returns, until there is nothing left to do.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 
+from rstore import logs
+
 __all__ = ["Checkpointer"]
 
-log = logging.getLogger("rstore.storage")
 #: The longest the thread sleeps between two looks while a checkpoint is pending.
 MAX_DELAY_S = 1.0
 
@@ -52,7 +52,9 @@ class Checkpointer:
             try:
                 delay = self._step()
             except Exception as exc:  # a failed checkpoint is tried again; writes go on
-                log.warning("%s: a checkpoint failed (%s); trying again", self._name, exc)
+                logs.warn(
+                    logs.STORAGE, "%s: a checkpoint failed (%s); trying again", self._name, exc
+                )
                 delay = MAX_DELAY_S
 
     def close(self) -> None:

@@ -37,7 +37,6 @@ live data, however many processes hold the store open (measured: docs/durability
 from __future__ import annotations
 
 import fcntl
-import logging
 import os
 import threading
 import time
@@ -45,6 +44,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
 
+from rstore import logs
 from rstore.storage.engine import wal_log, wal_meta, wal_position
 from rstore.storage.engine.checkpointer import Checkpointer
 from rstore.storage.engine.faults import crash_point
@@ -54,7 +54,6 @@ from rstore.storage.records import layout
 
 __all__ = ["BEHIND", "CHECKPOINT_AGE_S", "CHECKPOINT_COMMITS", "IDLE_S", "Checkpoints"]
 
-log = logging.getLogger("rstore.storage")
 
 #: A checkpoint is due once this many commits (of every process) were made since the header's
 #: and it is CHECKPOINT_MIN_S old (each one flushes data.mdb and the log: a fast writer must not
@@ -162,7 +161,9 @@ class Checkpoints:
             if txnid - self.header_txnid >= BEHIND * CHECKPOINT_COMMITS:
                 self._catch_up(txnid)
         except Exception as exc:  # after the commit: reported, never raised
-            log.warning("a checkpoint after a commit failed (%s); the thread tries again", exc)
+            logs.warn(
+                logs.STORAGE, "a checkpoint after a commit failed (%s); the thread tries again", exc
+            )
 
     def _catch_up(self, txnid: int) -> None:
         """The threads (of every process) fell behind -- a loaded machine runs them late --

@@ -11,7 +11,6 @@ meta page back before LMDB opens, and :func:`recover` redoes the records after i
 from __future__ import annotations
 
 import fcntl
-import logging
 import os
 from collections.abc import Callable
 from contextlib import suppress
@@ -19,6 +18,7 @@ from typing import Any, NamedTuple
 
 import lmdb
 
+from rstore import logs
 from rstore.errors import CorruptStoreError, StorageError
 from rstore.storage.engine import upgrade, wal_capture, wal_log, wal_meta, wal_position
 from rstore.storage.engine.faults import crash_point
@@ -33,8 +33,6 @@ __all__ = [
     "OpenLock", "check_loss", "create", "needs_recovery", "open_lock", "recover",
     "remove_created", "restore_checkpoint",
 ]  # fmt: skip
-
-log = logging.getLogger("rstore.storage")
 
 
 class OpenLock(NamedTuple):
@@ -171,7 +169,8 @@ def check_loss(fd: int, store_path: str, data_path: str) -> None:
             "(rstore.salvage_store)",
         )
     if committed is not None and committed > last_txnid:
-        log.warning(
+        logs.warn(
+            logs.STORAGE,
             "%s: recovery after a restart drops transactions %d to %d: committed but not in "
             "the log on disk (never made durable: sync=False writes since the last flush, or a "
             "bulk write that did not return)", store_path, last_txnid + 1, committed,

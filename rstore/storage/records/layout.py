@@ -34,7 +34,6 @@ with the full name in the value.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import struct
 import zlib
@@ -87,6 +86,16 @@ DEFAULT_NODE_MAX_BYTES = 4096
 DEFAULT_NODE_MAX_ENTRIES = 100
 
 _U64 = struct.Struct(">Q")
+
+
+def _sha256(name: bytes) -> bytes:
+    """SHA-256 of a long name (hashlib loaded on first use: long names are rare, and every
+    CLI start would pay for it)."""
+    import hashlib  # noqa: PLC0415
+
+    return hashlib.sha256(name).digest()
+
+
 #: An entry ID as 16 big-endian bytes (ms, seq): ``ID_PACK(ms, seq)``.
 ID_PACK = struct.Struct(">QQ").pack
 _KEYREC = struct.Struct(">BBQ")
@@ -183,7 +192,7 @@ def key_db_key(name: bytes, h: int | None = None) -> bytes:
         h = crc64(name)
     if len(name) <= MAX_INLINE_NAME:
         return _U64.pack(h) + name
-    return _U64.pack(h) + hashlib.sha256(name).digest()
+    return _U64.pack(h) + _sha256(name)
 
 
 @dataclass(frozen=True)
@@ -329,7 +338,7 @@ def member_part(name: bytes) -> bytes:
     """The key part naming a group or consumer (the name itself unless it is very long)."""
     if len(name) <= MAX_INLINE_MEMBER:
         return name
-    return name[:_MEMBER_PREFIX] + hashlib.sha256(name).digest()
+    return name[:_MEMBER_PREFIX] + _sha256(name)
 
 
 def group_key(stream_handle: int, name: bytes) -> bytes:

@@ -31,7 +31,6 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-from rstore.codec.node_validate import validate_node
 from rstore.errors import CorruptDataError, CorruptStoreError
 from rstore.model import ID
 from rstore.storage.checks import pagecheck
@@ -358,6 +357,8 @@ class Txn:
         """A stored node's listpack, verified (format 2) or deep-checked (format 1)."""
         node = self._open(layout.DB_NODES, key, value)
         if not self.sealed:
+            from rstore.codec.node_validate import validate_node  # noqa: PLC0415 -- format 1
+
             try:
                 validate_node(node, layout.node_key_id(key), deep=True)
             except CorruptDataError as exc:

@@ -39,7 +39,6 @@ import contextlib
 import errno
 import fcntl
 import os
-import socket
 import stat
 import struct
 import sys
@@ -140,6 +139,8 @@ class Notifier:
             os.close(fd)
             raise
         self._fd = fd
+        import socket  # noqa: PLC0415 -- loaded by the first wake-up, not at start-up
+
         self._send_sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._send_sock.setblocking(False)
         self._lock = threading.Lock()

@@ -14,7 +14,6 @@ import contextlib
 import itertools
 import os
 import select
-import socket
 import threading
 from typing import Protocol
 
@@ -51,6 +50,8 @@ class Waiter:
         self._guard = guard
         self._token = next(_tokens)
         self._registered = False
+        import socket  # noqa: PLC0415 -- loaded by the first blocking call, not at start-up
+
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         try:
             self._sock.bind(notifier.address(os.getpid(), self._token))

@@ -9,18 +9,16 @@ on -- a polling one when the table cannot be used.  The environment runs both in
 
 from __future__ import annotations
 
-import logging
 import threading
 import weakref
 
+from rstore import logs
 from rstore.errors import StorageError
 from rstore.storage.gate import Gate
 from rstore.storage.waiting.notify import ALL, FLAG_EARLY, KIND_GROUP, NOBODY, Notifier, slot_hash
 from rstore.storage.waiting.waiters import PollingWaiter, Waiter
 
 __all__ = ["Wakeups"]
-
-log = logging.getLogger("rstore.storage")
 
 
 class Wakeups:
@@ -50,7 +48,8 @@ class Wakeups:
     def _failed(self, exc: BaseException) -> None:
         if self._broken is None:
             self._broken = str(exc)
-            log.warning(
+            logs.warn(
+                logs.STORAGE,
                 "%s: the waiter table cannot be used (%s); blocked reads in this process poll "
                 "every %.0f ms instead of being woken", self.path, exc,
                 PollingWaiter.INTERVAL_S * 1000,
@@ -102,7 +101,7 @@ class Wakeups:
     def _said_polling(self, why: str) -> None:
         if not self._polling_logged:
             self._polling_logged = True
-            log.warning("%s: %s", self.path, why)
+            logs.warn(logs.STORAGE, "%s: %s", self.path, why)
 
     def interrupt_all(self) -> None:
         """Wake every blocked call of this process (the store is closing)."""
