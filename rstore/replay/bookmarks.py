@@ -8,6 +8,7 @@ what they write is unchanged, so those recorded before read the same (docs/repla
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import warnings
@@ -67,19 +68,19 @@ def read_bookmark(sink: Sink, name: str) -> dict[bytes, ID]:
 
 
 def _check_writable(path: str) -> None:
-    """Refuse a bookmark file that could not be written: its directory missing or not
-    writable, or a directory in its place."""
+    """Refuse a bookmark file that could not be written -- its directory missing or not
+    writable, or a directory in its place -- in the words the other commands use for a file
+    they cannot write."""
     where = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
-        raise RStoreError(f"cannot write the bookmark file {path}: it is a directory")
-    if not os.path.isdir(where):
-        raise RStoreError(
-            f"cannot write the bookmark file {path}: its directory {where} does not exist"
-        )
-    if not os.access(where, os.W_OK):
-        raise RStoreError(
-            f"cannot write the bookmark file {path}: its directory {where} is not writable"
-        )
+        code = errno.EISDIR
+    elif not os.path.isdir(where):
+        code = errno.ENOENT if not os.path.exists(where) else errno.ENOTDIR
+    elif not os.access(where, os.W_OK):
+        code = errno.EACCES
+    else:
+        return
+    raise RStoreError(f"cannot write {path}: {os.strerror(code)}")
 
 
 def _recorded(sink: Sink, name: str) -> bytes | None:
