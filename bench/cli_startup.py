@@ -20,8 +20,9 @@ editable install under ``PYTHONDONTWRITEBYTECODE``).
 ``--also DIR`` also measures the CLI of another commit, exported with its package directories
 side by side (the ``rstore_cli`` package lives in ``cli/`` in the repository)::
 
-    mkdir /tmp/old && git archive 7064100 rstore cli | tar -x -C /tmp/old
-    mv /tmp/old/cli /tmp/old/rstore_cli && cp rstore/codec/_speedups.*.so /tmp/old/rstore/codec/
+    mkdir /tmp/old && git archive 69bfda3 rstore cli | tar -x -C /tmp/old
+    mv /tmp/old/cli /tmp/old/rstore_cli
+    find rstore -name '*.so' | xargs -I{} cp {} /tmp/old/{}   # the C extensions, in place
     python bench/cli_startup.py --also /tmp/old
 """
 
@@ -42,7 +43,7 @@ from common import Valkey, add_placement_arg, exit_on_sigterm, set_placement
 
 import rstore
 
-TARGET_S = 0.15  # issue 8: rstore len in at most 0.15 s on the 2-core VM
+TARGET_S = 0.10  # issue 23 (issue 8 asked for 0.15 s): rstore len in at most 0.1 s on the 2-core VM
 
 
 def _rstore_script() -> str:
