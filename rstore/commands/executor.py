@@ -15,6 +15,7 @@ re-runs the command until it is served or its deadline passes (Valkey's 7.2+ mod
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -64,8 +65,9 @@ class Blocked:
     # For a write command (XREADGROUP): whether re-running it now could serve the reader (or
     # must answer an error), checked in a read transaction first, so that a reader that is
     # still waiting writes nothing -- no disk flush per re-check, and its consumer's seen-time
-    # stays where the call began, as in Valkey.
-    ready: Callable[[Txn], bool] | None = None
+    # stays where the call began, as in Valkey.  Its first argument: whether a writer woke the
+    # reader (else it is the periodic re-check).
+    ready: Callable[[bool, Txn], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,8 @@ def _wait(env: Env, blocked: Blocked) -> Any:
     with env.waiter(blocked.kind, blocked.keys, blocked.group) as waiter:
         woken = False
         while True:
-            if blocked.ready is None or env.read(blocked.ready):
+            ready = blocked.ready
+            if ready is None or env.read(functools.partial(ready, woken)):
                 try:
                     _, reply = run_one(env, blocked.rerun_argv)
                 finally:

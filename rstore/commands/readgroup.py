@@ -45,7 +45,8 @@ def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
     # Only its consumer was recorded: the reader waits without waiting for the disk (a later
     # commit's flush covers it; nothing was acknowledged if it is lost).
     ctx.txn.relaxed = True
-    ready = functools.partial(_has_news, list(args.keys), args.group)
+    added = {t.key: t.stream.meta.entries_added for t in targets}
+    ready = functools.partial(_has_news, list(args.keys), args.group, added)
     return Blocked(args.keys, KIND_GROUP, slot_hash(args.group), argv, args.block_ms, ready)
 
 
@@ -57,9 +58,17 @@ def _reply(target: readgroup.Target, entries: list[Any]) -> list[Any]:
     ]
 
 
-def _has_news(keys: list[bytes], group_name: bytes, txn: Txn) -> bool:
+def _has_news(
+    keys: list[bytes], group_name: bytes, added: dict[bytes, int], woken: bool, txn: Txn
+) -> bool:
     """Whether a blocked ``XREADGROUP ... >`` re-run now could serve something, or must fail
-    because a stream or the group is gone: a stream got entries past the group's last ID."""
+    because a stream or the group is gone: a stream got entries past the group's last ID.
+
+    Without a wake-up (the periodic re-check that covers a writer that died before waking
+    anyone) only a stream that got entries since the call blocked counts (``added``: the
+    entries added to each when it did), as in Valkey, where only such writes wake a blocked
+    reader: after ``XGROUP SETID`` moved the group back, the old entries wait for the next
+    wake-up, not for the re-check's timer."""
     found: dict[bytes, readgroup.Target] = {}
     for key in keys:
         try:
@@ -67,6 +76,8 @@ def _has_news(keys: list[bytes], group_name: bytes, txn: Txn) -> bool:
         except ResponseError:  # gone: the re-run answers NOGROUP
             return True
         meta = target.stream.meta
+        if not woken and meta.entries_added == added.get(key):
+            continue  # nothing that would have woken it
         if meta.length and meta.last_id > target.group.last_id:
             return True
     return False

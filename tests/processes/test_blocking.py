@@ -313,6 +313,59 @@ def test_safety_recheck_finds_an_entry_whose_wakeup_was_lost(
     assert woke - committed < executor.SAFETY_RECHECK_S + PROMPT_S
 
 
+def _group_reader(store: rstore.Store, replies: list[Any], tids: list[int]) -> threading.Thread:
+    def run() -> None:
+        tids.append(threading.get_native_id())
+        replies.append(store.xreadgroup("g", "c", {"s": ">"}, block=30_000))
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_the_recheck_does_not_serve_a_group_moved_back_by_setid(
+    path: str, store: rstore.Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Valkey wakes a blocked XREADGROUP only for writes that signal its key (XADD, a deleted
+    key or group), not for XGROUP SETID: the entries SETID made new wait for the next XADD.
+    The periodic re-check (made frequent here) must not serve them earlier."""
+    monkeypatch.setattr(executor, "SAFETY_RECHECK_S", 0.02)
+    store.xadd("s", {"f": "v1"}, id="1-0")
+    store.xadd("s", {"f": "v2"}, id="2-0")
+    store.xgroup_create("s", "g", id="$")
+    replies: list[Any] = []
+    tids: list[int] = []
+    reader = _group_reader(store, replies, tids)
+    wait_for(lambda: bool(tids), "the reader thread")
+    h.wait_blocked(path, 1, tids=tids)
+    store.xgroup_setid("s", "g", id="0")
+    reader.join(0.5)  # 25 re-checks
+    assert reader.is_alive() and replies == []
+    store.xadd("s", {"f": "v3"}, id="3-0")
+    reader.join(WAIT_S)
+    assert replies == [[[b"s", [(b"1-0", {b"f": b"v1"}), (b"2-0", {b"f": b"v2"}),
+                               (b"3-0", {b"f": b"v3"})]]]]  # fmt: skip
+
+
+def test_the_recheck_serves_a_group_reader_whose_wakeup_was_lost(
+    path: str, store: rstore.Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An XADD whose wake-up never came (its writer died after the commit): the re-check still
+    serves a blocked XREADGROUP, as it does an XREAD."""
+    monkeypatch.setattr(executor, "SAFETY_RECHECK_S", 0.02)
+    store.xgroup_create("s", "g", id="$", mkstream=True)
+    replies: list[Any] = []
+    tids: list[int] = []
+    reader = _group_reader(store, replies, tids)
+    wait_for(lambda: bool(tids), "the reader thread")
+    h.wait_blocked(path, 1, tids=tids)
+    env = store._live_env()
+    monkeypatch.setattr(env, "notify", lambda *args: 0)  # the wake-up is lost
+    new_id = store.xadd("s", {"lost": "wake-up"})
+    reader.join(WAIT_S)
+    assert replies == [[[b"s", [(new_id, {b"lost": b"wake-up"})]]]]
+
+
 # =========================================================================== threads, pipelines
 
 
