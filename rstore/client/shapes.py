@@ -15,8 +15,20 @@ full=True)`` keep ``bytes`` keys (``str`` with ``decode_responses``), where a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
+
+#: :func:`parse_stream_list` in C (``rstore/client/_shapes.c``), or ``None`` when it is not
+#: built or ``RSTORE_NO_SPEEDUPS`` turns the accelerators off.
+_c_stream_list: Callable[[Any], list[Any] | None] | None = None
+if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
+    try:
+        from rstore.client import _shapes  # type: ignore[attr-defined]
+    except ImportError:  # not built: shaped in Python
+        pass
+    else:
+        _c_stream_list = _shapes.stream_list
 
 #: Option of a method's command: never decode its reply (DUMP payloads are binary).
 NEVER_DECODE = "_never_decode"
@@ -77,6 +89,18 @@ def text_keys(flat: list[Any]) -> dict[Any, Any]:
 
 
 def parse_stream_list(reply: list[Any] | None, **options: Any) -> list[Any] | None:
+    """``[(id, {field: value}), ...]``: the entries of an XRANGE, XREVRANGE, XREAD or
+    XREADGROUP reply as redis-py gives them (in C when ``_shapes.c`` is built, but for
+    XREADGROUP's CLAIM extras: :func:`parse_stream_list_py` is the reference)."""
+    if _c_stream_list is not None and "claim_min_idle_time" not in options:
+        out = _c_stream_list(reply)
+        if out is not None:
+            return out
+    return parse_stream_list_py(reply, **options)
+
+
+def parse_stream_list_py(reply: list[Any] | None, **options: Any) -> list[Any] | None:
+    """:func:`parse_stream_list` in Python."""
     if reply is None:
         return None
     extra = "claim_min_idle_time" in options  # XREADGROUP CLAIM adds idle time and deliveries

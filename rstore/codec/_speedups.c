@@ -216,7 +216,61 @@ static PyObject *check_node(PyObject *self, PyObject *args)
                          f.ascending ? Py_True : Py_False, f.last_ms, f.last_seq, -1, -1);
 }
 
+/* entries_reply(entries) -> list | None: [[b"<ms>-<seq>", fields], ...] of the entries
+ * ((ms, seq), fields) a scan gives (rstore.commands.reply.entries_reply); None when an entry is
+ * not that shape (Python then does the work). */
+static PyObject *entries_reply(PyObject *self, PyObject *entries)
+{
+    PyObject *out, *entry, *sid, *pair, *text;
+    unsigned long long ms, seq;
+    Py_ssize_t n, i;
+    char buf[48];
+    int len;
+    (void)self;
+    if (!PyList_CheckExact(entries)) Py_RETURN_NONE;
+    n = PyList_GET_SIZE(entries);
+    out = PyList_New(n);
+    if (out == NULL) return NULL;
+    for (i = 0; i < n; i++) {
+        entry = PyList_GET_ITEM(entries, i);
+        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2) goto unexpected;
+        sid = PyTuple_GET_ITEM(entry, 0);
+        if (!PyTuple_CheckExact(sid) || PyTuple_GET_SIZE(sid) != 2 ||
+            !PyLong_CheckExact(PyTuple_GET_ITEM(sid, 0)) ||
+            !PyLong_CheckExact(PyTuple_GET_ITEM(sid, 1)))
+            goto unexpected;
+        ms = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(sid, 0));
+        seq = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(sid, 1));
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            goto unexpected;
+        }
+        len = snprintf(buf, sizeof buf, "%llu-%llu", ms, seq);
+        text = PyBytes_FromStringAndSize(buf, len);
+        if (text == NULL) goto failed;
+        pair = PyList_New(2);
+        if (pair == NULL) {
+            Py_DECREF(text);
+            goto failed;
+        }
+        PyList_SET_ITEM(pair, 0, text);
+        Py_INCREF(PyTuple_GET_ITEM(entry, 1));
+        PyList_SET_ITEM(pair, 1, PyTuple_GET_ITEM(entry, 1));
+        PyList_SET_ITEM(out, i, pair);
+    }
+    return out;
+unexpected:
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+failed:
+    Py_DECREF(out);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"entries_reply", entries_reply, METH_O,
+     "entries_reply(entries) -> list | None\n\n[[b'<ms>-<seq>', fields], ...] of scanned "
+     "entries ((ms, seq), fields); None when one is not that shape."},
     {"check_node", check_node, METH_VARARGS,
      "check_node(node, master_ms, master_seq) -> (entries, count, deleted, ascending, last_ms, "
      "last_seq, first_live_ms, first_live_seq) | None\n\nDeep validation of a stream node "

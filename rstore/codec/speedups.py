@@ -27,6 +27,7 @@ __all__ = [
     "c_columns_append",
     "c_crc64",
     "c_encode_args",
+    "c_entries_reply",
     "c_entry_size",
     "c_new_node_columns",
     "c_pack",
@@ -50,6 +51,7 @@ c_pack_sealed: Callable[..., tuple[bytes, int, bool, bytes | None]] | None = Non
 c_read_nodes: Callable[..., tuple[list[tuple[Any, ...]], int]] | None = None
 c_read_pel: Callable[..., tuple[list[tuple[Any, ...]], int]] | None = None
 c_encode_args: Callable[[object], list[bytes] | None] | None = None
+c_entries_reply: Callable[[object], list[Any] | None] | None = None
 
 if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
     try:
@@ -59,6 +61,7 @@ if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
     if _c is not None:
         c_scan_forward = _c.scan_forward
         c_check_node = _c.check_node
+        c_entries_reply = _c.entries_reply
     try:
         from rstore.codec import _columns as _cc  # type: ignore[attr-defined]
     except ImportError:  # not built: rstore.codec.columns decodes in Python

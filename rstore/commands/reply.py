@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from rstore.codec.speedups import c_entries_reply
 from rstore.ids import format_id
 from rstore.model import Entry
 
@@ -30,6 +31,7 @@ __all__ = [
     "NIL_ARRAY",
     "NilArray",
     "entries_reply",
+    "entries_reply_py",
     "entry_reply",
     "public_stream_reply",
     "to_public",
@@ -82,4 +84,15 @@ def entry_reply(entry: Entry) -> list[Any]:
 
 
 def entries_reply(entries: list[Entry]) -> list[Any]:
+    """``[[b"<ms>-<seq>", [field, value, ...]], ...]`` of scanned entries (in C when the codec's
+    accelerator is built: :func:`entries_reply_py` is the reference)."""
+    if c_entries_reply is not None:
+        out = c_entries_reply(entries)
+        if out is not None:
+            return out
+    return entries_reply_py(entries)
+
+
+def entries_reply_py(entries: list[Entry]) -> list[Any]:
+    """:func:`entries_reply` in Python."""
     return [[b"%d-%d" % sid, fv] for sid, fv in entries]

@@ -1,0 +1,103 @@
+"""The shapes of stream entries, each with a C twin that gives exactly what its Python
+reference gives, or hands the work back to it (``None``) when the input is not the shape it
+expects: the redis-py shape (``rstore.client.shapes.parse_stream_list``, ``_shapes.c``) and the
+internal reply a scan's entries make (``rstore.commands.reply.entries_reply``,
+``codec/_speedups.c``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rstore.client import shapes
+from rstore.codec.speedups import c_entries_reply
+from rstore.commands.reply import entries_reply, entries_reply_py
+
+needs_c = pytest.mark.skipif(
+    shapes._c_stream_list is None, reason="the C accelerator is not built (or is turned off)"
+)
+
+TEXT = st.one_of(st.binary(max_size=12), st.text(max_size=12))
+FIELDS = st.one_of(
+    st.none(),
+    st.lists(TEXT, max_size=10),  # even or odd: odd is not the expected shape
+    st.lists(TEXT, max_size=10).map(tuple),
+    st.integers(),  # not a sequence at all
+)
+ENTRY = st.one_of(
+    st.none(),
+    st.tuples(TEXT, FIELDS).map(list),
+    st.tuples(TEXT, FIELDS, st.integers()).map(list),  # extra items (CLAIM's) are left out
+    st.tuples(TEXT, FIELDS),
+    st.lists(TEXT, max_size=1),  # too short
+)
+REPLY = st.one_of(st.none(), st.lists(ENTRY, max_size=8), st.text(max_size=3))
+
+
+def _outcome(shape: Any, reply: Any) -> tuple[str, Any]:
+    try:
+        return "ok", shape(reply)
+    except Exception as exc:  # a malformed reply: the error, by its type
+        return "error", type(exc)
+
+
+@needs_c
+@given(REPLY)
+def test_the_c_shape_is_the_python_shape(reply: Any) -> None:
+    """Whatever the reply, the C twin gives the reference's result or hands it back (None);
+    so the function the methods call gives the reference's result or error."""
+    assert shapes._c_stream_list is not None
+    shaped = _outcome(shapes._c_stream_list, reply)
+    reference = _outcome(shapes.parse_stream_list_py, reply)
+    assert shaped in (("ok", None), reference)
+    assert _outcome(shapes.parse_stream_list, reply) == reference
+
+
+@needs_c
+@given(st.lists(st.one_of(st.none(), st.tuples(TEXT, st.lists(TEXT, max_size=8))), max_size=8))
+def test_well_formed_replies_are_shaped_in_c(raw: list[Any]) -> None:
+    """An XRANGE-like reply -- entries of an ID and an even list of fields and values, or nil
+    -- is shaped by the C twin itself, with later duplicates of a field winning, as in dict()."""
+    reply = [None if e is None else [e[0], e[1][: len(e[1]) // 2 * 2]] for e in raw]
+    assert shapes._c_stream_list is not None
+    shaped = shapes._c_stream_list(reply)
+    assert shaped == shapes.parse_stream_list_py(reply)
+    assert all(type(entry) is tuple for entry in shaped or [])
+
+
+def test_claim_extras_are_kept_by_the_reference() -> None:
+    """XREADGROUP with CLAIM adds the idle time and the delivery count after the fields: only
+    the Python reference shapes them, whatever is built."""
+    reply = [[b"1-0", [b"f", b"v"], 10, 2]]
+    assert shapes.parse_stream_list(reply, claim_min_idle_time=5) == [(b"1-0", {b"f": b"v"}, 10, 2)]
+    assert shapes.parse_stream_list(reply) == [(b"1-0", {b"f": b"v"})]
+
+
+U64 = st.integers(0, 2**64 - 1)
+FIELD_LIST = st.lists(st.binary(max_size=8), max_size=6)
+
+
+@pytest.mark.skipif(c_entries_reply is None, reason="the C accelerator is not built")
+@given(st.lists(st.tuples(st.tuples(U64, U64), FIELD_LIST), max_size=20))
+def test_the_c_entries_reply_is_the_python_one(entries: list[Any]) -> None:
+    assert c_entries_reply is not None
+    assert c_entries_reply(entries) == entries_reply_py(entries) == entries_reply(entries)
+
+
+@pytest.mark.skipif(c_entries_reply is None, reason="the C accelerator is not built")
+@pytest.mark.parametrize(
+    "entries",
+    [
+        [((1, 2), [b"f"]), ((1, 3),)],  # an entry of one item
+        [([1, 2], [b"f"])],  # an ID that is not a tuple
+        [((1, -2), [b"f"])],  # a negative sequence
+        [((2**64, 0), [b"f"])],  # past 64 bits
+        ((((1, 2), [b"f"]),)),  # not a list
+    ],
+)
+def test_the_c_entries_reply_hands_other_shapes_back(entries: Any) -> None:
+    assert c_entries_reply is not None
+    assert c_entries_reply(entries) is None
