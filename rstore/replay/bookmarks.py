@@ -19,6 +19,7 @@ from rstore import RStoreError, atomic_file
 from .sinks import Sink
 
 __all__ = [
+    "check_bookmark_file",
     "decode_position",
     "encode_position",
     "load_bookmark_file",
@@ -63,14 +64,14 @@ def read_bookmark(sink: Sink, name: str) -> dict[bytes, ID]:
     it is transactional, else in the file ``name`` (``{}`` when there is none yet)."""
     if sink.transactional:
         return decode_position(_recorded(sink, name), f"bookmark {name}")
-    _check_writable(name)  # before anything is replayed, not after the first batch
     return load_bookmark_file(name)
 
 
-def _check_writable(path: str) -> None:
-    """Refuse a bookmark file that could not be written -- its directory missing or not
-    writable, or a directory in its place -- in the words the other commands use for a file
-    they cannot write."""
+def check_bookmark_file(path: str) -> None:
+    """Before a replay writes anything: raise the ``OSError`` that writing the bookmark file
+    ``path`` would raise after the first batch -- its directory missing or not writable, or a
+    directory in its place (the CLI names the file and the reason as for any file it cannot
+    write)."""
     where = os.path.dirname(os.path.abspath(path))
     if os.path.isdir(path):
         code = errno.EISDIR
@@ -80,7 +81,7 @@ def _check_writable(path: str) -> None:
         code = errno.EACCES
     else:
         return
-    raise RStoreError(f"cannot write {path}: {os.strerror(code)}")
+    raise OSError(code, os.strerror(code), path)
 
 
 def _recorded(sink: Sink, name: str) -> bytes | None:

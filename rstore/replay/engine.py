@@ -31,7 +31,7 @@ from typing import Literal
 from rstore import HeldInterrupts, RStoreError
 from rstore.renames import renamed_keywords
 
-from .bookmarks import encode_position, read_bookmark, save_bookmark_file
+from .bookmarks import check_bookmark_file, encode_position, read_bookmark, save_bookmark_file
 from .envelope import ReplayEntry
 from .pacing import Pacer, PaceSchedule
 from .sinks import Sink, SinkError, TargetEntry
@@ -327,6 +327,8 @@ class _Replay:
         # latter were delivered by an earlier run (an entry of this run that comes back below
         # what this run delivered is checked against the target like any other)
         self.done: dict[bytes, ID] = {} if bookmark is None else read_bookmark(sink, bookmark)
+        if bookmark is not None and not sink.transactional:
+            check_bookmark_file(bookmark)  # before the first batch, not after it
         self.start: dict[bytes, ID] = dict(self.done)
         self.pending: list[TargetEntry] = []
         self.pending_from: list[tuple[bytes, ID]] = []  # the source stream and ID of each
