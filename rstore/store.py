@@ -557,10 +557,9 @@ class Store(RedisCommands):
         if env is None:
             env = self._live_env()  # raises: closed
         spec, reply = execute(env, encode_argv(argv))
-        if callback is None and self._decode is None and spec.public is None and not options:
-            # nothing to convert, decode or shape: what to_public and finish would give
-            return None if reply is NIL_ARRAY else reply
         public = to_public(reply, spec.public)
+        if callback is None and self._decode is None and not options:
+            return public  # nothing to decode or shape: what finish would give
         return finish(public, callback, options, self._decode, self._protocol)
 
     @staticmethod

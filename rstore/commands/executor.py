@@ -136,7 +136,7 @@ def run_one(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
     spec = lookup(argv)
     assert spec.handler is not None
     reply = in_transaction(env, spec.handler, argv, write=spec.write)
-    return spec, reply.build() if isinstance(reply, Deferred) else reply  # resolve_reply
+    return spec, resolve_reply(reply)
 
 
 def execute(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:

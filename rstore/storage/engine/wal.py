@@ -167,11 +167,7 @@ class WriteAheadLog:
         if writer is None:
             if not logged.pending:
                 return None
-            txnid = int(logged.raw.id())
-            last, at = self._last_commit
-            if last != txnid - 1 or at.offset > LOG_LIMIT:  # else known: _next_position
-                txnid, at = self._begin(logged)
-            # nothing spilled: one write
+            txnid, at = self._begin(logged)  # nothing spilled: one write
             after, self._allocated = wal_log.write_record(
                 self._fd, at, txnid, logged.take(), _ZEROS, self._allocated
             )
@@ -202,7 +198,11 @@ class WriteAheadLog:
         try:
             wal_log.mark_committed(self._fd, position)
         except OSError as exc:
-            raise self._mark_failed(exc) from exc
+            raise StorageError(
+                f"{self.path}: the write was committed but marking it in the log failed "
+                f"({exc}); it may be lost if the machine crashes",
+                hint="check the disk; the store stays consistent",
+            ) from exc
 
     def make_durable(self, position: Position, readers_woken: bool) -> None:
         """After LMDB's commit of the record at ``position`` (``sync=True``), once the lead
@@ -214,21 +214,11 @@ class WriteAheadLog:
         disk."""
         if faults.armed is not None:
             faults.crash_point("lmdb-committed")
-        try:
-            wal_log.mark_committed(self._fd, position)
-        except OSError as exc:
-            raise self._mark_failed(exc) from exc
+        self.mark(position)
         if faults.armed is not None:
             faults.crash_point("record-marked")
         self.flusher.make_durable(position.lsn, READER_GRACE_S if readers_woken else 0.0)
         self.checkpoints.committed(self._last_txnid)
-
-    def _mark_failed(self, exc: OSError) -> StorageError:
-        return StorageError(
-            f"{self.path}: the write was committed but marking it in the log failed "
-            f"({exc}); it may be lost if the machine crashes",
-            hint="check the disk; the store stays consistent",
-        )
 
     def poke(self, readers_woken: bool = False) -> None:
         """After a ``sync=False`` (or relaxed) commit of this process: let the checkpointer

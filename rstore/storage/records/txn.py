@@ -391,9 +391,7 @@ class Txn:
                     return None
                 value = self._node_payload(key, raw)
             node = bytearray(value)
-            if len(self._dirty_nodes) >= _MAX_DIRTY_NODES:  # as _track, for a key not in it
-                self._flush_nodes()
-            self._dirty_nodes[key] = node
+            self._track(key, node)
         return node
 
     def node_put(self, handle: int, master_id: ID, node: bytearray) -> None:
