@@ -267,10 +267,60 @@ failed:
     return NULL;
 }
 
+/* One plain stream ID, "<ms>-<seq>" of 1 to 19 decimal digits each (rstore.ids's _PLAIN_ID):
+   1 when b[0..n) is one, with its parts in *ms and *seq. */
+static int plain_id(const char *b, Py_ssize_t n, unsigned long long *ms, unsigned long long *seq)
+{
+    Py_ssize_t i = 0, start;
+    unsigned long long *part = ms;
+    int k;
+    for (k = 0; k < 2; k++, part = seq) {
+        *part = 0;
+        for (start = i; i < n && b[i] >= '0' && b[i] <= '9'; i++)
+            *part = *part * 10 + (unsigned long long)(b[i] - '0');  /* 19 digits fit in 64 bits */
+        if (i == start || i - start > 19) return 0;
+        if (k == 0 && (i == n || b[i++] != '-')) return 0;
+    }
+    return i == n;
+}
+
+/* parse_ids(args) -> list | None: [(ms, seq), ...] of a list of bytes that are all plain IDs
+ * (rstore.ids.parse_ids gives the same); None when one is anything else (Python then parses them
+ * all, and raises the error of the first invalid one). */
+static PyObject *parse_ids(PyObject *self, PyObject *args)
+{
+    PyObject *out, *arg, *sid;
+    unsigned long long ms, seq;
+    Py_ssize_t n, i;
+    (void)self;
+    if (!PyList_CheckExact(args)) Py_RETURN_NONE;
+    n = PyList_GET_SIZE(args);
+    out = PyList_New(n);
+    if (out == NULL) return NULL;
+    for (i = 0; i < n; i++) {
+        arg = PyList_GET_ITEM(args, i);
+        if (!PyBytes_CheckExact(arg) ||
+            !plain_id(PyBytes_AS_STRING(arg), PyBytes_GET_SIZE(arg), &ms, &seq)) {
+            Py_DECREF(out);
+            Py_RETURN_NONE;
+        }
+        sid = make_id(ms, seq);
+        if (sid == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, sid);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"entries_reply", entries_reply, METH_O,
      "entries_reply(entries) -> list | None\n\n[[b'<ms>-<seq>', fields], ...] of scanned "
      "entries ((ms, seq), fields); None when one is not that shape."},
+    {"parse_ids", parse_ids, METH_O,
+     "parse_ids(args) -> list | None\n\n[(ms, seq), ...] of a list of plain IDs "
+     "(b'<ms>-<seq>', 1 to 19 digits each); None when one is anything else."},
     {"check_node", check_node, METH_VARARGS,
      "check_node(node, master_ms, master_seq) -> (entries, count, deleted, ascending, last_ms, "
      "last_seq, first_live_ms, first_live_seq) | None\n\nDeep validation of a stream node "

@@ -32,6 +32,7 @@ __all__ = [
     "c_new_node_columns",
     "c_pack",
     "c_pack_sealed",
+    "c_parse_ids",
     "c_read_nodes",
     "c_read_pel",
     "c_scan_forward",
@@ -52,6 +53,7 @@ c_read_nodes: Callable[..., tuple[list[tuple[Any, ...]], int]] | None = None
 c_read_pel: Callable[..., tuple[list[tuple[Any, ...]], int]] | None = None
 c_encode_args: Callable[[object], list[bytes] | None] | None = None
 c_entries_reply: Callable[[object], list[Any] | None] | None = None
+c_parse_ids: Callable[[object], list[tuple[int, int]] | None] | None = None
 
 if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
     try:
@@ -62,6 +64,7 @@ if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
         c_scan_forward = _c.scan_forward
         c_check_node = _c.check_node
         c_entries_reply = _c.entries_reply
+        c_parse_ids = _c.parse_ids
     try:
         from rstore.codec import _columns as _cc  # type: ignore[attr-defined]
     except ImportError:  # not built: rstore.codec.columns decodes in Python

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rstore import messages
+from rstore import ids, messages
 from rstore.codec.speedups import c_encode_args as _c_encode_args
+from rstore.codec.speedups import c_parse_ids as _c_parse_ids
 from rstore.errors import DataError, ResponseError
 from rstore.numbers import string2ll
 
-__all__ = ["cstr", "encode_arg", "encode_argv", "is_kw", "keyword", "parse_int"]
+__all__ = ["cstr", "encode_arg", "encode_argv", "is_kw", "keyword", "parse_ids", "parse_int"]
 
 ArgT = bytes | bytearray | memoryview | str | int | float
 
@@ -54,6 +55,16 @@ def encode_argv(argv: Sequence[Any]) -> list[bytes]:
     return [
         a if type(a) is bytes else a.encode() if type(a) is str else encode_arg(a) for a in argv
     ]
+
+
+def parse_ids(args: list[bytes]) -> list[ids.ID]:
+    """:func:`rstore.ids.parse_ids` (XACK's and XDEL's IDs), in C when every one is a plain
+    ``<ms>-<seq>`` and the accelerator is built."""
+    if _c_parse_ids is not None:
+        out = _c_parse_ids(args)
+        if out is not None:
+            return out
+    return ids.parse_ids(args)
 
 
 def encode_arg(value: object) -> bytes:

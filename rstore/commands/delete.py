@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rstore import ids
+from rstore.commands.argv import parse_ids
 from rstore.commands.registry import Context, command
 from rstore.streams import delete
 from rstore.streams.keyspace import lookup_stream
@@ -17,5 +17,5 @@ def xdel(ctx: Context, argv: list[bytes]) -> Any:
     stream = lookup_stream(ctx.txn, argv[1])
     if stream is None:
         return 0
-    id_list = ids.parse_ids(argv[2:])
+    id_list = parse_ids(argv[2:])
     return delete.delete_entries(ctx.txn, stream, id_list)

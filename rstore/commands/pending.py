@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rstore import ids, messages
-from rstore.commands.argv import keyword, parse_int
+from rstore.commands.argv import keyword, parse_ids, parse_int
 from rstore.commands.registry import Context, command
 from rstore.commands.reply import NIL_ARRAY
 from rstore.numbers import UINT64_MAX, as_signed64
@@ -39,7 +39,7 @@ def xack(ctx: Context, argv: list[bytes]) -> Any:
     group = None if stream is None else groups.find_group(ctx.txn, stream, argv[2])
     if stream is None or group is None:
         return 0
-    id_list = ids.parse_ids(argv[3:])
+    id_list = parse_ids(argv[3:])
     return ack(ctx.txn, stream, group, id_list)
 
 

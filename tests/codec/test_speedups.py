@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import subprocess
 import sys
 
@@ -184,3 +185,40 @@ def test_deleted_flags_must_agree_with_the_count() -> None:
     assert _c_facts(bytes(node), (5, 5)) is None
     with pytest.raises(CorruptDataError, match="live entries"):
         node_facts(bytes(node), (5, 5))
+
+
+# ----------------------------------------------------------------------------- parse_ids
+
+PLAIN = st.builds(
+    lambda ms, seq: b"%d-%d" % (ms, seq), st.integers(0, 10**19 - 1), st.integers(0, 10**19 - 1)
+)
+ID_LIKE = st.one_of(
+    PLAIN,
+    st.from_regex(rb"\A[0-9]{0,21}-?[0-9]{0,21}[*\n]?\Z"),
+    st.sampled_from([b"-", b"+", b"$", b">", b"0", b"1-", b"-1", b"01-02", b"1-2\0", b" 1-2"]),
+    st.binary(max_size=8),
+)
+
+
+@given(st.lists(ID_LIKE, max_size=6))
+@settings(max_examples=500)
+def test_c_parse_ids_is_the_reference_or_hands_back(args: list[bytes]) -> None:
+    from rstore import ids as ids_module
+    from rstore.errors import ResponseError
+
+    assert speedups.c_parse_ids is not None
+    out = speedups.c_parse_ids(args)
+    try:
+        reference: object = ids_module.parse_ids(args)
+    except ResponseError as exc:
+        reference = exc
+    if out is None:  # something not plain: the reference parses (or refuses) it
+        assert any(re.fullmatch(rb"[0-9]{1,19}-[0-9]{1,19}", a) is None for a in args)
+    else:
+        assert out == reference
+
+
+@given(st.lists(PLAIN, min_size=1, max_size=20))
+def test_c_parse_ids_takes_every_plain_id(args: list[bytes]) -> None:
+    assert speedups.c_parse_ids is not None
+    assert speedups.c_parse_ids(args) == [tuple(int(p) for p in a.split(b"-")) for a in args]

@@ -8,6 +8,8 @@
  *   seal(key, payload), unseal(key, value)  one record sealed, or its payload checked
  *   seal_nodes(prefix, nodes)               [(prefix + master ID, sealed listpack)] for the
  *                                           (master ID, listpack, ...) tuples of a NodeRun
+ *   pop_sealed(raw, db, keys)               the payloads of records checked and deleted in
+ *                                           one run (XACK's group PEL records)
  *   seal_nacks(pel_prefix, owned_prefix, owner, nacks)
  *                                           the group PEL and consumer index records of
  *                                           (raw ID, delivery time, delivery count) NACKs
@@ -31,6 +33,7 @@
 #endif
 
 static uint32_t crc_table[8][256];
+static PyObject *s_get, *s_delete, *kw_db; /* "get", "delete", ("db",): set at import */
 static int use_clmul;
 
 static void crc_init(void)
@@ -382,6 +385,71 @@ fail:
     return NULL;
 }
 
+/* pop_sealed(raw, db, keys) -> (payloads, damaged): for each key of the list keys, in order, the
+   payload of its sealed record in sub-database db of the write transaction raw (raw.get, then
+   raw.delete, each with db=db), or None when there is none.  A record whose seal does not match
+   stops the run before it is deleted: damaged is its index (-1 when every record was sound). */
+static PyObject *pop_sealed(PyObject *self, PyObject *args)
+{
+    PyObject *raw, *db, *keys, *payloads;
+    Py_ssize_t i, n, damaged = -1;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOO!:pop_sealed", &raw, &db, &PyList_Type, &keys)) return NULL;
+    n = PyList_GET_SIZE(keys);
+    if (!(payloads = PyList_New(n))) return NULL;
+    for (i = 0; i < n; i++) {
+        PyObject *key = PyList_GET_ITEM(keys, i), *value, *payload = NULL, *r;
+        PyObject *stack[4] = {NULL, raw, key, db};
+        Py_buffer k, v;
+        int sound = 0;
+        value = PyObject_VectorcallMethod(s_get, stack + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                          kw_db);
+        if (value == NULL) goto fail;
+        if (value == Py_None) {
+            PyList_SET_ITEM(payloads, i, value);  /* the reference to None moves to the list */
+            continue;
+        }
+        if (PyObject_GetBuffer(key, &k, PyBUF_SIMPLE) < 0) {
+            Py_DECREF(value);
+            goto fail;
+        }
+        if (PyObject_GetBuffer(value, &v, PyBUF_SIMPLE) < 0) {
+            PyBuffer_Release(&k);
+            Py_DECREF(value);
+            goto fail;
+        }
+        if (v.len >= 4) {
+            const unsigned char *b = (const unsigned char *)v.buf;
+            Py_ssize_t end = v.len - 4;
+            uint32_t c = crc_update(0xFFFFFFFFu, k.buf, (size_t)k.len);
+            uint32_t stored = (uint32_t)b[end] << 24 | (uint32_t)b[end + 1] << 16 |
+                              (uint32_t)b[end + 2] << 8 | (uint32_t)b[end + 3];
+            c = ~crc_update(c, b, (size_t)end);
+            if (c == stored) {
+                sound = 1;
+                payload = PyBytes_FromStringAndSize((const char *)b, end);  /* before the delete */
+            }
+        }
+        PyBuffer_Release(&v);
+        PyBuffer_Release(&k);
+        Py_DECREF(value);
+        if (!sound) {
+            for (damaged = i; i < n; i++) PyList_SET_ITEM(payloads, i, Py_NewRef(Py_None));
+            break;
+        }
+        if (payload == NULL) goto fail;
+        PyList_SET_ITEM(payloads, i, payload);
+        r = PyObject_VectorcallMethod(s_delete, stack + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                      kw_db);
+        if (r == NULL) goto fail;
+        Py_DECREF(r);
+    }
+    return Py_BuildValue("(Nn)", payloads, damaged);
+fail:
+    Py_DECREF(payloads);  /* the slots not reached yet are NULL: list_dealloc skips them */
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"crc32", crc32, METH_VARARGS,
      "crc32(data, crc=0) -> int\n\nzlib.crc32(data, crc): the CRC-32 of records' seals."},
@@ -393,6 +461,10 @@ static PyMethodDef methods[] = {
     {"seal_nodes", seal_nodes, METH_VARARGS,
      "seal_nodes(prefix, nodes) -> list or None\n\n(prefix + ms + seq, listpack + seal) for "
      "each ((ms, seq), listpack, ...) of the list nodes; prefix: the stream handle (8 bytes)."},
+    {"pop_sealed", pop_sealed, METH_VARARGS,
+     "pop_sealed(raw, db, keys) -> (payloads, damaged)\n\nEach key's sealed record in db of the "
+     "write transaction raw, checked, then deleted; None where there is none.  damaged: the "
+     "index of the first record whose seal does not match (not deleted; the run stops), or -1."},
     {"seal_nacks", seal_nacks, METH_VARARGS,
      "seal_nacks(pel_prefix, owned_prefix, owner, nacks) -> (pel, owned) or None\n\nFor each "
      "(raw ID, delivery time, delivery count) of the list nacks: (pel_prefix + raw ID, sealed "
@@ -408,5 +480,8 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__sealed(void)
 {
     crc_init();
+    if (!(s_get = PyUnicode_InternFromString("get")) ||
+        !(s_delete = PyUnicode_InternFromString("delete")) || !(kw_db = Py_BuildValue("(s)", "db")))
+        return NULL;
     return PyModule_Create(&module);
 }

@@ -263,19 +263,20 @@ def nacks_deliver(
 def nacks_pop(txn: Txn, group: GroupMeta, ids: Iterable[ID]) -> dict[bytes, int]:
     """Remove the NACKs of ``ids`` that exist (from the group PEL and their owners' indexes);
     how many each owner lost.  IDs without a NACK, or repeated, are skipped."""
-    pop, delete, pack = txn.pop, txn.delete, layout.ID_PACK
-    handle = group.handle
+    pack, handle = layout.ID_PACK, group.handle
     prefix = layout.pack_u64(handle)
+    tails = [pack(*entry_id) for entry_id in ids]
+    values = txn.pop_many(_PEL, [prefix + tail for tail in tails])
     skip = layout.NACK_HEADER_SIZE
     per_owner: dict[bytes, int] = {}
-    for entry_id in ids:
-        tail = pack(*entry_id)
-        value = pop(_PEL, prefix + tail)
+    owned: list[bytes] = []
+    for tail, value in zip(tails, values):
         if value is None:
             continue
-        owner = bytes(value[skip:])
-        delete(_OWNED, layout.consumer_pel_prefix(handle, owner) + tail)
+        owner = value[skip:]
+        owned.append(layout.consumer_pel_prefix(handle, owner) + tail)
         per_owner[owner] = per_owner.get(owner, 0) + 1
+    txn.delete_many(_OWNED, owned)
     return per_owner
 
 
