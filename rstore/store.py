@@ -10,11 +10,11 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from rstore.client import Callback, RedisCommands
-from rstore.client.shapes import Decoder, finish, make_decoder
+from rstore.client.shapes import Decoder, finish, make_decoder, parse_stream_list
 from rstore.commands.argv import encode_arg, encode_argv
 from rstore.commands.executor import execute, now_ms, run_batch
 from rstore.commands.registry import lookup
-from rstore.commands.reply import NIL_ARRAY, to_public
+from rstore.commands.reply import NIL_ARRAY, DictEntries, to_public
 from rstore.databases import database_number, database_path
 from rstore.errors import CorruptStoreError, ResponseError, StorageError, StoreClosedError
 from rstore.model import DATABASES, AppendReport
@@ -556,7 +556,11 @@ class Store(RedisCommands):
         env = self._env
         if env is None:
             env = self._live_env()  # raises: closed
-        spec, reply = execute(env, encode_argv(argv))
+        # entries built straight into redis-py's form when nothing else shapes them
+        dicts = callback is parse_stream_list and self._decode is None and not options
+        spec, reply = execute(env, encode_argv(argv), dicts)
+        if type(reply) is DictEntries:
+            return list(reply)
         public = to_public(reply, spec.public)
         if callback is None and self._decode is None and not options:
             return public  # nothing to decode or shape: what finish would give

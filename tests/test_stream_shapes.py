@@ -6,12 +6,14 @@ internal reply a scan's entries make (``rstore.commands.reply.entries_reply``,
 
 from __future__ import annotations
 
+import tempfile
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import rstore
 from rstore.client import shapes
 from rstore.codec.speedups import c_entries_reply
 from rstore.commands.reply import entries_reply, entries_reply_py
@@ -101,3 +103,43 @@ def test_the_c_entries_reply_is_the_python_one(entries: list[Any]) -> None:
 def test_the_c_entries_reply_hands_other_shapes_back(entries: Any) -> None:
     assert c_entries_reply is not None
     assert c_entries_reply(entries) is None
+
+
+# ----------------------------------------------------------------------------- built as dicts
+
+ENTRY_FIELDS = st.lists(
+    st.tuples(st.sampled_from([b"a", b"b", b"user", b"x" * 70]), st.binary(max_size=80)),
+    min_size=1,
+    max_size=4,
+)  # a repeated field name: redis-py's dict keeps its last value
+
+
+@given(st.lists(ENTRY_FIELDS, min_size=1, max_size=250), st.data())
+@settings(max_examples=25, deadline=None)
+def test_store_ranges_are_the_commands_reply_shaped(
+    entries: list[list[tuple[bytes, bytes]]], data: st.DataObject
+) -> None:
+    """``Store.xrange`` / ``xrevrange`` build redis-py's entries straight from the nodes (no
+    internal reply in between): the same as shaping what ``execute`` gives, and plain lists
+    of tuples, whatever the range and count; with ``decode_responses`` too."""
+    with tempfile.TemporaryDirectory() as path, rstore.Store(path) as store:
+        ids = [store.xadd("s", dict(fv)) for fv in entries]  # the dict: redis-py's last wins
+        for i, fv in enumerate(entries):
+            if len({f for f, _ in fv}) < len(fv):
+                flat = [x for pair in fv for x in pair]
+                store.execute("XADD", "s", f"{i + 2**60}-0", *flat)  # repeated fields kept
+        ids += [i for i, _ in store.xrange("s", f"{2**60}", "+")]
+        lo, hi = sorted(data.draw(st.sampled_from(ids)) for _ in range(2))
+        count = data.draw(st.none() | st.integers(1, 300))
+        for method, args, cmd in (
+            (store.xrange, (lo, hi), ["XRANGE", "s", lo, hi]),
+            (store.xrevrange, (hi, lo), ["XREVRANGE", "s", hi, lo]),
+            (store.xrange, (b"(" + lo, "+"), ["XRANGE", "s", b"(" + lo, "+"]),
+        ):
+            tail = [] if count is None else ["COUNT", count]
+            got = method("s", *args, count=count)
+            assert type(got) is list and all(type(e) is tuple for e in got)
+            assert got == shapes.parse_stream_list_py(store.execute(*cmd, *tail))
+    with tempfile.TemporaryDirectory() as path, rstore.Store(path, decode_responses=True) as s:
+        s.xadd("s", {"f": "v"}, id="1-1")
+        assert s.xrange("s") == [("1-1", {"f": "v"})]

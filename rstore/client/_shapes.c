@@ -72,6 +72,11 @@ static PyObject *stream_list(PyObject *self, PyObject *reply)
                 goto unexpected;
             }
             tuple = PyTuple_Pack(2, PySequence_Fast_GET_ITEM(seq, 0), fields);
+            /* an ID and a dict of atoms (not tracked: Python tracks a dict once it holds a
+             * container): untracked as Python's collector would untrack it on its first look */
+            if (tuple != NULL && !PyObject_GC_IsTracked(fields) &&
+                !PyObject_GC_IsTracked(PySequence_Fast_GET_ITEM(seq, 0)))
+                PyObject_GC_UnTrack(tuple);
             Py_DECREF(fields);
             Py_DECREF(seq);
         }

@@ -48,15 +48,56 @@ static PyObject *make_id(uint64_t ms, uint64_t seq)
     t = PyTuple_Pack(2, a, c);
     Py_DECREF(a);
     Py_DECREF(c);
+    /* two ints: in no cycle ever.  Python's collector untracks such a tuple the first time it
+     * looks at it; untracked now, a page of entries does not set off collections that walk it */
+    if (t != NULL) PyObject_GC_UnTrack(t);
     return t;
 }
 
 /* Outcome of the scan proper. */
 enum { SCAN_GO_ON = 0, SCAN_STOP = 1, SCAN_BAIL = 2, SCAN_ERROR = 3 };
 
+/* b"<ms>-<seq>"; new reference. */
+static PyObject *id_text(uint64_t ms, uint64_t seq)
+{
+    char buf[48], *p = buf + sizeof buf;
+    Py_ssize_t n;
+    do *--p = (char)('0' + seq % 10); while (seq /= 10);
+    *--p = '-';
+    do *--p = (char)('0' + ms % 10); while (ms /= 10);
+    n = (Py_ssize_t)(buf + sizeof buf - p);
+    return PyBytes_FromStringAndSize(p, n);
+}
+
+/* The entry (b"<ms>-<seq>", {field: value, ...}) of `vals` (field, value, ... as the internal
+ * entry holds them; a later field overwrites an earlier one, as dict() does); new reference. */
+static PyObject *dict_entry(uint64_t ms, uint64_t seq, PyObject *vals)
+{
+    PyObject *d = PyDict_New(), *sid, *t;
+    Py_ssize_t i, n = PyList_GET_SIZE(vals);
+    if (d == NULL) return NULL;
+    for (i = 0; i + 1 < n; i += 2)
+        if (PyDict_SetItem(d, PyList_GET_ITEM(vals, i), PyList_GET_ITEM(vals, i + 1)) < 0) {
+            Py_DECREF(d);
+            return NULL;
+        }
+    if ((sid = id_text(ms, seq)) == NULL) {
+        Py_DECREF(d);
+        return NULL;
+    }
+    t = PyTuple_Pack(2, sid, d);
+    Py_DECREF(sid);
+    Py_DECREF(d);
+    /* bytes and a dict of bytes (which Python leaves untracked): untracked as Python's
+     * collector would untrack it on its first look, so a page of entries sets off no
+     * collection that walks it */
+    if (t != NULL && !PyObject_GC_IsTracked(d)) PyObject_GC_UnTrack(t);
+    return t;
+}
+
 static int scan(const unsigned char *b, Py_ssize_t len, uint64_t mms, uint64_t mseq,
                 uint64_t sms, uint64_t sseq, uint64_t ems, uint64_t eseq, Py_ssize_t limit,
-                PyObject *out, PyObject *fields)
+                PyObject *out, PyObject *fields, int dicts)
 {
     Py_ssize_t stop = len - 1, p = HEADER_SIZE, nfields, i;
     int64_t v;
@@ -129,14 +170,20 @@ static int scan(const unsigned char *b, Py_ssize_t len, uint64_t mms, uint64_t m
             Py_DECREF(fv);
             return SCAN_BAIL;
         }
-        if ((sid = make_id(ms, seq)) == NULL) {
+        if (dicts) {
+            pair = dict_entry(ms, seq, fv);
             Py_DECREF(fv);
-            return SCAN_ERROR;
+            if (pair == NULL) return SCAN_ERROR;
+        } else {
+            if ((sid = make_id(ms, seq)) == NULL) {
+                Py_DECREF(fv);
+                return SCAN_ERROR;
+            }
+            pair = PyTuple_Pack(2, sid, fv);
+            Py_DECREF(sid);
+            Py_DECREF(fv);
+            if (pair == NULL) return SCAN_ERROR;
         }
-        pair = PyTuple_Pack(2, sid, fv);
-        Py_DECREF(sid);
-        Py_DECREF(fv);
-        if (pair == NULL) return SCAN_ERROR;
         if (PyList_Append(out, pair) < 0) {
             Py_DECREF(pair);
             return SCAN_ERROR;
@@ -153,11 +200,11 @@ static PyObject *scan_forward(PyObject *self, PyObject *args)
     unsigned long long mms, mseq, sms, sseq, ems, eseq;
     Py_ssize_t limit, before;
     PyObject *out, *fields;
-    int outcome;
+    int outcome, dicts = 0;
 
     (void)self;
-    if (!PyArg_ParseTuple(args, "y*KKKKKKnO!:scan_forward", &node, &mms, &mseq, &sms, &sseq, &ems,
-                          &eseq, &limit, &PyList_Type, &out))
+    if (!PyArg_ParseTuple(args, "y*KKKKKKnO!|p:scan_forward", &node, &mms, &mseq, &sms, &sseq,
+                          &ems, &eseq, &limit, &PyList_Type, &out, &dicts))
         return NULL;
     before = PyList_GET_SIZE(out);
     fields = PyList_New(0);
@@ -166,7 +213,7 @@ static PyObject *scan_forward(PyObject *self, PyObject *args)
         return NULL;
     }
     outcome = scan((const unsigned char *)node.buf, node.len, mms, mseq, sms, sseq, ems, eseq,
-                   limit, out, fields);
+                   limit, out, fields, dicts);
     Py_DECREF(fields);
     PyBuffer_Release(&node);
     if (outcome == SCAN_BAIL || outcome == SCAN_ERROR) {
@@ -328,8 +375,9 @@ static PyMethodDef methods[] = {
      "valid."},
     {"scan_forward", scan_forward, METH_VARARGS,
      "scan_forward(node, master_ms, master_seq, start_ms, start_seq, end_ms, end_seq, limit, "
-     "out) -> bool | None\n\nLike rstore.codec.stream_node.scan_forward; None when the node "
-     "holds something only the Python version handles (out is then left unchanged)."},
+     "out, dicts=False) -> bool | None\n\nLike rstore.codec.stream_node.scan_forward (with "
+     "dicts, entries as (b'<ms>-<seq>', {field: value})); None when the node holds something "
+     "only the Python version handles (out is then left unchanged)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from rstore.codec import listpack as lp
 from rstore.codec.listpack import INT_TEXT, element_text, read_element, read_int, skip_element
@@ -32,12 +32,17 @@ from rstore.codec.speedups import c_scan_forward as _c_scan_forward
 from rstore.errors import CorruptDataError
 from rstore.model import ID, Entry
 
+#: An entry as redis-py's stream methods give it: ``(b"<ms>-<seq>", {field: value, ...})``.
+DictEntry = tuple[bytes, dict[bytes, bytes]]
+
 __all__ = [
     "FLAG_DELETED",
     "FLAG_NONE",
     "FLAG_SAMEFIELDS",
+    "DictEntry",
     "RawEntry",
     "append_entry",
+    "dict_entry",
     "entry_size",
     "first_live_entry",
     "iter_ids",
@@ -279,16 +284,25 @@ def iter_ids(node: bytes | bytearray, master_id: ID) -> Iterator[tuple[ID, int, 
         yield _entry_id(master_id, ms_d, seq_d), flags, flags_pos
 
 
+def dict_entry(entry: Entry) -> DictEntry:
+    """``(b"<ms>-<seq>", {field: value, ...})``: an entry as redis-py's stream methods give it
+    (a field repeated in the entry: its last value, as ``dict`` keeps it)."""
+    sid, fv = entry
+    return b"%d-%d" % sid, dict(zip(fv[0::2], fv[1::2]))
+
+
 def scan_forward(
     node: bytes | bytearray,
     master_id: ID,
     start: ID,
     end: ID,
     limit: int,
-    out: list[Entry],
+    out: list[Any],
+    dicts: bool = False,
 ) -> bool:
     """Append to ``out`` the live entries with ``start <= id <= end``, ascending, stopping once
-    ``out`` holds ``limit`` entries (``limit`` <= 0 means no limit).
+    ``out`` holds ``limit`` entries (``limit`` <= 0 means no limit); with ``dicts``, each as
+    :func:`dict_entry` gives it (built at once, with no entry in between).
 
     Returns ``True`` when the scan must stop (an ID past ``end`` was seen or the limit was hit),
     ``False`` when the caller should continue with the next node.
@@ -300,11 +314,18 @@ def scan_forward(
     """
     if _c_scan_forward is not None:
         done = _c_scan_forward(
-            node, master_id[0], master_id[1], start[0], start[1], end[0], end[1], limit, out
+            node, master_id[0], master_id[1], start[0], start[1], end[0], end[1], limit, out, dicts
         )
         if done is not None:
             return bool(done)
-    return scan_forward_py(node, master_id, start, end, limit, out)
+    if not dicts:
+        return scan_forward_py(node, master_id, start, end, limit, out)
+    entries: list[Entry] = []
+    # as many as ``out`` lacks (a full ``out`` still takes one: scan_forward_py's rule)
+    room = max(limit - len(out), 1) if limit > 0 else limit
+    done = scan_forward_py(node, master_id, start, end, room, entries)
+    out.extend(dict_entry(e) for e in entries)
+    return done
 
 
 def scan_forward_py(

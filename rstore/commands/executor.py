@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from rstore.commands.registry import CommandSpec, Context, lookup, lookup_all
-from rstore.commands.reply import NIL_ARRAY
+from rstore.commands.reply import NIL_ARRAY, DictEntries
 from rstore.errors import ResponseError
 from rstore.storage.env import Env
 from rstore.storage.records.txn import Txn
@@ -75,14 +75,21 @@ class Deferred:
     """A reply whose building needs no transaction (it works on bytes copied out of one),
     built after the transaction ended: read transactions stay short, so LMDB can reuse the
     pages writers free meanwhile (a read transaction held open pins every page freed after it
-    began, and concurrent writers then grow the file; docs/durability.md)."""
+    began, and concurrent writers then grow the file; docs/durability.md).  ``dicts``, when
+    the reply is a list of stream entries: the same entries built straight into redis-py's
+    form (:class:`~rstore.commands.reply.DictEntries`), for a client that asks for them --
+    one pass, and nothing built only to be reshaped."""
 
     build: Callable[[], Any]
+    dicts: Callable[[], DictEntries] | None = None
 
 
-def resolve_reply(reply: Any) -> Any:
-    """A handler's reply, a :class:`Deferred` one built now."""
-    return reply.build() if isinstance(reply, Deferred) else reply
+def resolve_reply(reply: Any, dicts: bool = False) -> Any:
+    """A handler's reply, a :class:`Deferred` one built now (with ``dicts``, in redis-py's
+    form where it offers that)."""
+    if not isinstance(reply, Deferred):
+        return reply
+    return reply.dicts() if dicts and reply.dicts is not None else reply.build()
 
 
 def in_transaction(
@@ -128,7 +135,7 @@ def in_transaction(
     return result
 
 
-def run_one(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
+def run_one(env: Env, argv: list[bytes], dicts: bool = False) -> tuple[CommandSpec, Any]:
     """Run one command once; ``(spec, internal reply)``.  Errors raise :class:`ResponseError`.
 
     The reply may be :class:`Blocked`; see :func:`execute`.
@@ -136,12 +143,14 @@ def run_one(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
     spec = lookup(argv)
     assert spec.handler is not None
     reply = in_transaction(env, spec.handler, argv, write=spec.write)
-    return spec, resolve_reply(reply)
+    return spec, resolve_reply(reply, dicts)
 
 
-def execute(env: Env, argv: list[bytes]) -> tuple[CommandSpec, Any]:
-    """Run one command, waiting when it is a blocking read with nothing to serve yet."""
-    spec, reply = run_one(env, argv)
+def execute(env: Env, argv: list[bytes], dicts: bool = False) -> tuple[CommandSpec, Any]:
+    """Run one command, waiting when it is a blocking read with nothing to serve yet.
+    ``dicts``: a reply of stream entries may come as :class:`~rstore.commands.reply.DictEntries`
+    (when the command offers that form)."""
+    spec, reply = run_one(env, argv, dicts)
     if isinstance(reply, Blocked):
         reply = _wait(env, reply)
     return spec, reply

@@ -9,7 +9,7 @@ from rstore import ids, messages
 from rstore.commands.argv import cstr, keyword, parse_int
 from rstore.commands.executor import Blocked, Deferred
 from rstore.commands.registry import Context, command
-from rstore.commands.reply import NIL_ARRAY, entries_reply
+from rstore.commands.reply import NIL_ARRAY, DictEntries, entries_reply
 from rstore.numbers import INT64_MAX, UINT64_MAX
 from rstore.storage.waiting.notify import KIND_READ
 from rstore.streams.keyspace import lookup_stream
@@ -45,7 +45,10 @@ def _range(ctx: Context, argv: list[bytes], reverse: bool) -> Any:
     # copy the nodes now, decode after the transaction ended (executor.Deferred)
     limit = max(count, 0)
     nodes = copy_range(ctx.txn, stream, start, end, limit, reverse=reverse)
-    return Deferred(lambda: entries_reply(scan_nodes(nodes, start, end, limit, reverse=reverse)))
+    return Deferred(
+        lambda: entries_reply(scan_nodes(nodes, start, end, limit, reverse=reverse)),
+        lambda: DictEntries(scan_nodes(nodes, start, end, limit, reverse=reverse, dicts=True)),
+    )
 
 
 @command("xrange", -4, summary="Entries in an ID range, ascending")

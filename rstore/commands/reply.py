@@ -29,6 +29,7 @@ from rstore.model import Entry
 
 __all__ = [
     "NIL_ARRAY",
+    "DictEntries",
     "NilArray",
     "entries_reply",
     "entries_reply_py",
@@ -36,6 +37,15 @@ __all__ = [
     "public_stream_reply",
     "to_public",
 ]
+
+
+class DictEntries(list[Any]):
+    """Stream entries already in redis-py's form, ``[(b"<ms>-<seq>", {field: value}), ...]``,
+    built straight from the nodes for a client that asked for them
+    (:func:`rstore.commands.executor.execute` with ``dicts=True``): the one reply that is not
+    in the internal form.  Only a client's shaping sees it, never a RESP front."""
+
+    __slots__ = ()
 
 
 class NilArray:

@@ -12,6 +12,7 @@ read from an RDB file (:func:`rstore.snapshot.inspection.read_rdb_entries`).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from rstore.codec import stream_node as sn
 from rstore.ids import ID, MAX_ID, MIN_ID, increment
@@ -81,28 +82,30 @@ def scan_nodes(
     count: int = 0,
     *,
     reverse: bool = False,
-) -> list[Entry]:
+    dicts: bool = False,
+) -> list[Any]:
     """The live entries of ``nodes`` with ``start <= id <= end``, at most ``count`` (0 = no
-    limit).  ``nodes`` come in walk order: ascending master IDs from the node that may hold
-    ``start``, or with ``reverse`` descending from the node that may hold ``end`` -- and
-    entries come out in the same order.  The walk stops as soon as nothing further can match,
-    so ``nodes`` may be a lazy, unbounded iterator."""
-    out: list[Entry] = []
+    limit); with ``dicts``, as redis-py's stream methods give them
+    (:func:`~rstore.codec.stream_node.dict_entry`).  ``nodes`` come in walk order: ascending
+    master IDs from the node that may hold ``start``, or with ``reverse`` descending from the
+    node that may hold ``end`` -- and entries come out in the same order.  The walk stops as
+    soon as nothing further can match, so ``nodes`` may be a lazy, unbounded iterator."""
+    out: list[Any] = []
     if start > end:
         return out
     if not reverse:
         for master_id, node in nodes:
             if master_id > end:
                 break
-            if sn.scan_forward(node, master_id, start, end, count, out):
+            if sn.scan_forward(node, master_id, start, end, count, out, dicts):
                 break
-    else:
-        for master_id, node in nodes:
-            if sn.scan_backward(node, master_id, start, end, count, out):
-                break
-            if master_id <= start:
-                break  # earlier nodes hold only IDs below this master ID
-    return out
+        return out
+    for master_id, node in nodes:
+        if sn.scan_backward(node, master_id, start, end, count, out):
+            break
+        if master_id <= start:
+            break  # earlier nodes hold only IDs below this master ID
+    return [sn.dict_entry(e) for e in out] if dicts else out
 
 
 def read_range(
