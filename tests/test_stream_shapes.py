@@ -6,6 +6,7 @@ internal reply a scan's entries make (``rstore.commands.reply.entries_reply``,
 
 from __future__ import annotations
 
+import gc
 import tempfile
 from typing import Any
 
@@ -14,8 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rstore
-from rstore.client import shapes
+from rstore.client import append, shapes
 from rstore.codec.speedups import c_entries_reply
+from rstore.commands.argv import encode_argv
 from rstore.commands.reply import entries_reply, entries_reply_py
 
 needs_c = pytest.mark.skipif(
@@ -143,3 +145,50 @@ def test_store_ranges_are_the_commands_reply_shaped(
     with tempfile.TemporaryDirectory() as path, rstore.Store(path, decode_responses=True) as s:
         s.xadd("s", {"f": "v"}, id="1-1")
         assert s.xrange("s") == [("1-1", {"f": "v"})]
+
+
+# ----------------------------------------------------------------------------- XADD's argv
+
+ARG = st.one_of(st.binary(max_size=8), st.text(max_size=8), st.integers(), st.floats(), st.none())
+
+
+@pytest.mark.skipif(append._c_xadd_argv is None, reason="the C accelerator is not built")
+@given(ARG, ARG, st.one_of(st.dictionaries(ARG, ARG, max_size=5), st.lists(ARG, max_size=2)))
+def test_the_c_xadd_argv_is_the_python_argv_encoded(name: Any, id: Any, fields: Any) -> None:
+    """A plain XADD's argv, built in C, is what the Python branch builds and encode_argv
+    encodes -- or None, for the Python branch to build (or refuse)."""
+    assert append._c_xadd_argv is not None
+    out = append._c_xadd_argv(name, id, fields)
+    if out is None:
+        plain = (str, bytes)
+        assert not (
+            isinstance(fields, dict)
+            and fields
+            and all(type(a) in plain for a in (name, id, *fields, *fields.values()))
+            and all(not isinstance(a, str) or _encodes(a) for a in (name, id, *fields.values()))
+            and all(_encodes(k) for k in fields if isinstance(k, str))
+        )
+        return
+    want = [b"XADD", name, id]
+    for pair in fields.items():
+        want += pair
+    assert out == encode_argv(want)
+    assert not gc.is_tracked(out)  # bytes only: nothing for the collector to walk
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def test_xadd_refuses_what_redis_py_refuses_either_way(tmp_path: Any) -> None:
+    with rstore.Store(str(tmp_path)) as store:
+        for fields in ({}, [("f", "v")], None):
+            with pytest.raises(rstore.DataError, match="non-empty dict"):
+                store.xadd("s", fields)  # type: ignore[arg-type]
+        assert store.xadd("s", {"f": 1, b"g": 2.5}, id="1-1") == b"1-1"
+        assert store.xrange("s") == [(b"1-1", {b"f": b"1", b"g": b"2.5"})]
+        assert store.xlen("s") == 1

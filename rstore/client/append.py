@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rstore.client.base import ClientBase
 from rstore.errors import DataError
 
 __all__ = ["AppendCommands"]
+
+#: The argv of an XADD without options built and encoded in C (``rstore/client/_argv.c``), or
+#: ``None`` when it is not built or ``RSTORE_NO_SPEEDUPS`` turns the accelerators off.
+_c_xadd_argv: Callable[[Any, Any, Any], list[bytes] | None] | None = None
+if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
+    try:
+        from rstore.client import _argv  # type: ignore[attr-defined]
+    except ImportError:  # not built: built in Python
+        pass
+    else:
+        _c_xadd_argv = _argv.xadd_argv
 
 _FIELDS_NEEDED = "XADD fields must be a non-empty dict"  # redis-py's DataError text
 
@@ -30,7 +42,11 @@ class AppendCommands(ClientBase):
         """Append an entry; returns its ID (``bytes``), or ``None`` with ``nomkstream`` on a
         missing stream."""
         if maxlen is None and minid is None and limit is None and not nomkstream:
-            # no options (pipelines of plain XADDs): the same argv, built in one step
+            # no options (pipelines of plain XADDs): the same argv, built in one step (in C
+            # when it is built and every argument is str or bytes)
+            argv = None if _c_xadd_argv is None else _c_xadd_argv(name, id, fields)
+            if argv is not None:
+                return self._command(argv)
             if not isinstance(fields, dict) or len(fields) == 0:
                 raise DataError(_FIELDS_NEEDED)
             argv = [b"XADD", name, id]
