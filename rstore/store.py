@@ -10,7 +10,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from rstore.client import Callback, RedisCommands
-from rstore.client.shapes import Decoder, finish, make_decoder, parse_stream_list
+from rstore.client.shapes import Decoder, finish, make_decoder, parse_stream_list, parse_xread
 from rstore.commands.argv import encode_arg, encode_argv
 from rstore.commands.executor import execute, now_ms, run_batch
 from rstore.commands.registry import lookup
@@ -38,6 +38,9 @@ DEFAULT_PATH = "rstore-data"
 #: How often :meth:`Store.check` starts again when commits overwrote its snapshot's meta page
 #: before the walk of LMDB's trees could read it (each try loses that race rarely).
 _CHECK_ATTEMPTS = 200
+#: The callbacks whose result a command may build straight from its entries
+#: (:class:`~rstore.commands.reply.DictEntries`): XRANGE's and XREAD's shapes.
+_ENTRY_SHAPES = (parse_stream_list, parse_xread)
 
 T = TypeVar("T")
 
@@ -557,7 +560,7 @@ class Store(RedisCommands):
         if env is None:
             env = self._live_env()  # raises: closed
         # entries built straight into redis-py's form when nothing else shapes them
-        dicts = callback is parse_stream_list and self._decode is None and not options
+        dicts = callback in _ENTRY_SHAPES and self._decode is None and not options
         spec, reply = execute(env, encode_argv(argv), dicts)
         if type(reply) is DictEntries:
             return list(reply)

@@ -192,3 +192,36 @@ def test_xadd_refuses_what_redis_py_refuses_either_way(tmp_path: Any) -> None:
         assert store.xadd("s", {"f": 1, b"g": 2.5}, id="1-1") == b"1-1"
         assert store.xrange("s") == [(b"1-1", {b"f": b"1", b"g": b"2.5"})]
         assert store.xlen("s") == 1
+
+
+def test_store_reads_are_the_commands_reply_shaped(tmp_path: Any) -> None:
+    """``Store.xread`` / ``xreadgroup`` of new entries build redis-py's form straight from the
+    entries: the same as shaping what ``execute`` gives; a history read (deleted entries as
+    ``None``) and a read that found nothing keep the usual path."""
+    with rstore.Store(str(tmp_path)) as store:
+        for i in range(250):
+            store.xadd("a", {"f": str(i), "g": "x" * (i % 50)})
+            store.xadd("b", {"n": str(i)})
+        store.execute("XADD", "a", "*", "f", "1", "f", "2")  # a repeated field: its last value
+        for group in ("g1", "g2"):
+            store.xgroup_create("a", group, id="0")
+            store.xgroup_create("b", group, id="0")
+        for count in (1, 100, None):
+            got = store.xreadgroup("g1", "c", {"a": ">", "b": ">"}, count=count)
+            tail = [] if count is None else ["COUNT", count]
+            raw = store.execute(
+                "XREADGROUP", "GROUP", "g2", "c", *tail, "STREAMS", "a", "b", ">", ">"
+            )
+            assert got == shapes.parse_xread(raw)
+            assert type(got) is list and got
+            first = store.xread({"a": "0", "b": "0-1"}, count=count)
+            assert first == shapes.parse_xread(
+                store.execute("XREAD", *tail, "STREAMS", "a", "b", "0", "0-1")
+            )
+        assert store.xreadgroup("g1", "c", {"a": ">", "b": ">"}) == []
+        history = store.xreadgroup("g1", "c", {"a": "0"}, count=2)
+        store.xdel("a", history[0][1][0][0])
+        assert store.xreadgroup("g1", "c", {"a": "0"}, count=2)[0][1][0] == (
+            history[0][1][0][0],
+            {},
+        )  # a deleted entry of the history, as redis-py shapes its nil body

@@ -361,10 +361,57 @@ static PyObject *parse_ids(PyObject *self, PyObject *args)
     return out;
 }
 
+/* dict_entries(entries) -> list | None: [(b"<ms>-<seq>", {field: value}), ...] of the entries
+ * ((ms, seq), [field, value, ...]) a scan gives (rstore.codec.stream_node.dict_entry each); None
+ * when an entry is not that shape (Python then does the work). */
+static PyObject *dict_entries(PyObject *self, PyObject *entries)
+{
+    PyObject *out, *entry, *sid, *fv, *item;
+    unsigned long long ms, seq;
+    Py_ssize_t n, i;
+    (void)self;
+    if (!PyList_CheckExact(entries)) Py_RETURN_NONE;
+    n = PyList_GET_SIZE(entries);
+    if ((out = PyList_New(n)) == NULL) return NULL;
+    for (i = 0; i < n; i++) {
+        entry = PyList_GET_ITEM(entries, i);
+        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2) goto unexpected;
+        sid = PyTuple_GET_ITEM(entry, 0);
+        fv = PyTuple_GET_ITEM(entry, 1);
+        if (!PyTuple_CheckExact(sid) || PyTuple_GET_SIZE(sid) != 2 ||
+            !PyLong_CheckExact(PyTuple_GET_ITEM(sid, 0)) ||
+            !PyLong_CheckExact(PyTuple_GET_ITEM(sid, 1)) || !PyList_CheckExact(fv) ||
+            PyList_GET_SIZE(fv) % 2)
+            goto unexpected;
+        ms = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(sid, 0));
+        seq = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(sid, 1));
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            goto unexpected;
+        }
+        if ((item = dict_entry(ms, seq, fv)) == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_TypeError)) { /* an unhashable field */
+                PyErr_Clear();
+                goto unexpected;
+            }
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
+    return out;
+unexpected:
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"entries_reply", entries_reply, METH_O,
      "entries_reply(entries) -> list | None\n\n[[b'<ms>-<seq>', fields], ...] of scanned "
      "entries ((ms, seq), fields); None when one is not that shape."},
+    {"dict_entries", dict_entries, METH_O,
+     "dict_entries(entries) -> list | None\n\n[(b'<ms>-<seq>', {field: value}), ...] of "
+     "scanned entries ((ms, seq), [field, value, ...]); None when one is not that shape."},
     {"parse_ids", parse_ids, METH_O,
      "parse_ids(args) -> list | None\n\n[(ms, seq), ...] of a list of plain IDs "
      "(b'<ms>-<seq>', 1 to 19 digits each); None when one is anything else."},

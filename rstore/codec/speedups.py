@@ -26,6 +26,7 @@ __all__ = [
     "c_check_node",
     "c_columns_append",
     "c_crc64",
+    "c_dict_entries",
     "c_encode_args",
     "c_entries_reply",
     "c_entry_size",
@@ -54,6 +55,7 @@ c_read_pel: Callable[..., tuple[list[tuple[Any, ...]], int]] | None = None
 c_encode_args: Callable[[object], list[bytes] | None] | None = None
 c_entries_reply: Callable[[object], list[Any] | None] | None = None
 c_parse_ids: Callable[[object], list[tuple[int, int]] | None] | None = None
+c_dict_entries: Callable[[object], list[Any] | None] | None = None
 
 if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
     try:
@@ -65,6 +67,7 @@ if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
         c_check_node = _c.check_node
         c_entries_reply = _c.entries_reply
         c_parse_ids = _c.parse_ids
+        c_dict_entries = _c.dict_entries
     try:
         from rstore.codec import _columns as _cc  # type: ignore[attr-defined]
     except ImportError:  # not built: rstore.codec.columns decodes in Python

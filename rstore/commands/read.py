@@ -6,16 +6,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from rstore import ids, messages
+from rstore.codec import stream_node as sn
 from rstore.commands.argv import cstr, keyword, parse_int
 from rstore.commands.executor import Blocked, Deferred
 from rstore.commands.registry import Context, command
 from rstore.commands.reply import NIL_ARRAY, DictEntries, entries_reply
+from rstore.model import Entry
 from rstore.numbers import INT64_MAX, UINT64_MAX
 from rstore.storage.waiting.notify import KIND_READ
 from rstore.streams.keyspace import lookup_stream
 from rstore.streams.read import copy_range, read_after, scan_nodes
 
-__all__ = ["XReadArgs", "parse_xread", "serve_xread"]
+__all__ = ["XReadArgs", "entries_by_key", "parse_xread", "serve_xread"]
 
 
 @command("xlen", 2, summary="Number of entries in a stream")
@@ -156,26 +158,37 @@ def resolve_xread_ids(ctx: Context, args: XReadArgs) -> list[ids.ID]:
     return out
 
 
-def serve_xread(ctx: Context, keys: list[bytes], after: list[ids.ID], count: int) -> list[Any]:
-    """The ``[[key, entries], ...]`` reply for the keys that have entries after their ID."""
-    reply: list[Any] = []
+def serve_xread(
+    ctx: Context, keys: list[bytes], after: list[ids.ID], count: int
+) -> list[tuple[bytes, list[Entry]]]:
+    """``(key, entries)`` of the keys that have entries after their ID."""
+    served: list[tuple[bytes, list[Entry]]] = []
     for key, last in zip(keys, after):
         stream = lookup_stream(ctx.txn, key)
         if stream is None or stream.meta.length == 0:
             continue
         entries = read_after(ctx.txn, stream, last, count)
         if entries:
-            reply.append([key, entries_reply(entries)])
-    return reply
+            served.append((key, entries))
+    return served
+
+
+def entries_by_key(served: list[tuple[bytes, list[Entry]]]) -> Deferred:
+    """The ``[[key, entries], ...]`` reply of XREAD (and of XREADGROUP's new entries), built
+    after the transaction; or straight into redis-py's form for a client that asks."""
+    return Deferred(
+        lambda: [[key, entries_reply(entries)] for key, entries in served],
+        lambda: DictEntries([[key, sn.dict_entries(entries)] for key, entries in served]),
+    )
 
 
 @command("xread", -4, summary="Read entries after given IDs from one or more streams")
 def xread(ctx: Context, argv: list[bytes]) -> Any:
     args = parse_xread(argv, False, ctx.now_ms)
     after = resolve_xread_ids(ctx, args)
-    reply = serve_xread(ctx, args.keys, after, args.count)
-    if reply:
-        return reply
+    served = serve_xread(ctx, args.keys, after, args.count)
+    if served:
+        return entries_by_key(served)
     if args.block_ms is None or ctx.in_batch:
         return NIL_ARRAY
     return Blocked(args.keys, KIND_READ, 0, _concrete_ids(argv, args, after), args.block_ms)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 from rstore import ids, messages
 from rstore.commands.argv import cstr
 from rstore.commands.executor import Blocked
-from rstore.commands.read import parse_xread
+from rstore.commands.read import entries_by_key, parse_xread
 from rstore.commands.registry import Context, command
 from rstore.commands.reply import NIL_ARRAY, entries_reply, public_stream_reply
 from rstore.errors import ResponseError
+from rstore.model import Entry
 from rstore.storage.records.txn import Txn
 from rstore.storage.waiting.notify import KIND_GROUP, slot_hash
 from rstore.streams import readgroup
@@ -38,7 +39,9 @@ def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
     served = readgroup.read_group(
         ctx.txn, targets, args.consumer, args.count, noack=args.noack, now_ms=ctx.now_ms
     )
-    if served:
+    if served and all(t.after is NEW for t, _ in served):  # redis-py's form on request
+        return entries_by_key([(t.key, cast(list[Entry], entries)) for t, entries in served])
+    if served:  # the history: deleted entries as nil
         return [[t.key, _reply(t, entries)] for t, entries in served]
     if args.block_ms is None or ctx.in_batch:
         return NIL_ARRAY

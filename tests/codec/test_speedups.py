@@ -278,3 +278,26 @@ def test_a_page_of_dict_entries_leaves_the_collector_nothing_to_walk() -> None:
     assert speedups.c_scan_forward(blob, 5, 0, 0, 0, U64, U64, 0, out, True) is False
     assert len(out) == 100 and out[0] == (b"5-0", {b"user": b"12345", b"action": b"click"})
     assert not any(gc.is_tracked(e) or gc.is_tracked(e[1]) for e in out)  # type: ignore[index]
+
+
+ENTRIES = st.lists(
+    st.tuples(
+        st.tuples(st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1)),
+        st.lists(st.sampled_from([b"a", b"b", b"", b"x" * 40]), max_size=8),
+    ),
+    max_size=20,
+)
+
+
+@given(ENTRIES)
+def test_c_dict_entries_are_the_reference(entries: list[tuple[ID, list[bytes]]]) -> None:
+    """Scanned entries reshaped in C: each as dict_entry reshapes it, or handed back (None)
+    when one is not the shape a scan gives (an odd field list)."""
+    assert speedups.c_dict_entries is not None
+    out = speedups.c_dict_entries(entries)
+    if out is None:
+        assert any(len(fv) % 2 for _, fv in entries)
+        return
+    assert out == [sn.dict_entry(e) for e in entries]
+    assert sn.dict_entries(entries) == out
+    assert speedups.c_dict_entries([((-1, 0), [])]) is None  # not an ID: handed back

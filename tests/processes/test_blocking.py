@@ -570,10 +570,10 @@ def test_idle_group_readers_recheck_in_linear_time(
     runs = 0
     real_run_one = executor.run_one
 
-    def counting_run_one(env: Any, argv: list[bytes]) -> Any:
+    def counting_run_one(env: Any, argv: list[bytes], dicts: bool = False) -> Any:
         nonlocal runs
         runs += 1
-        return real_run_one(env, argv)
+        return real_run_one(env, argv, dicts)
 
     monkeypatch.setattr(executor, "run_one", counting_run_one)
     readers = 16
