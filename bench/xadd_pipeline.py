@@ -6,11 +6,12 @@
   the server appends the batch to its AOF and, with ``always``, fsyncs it before replying.
 
 Both durability pairs are measured: ``sync=True`` vs ``always`` and ``sync=False`` vs
-``everysec`` (target >= 2x for each).  A sample is one whole batch, queueing included; the rate
-is entries / wall time of the timed blocks, and batch latencies are reported as percentiles.
-The CPU time this process spends in rstore's timed blocks (``time.process_time``: user and
-system, the flushes' included) is printed per run as microseconds per entry, a figure less
-sensitive to a shared machine's noise than the rates (``rstore_cpu_us_per_entry`` in --json).
+``everysec`` (target >= 5x for each, issue 23). A sample is one whole batch, queueing included;
+the rate is entries / wall time of the timed blocks, and batch latencies are reported as
+percentiles. The CPU time this process spends in rstore's timed blocks (``time.process_time``:
+user and system, the flushes' included) is printed per run as microseconds per entry, a figure
+less sensitive to a shared machine's noise than the rates (``rstore_cpu_us_per_entry`` in
+--json).
 
     python bench/xadd_pipeline.py --repeat 3
 """
@@ -39,7 +40,7 @@ from common import (
 
 # (timed batches per side, warm-up batches per side, alternating blocks)
 SIZES = {False: (40, 3, 8), True: (6, 1, 2)}
-TARGET = 2.0
+TARGET = 5.0  # issue 23
 
 
 def batch_runner(pipeline_factory: Callable[[], Any]) -> Callable[[], list[Any]]:

@@ -1,7 +1,9 @@
 """Single XADD, one command and one commit per call: rstore beside valkey, in one run.
 
-* durable: ``rstore.Store(sync=True)`` vs valkey ``--appendfsync always`` (target >= 1x);
-* relaxed: ``rstore.Store(sync=False)`` vs valkey ``--appendfsync everysec`` (target >= 2x).
+* durable: ``rstore.Store(sync=True)`` vs valkey ``--appendfsync always`` (target >= 1.5x);
+* relaxed: ``rstore.Store(sync=False)`` vs valkey ``--appendfsync everysec`` (target >= 3x).
+
+The targets are issue 23's.
 
 Each side appends the same fields to an empty stream with an automatic ID; every call is timed
 on its own (latency percentiles) and the rate is calls / wall time of the timed blocks.  The two
@@ -38,7 +40,7 @@ SIZES = {
     (False, False): (30000, 2000, 10),
     (False, True): (3000, 200, 4),
 }
-TARGETS = {True: 1.0, False: 2.0}
+TARGETS = {True: 1.5, False: 3.0}  # issue 23
 
 
 def workload_name(sync: bool) -> str:
