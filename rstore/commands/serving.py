@@ -42,8 +42,9 @@ class BlockedCall:
 
     @property
     def argv(self) -> list[bytes]:
-        """The command to run again (XREAD's ``$`` made concrete at the first run)."""
-        return self.blocked.rerun_argv
+        """The command to run again (XREAD's ``$`` made concrete at the first run): a copy,
+        the caller's to keep or change."""
+        return list(self.blocked.rerun_argv)
 
     @property
     def keys(self) -> list[bytes]:
