@@ -23,34 +23,16 @@ import argparse
 import multiprocessing as mp
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
 
-from common import FIELDS, STREAM, VALKEY_BINARY, write_json
+from common import FIELDS, STREAM, write_json
+from server import rstore_server, valkey_server
 
 START_DELAY_S = 1.0  # every writer is started and connected before the shared start time
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_port(port: int, what: str) -> None:
-    deadline = time.monotonic() + 15.0
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.1).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"{what} did not start listening on port {port}")
 
 
 def _loop(xadd: Callable[[], Any], start: float, seconds: float, out: Any) -> None:
@@ -95,49 +77,17 @@ def _side(writer: Callable[..., None], target: Any, n: int, seconds: float) -> d
     }
 
 
-def _server(argv: list[str], port: int, what: str) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait_port(port, what)
-    except BaseException:
-        proc.kill()
-        proc.wait()
-        raise
-    return proc
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 def run(writers: int, seconds: float, base: str) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    port = _free_port()
-    cli = [sys.executable, "-m", "rstore_cli", "--store", os.path.join(base, f"served-{writers}")]
-    server = _server([*cli, "serve", "--port", str(port), "--sync", "always"], port, "rstore")
-    try:
+    with rstore_server(base, "always") as (port, _):
         served = _side(client_writer, port, writers, seconds)
-    finally:
-        _stop(server)
-    rows.append({"side": "rstore serve --sync always", **served})
     embedded = _side(embedded_writer, os.path.join(base, f"embedded-{writers}"), writers, seconds)
-    rows.append({"side": "embedded Store(sync=True)", **embedded})
-    port = _free_port()
-    data = os.path.join(base, f"valkey-{writers}")
-    os.makedirs(data)
-    valkey_argv = [VALKEY_BINARY, "--port", str(port), "--save", "", "--appendonly", "yes",
-                   "--appendfsync", "always", "--dir", data]  # fmt: skip
-    server = _server(valkey_argv, port, "valkey-server")
-    try:
+    with valkey_server(base, "always") as (port, _):
         valkey = _side(client_writer, port, writers, seconds)
-    finally:
-        _stop(server)
-    rows.append({"side": "valkey appendfsync always", **valkey})
+    rows: list[dict[str, Any]] = [
+        {"side": "rstore serve --sync always", **served},
+        {"side": "embedded Store(sync=True)", **embedded},
+        {"side": "valkey appendfsync always", **valkey},
+    ]
     for row in rows:
         row["writers"] = writers
         row["ratio"] = row["rate"] / valkey["rate"] if valkey["rate"] else 0.0
