@@ -263,55 +263,54 @@ static PyObject *check_node(PyObject *self, PyObject *args)
                          f.ascending ? Py_True : Py_False, f.last_ms, f.last_seq, -1, -1);
 }
 
+/* The parts of an entry ((ms, seq), fields) as a scan gives it: the fields (borrowed), with the
+ * ID in *ms and *seq; NULL with no exception when the entry is not that shape. */
+static PyObject *entry_parts(PyObject *entry, unsigned long long *ms, unsigned long long *seq)
+{
+    PyObject *sid;
+    if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2) return NULL;
+    sid = PyTuple_GET_ITEM(entry, 0);
+    if (!PyTuple_CheckExact(sid) || PyTuple_GET_SIZE(sid) != 2 ||
+        !PyLong_CheckExact(PyTuple_GET_ITEM(sid, 0)) ||
+        !PyLong_CheckExact(PyTuple_GET_ITEM(sid, 1)))
+        return NULL;
+    *ms = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(sid, 0));
+    *seq = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(sid, 1));
+    if (PyErr_Occurred()) { /* negative, or past 64 bits */
+        PyErr_Clear();
+        return NULL;
+    }
+    return PyTuple_GET_ITEM(entry, 1);
+}
+
 /* entries_reply(entries) -> list | None: [[b"<ms>-<seq>", fields], ...] of the entries
  * ((ms, seq), fields) a scan gives (rstore.commands.reply.entries_reply); None when an entry is
  * not that shape (Python then does the work). */
 static PyObject *entries_reply(PyObject *self, PyObject *entries)
 {
-    PyObject *out, *entry, *sid, *pair, *text;
+    PyObject *out, *fields, *pair, *text;
     unsigned long long ms, seq;
     Py_ssize_t n, i;
-    char buf[48];
-    int len;
     (void)self;
     if (!PyList_CheckExact(entries)) Py_RETURN_NONE;
     n = PyList_GET_SIZE(entries);
     out = PyList_New(n);
     if (out == NULL) return NULL;
     for (i = 0; i < n; i++) {
-        entry = PyList_GET_ITEM(entries, i);
-        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2) goto unexpected;
-        sid = PyTuple_GET_ITEM(entry, 0);
-        if (!PyTuple_CheckExact(sid) || PyTuple_GET_SIZE(sid) != 2 ||
-            !PyLong_CheckExact(PyTuple_GET_ITEM(sid, 0)) ||
-            !PyLong_CheckExact(PyTuple_GET_ITEM(sid, 1)))
-            goto unexpected;
-        ms = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(sid, 0));
-        seq = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(sid, 1));
-        if (PyErr_Occurred()) {
-            PyErr_Clear();
-            goto unexpected;
+        if ((fields = entry_parts(PyList_GET_ITEM(entries, i), &ms, &seq)) == NULL) {
+            Py_DECREF(out);
+            Py_RETURN_NONE;
         }
-        len = snprintf(buf, sizeof buf, "%llu-%llu", ms, seq);
-        text = PyBytes_FromStringAndSize(buf, len);
-        if (text == NULL) goto failed;
-        pair = PyList_New(2);
-        if (pair == NULL) {
-            Py_DECREF(text);
-            goto failed;
+        if ((text = id_text(ms, seq)) == NULL || (pair = PyList_New(2)) == NULL) {
+            Py_XDECREF(text);
+            Py_DECREF(out);
+            return NULL;
         }
         PyList_SET_ITEM(pair, 0, text);
-        Py_INCREF(PyTuple_GET_ITEM(entry, 1));
-        PyList_SET_ITEM(pair, 1, PyTuple_GET_ITEM(entry, 1));
+        PyList_SET_ITEM(pair, 1, Py_NewRef(fields));
         PyList_SET_ITEM(out, i, pair);
     }
     return out;
-unexpected:
-    Py_DECREF(out);
-    Py_RETURN_NONE;
-failed:
-    Py_DECREF(out);
-    return NULL;
 }
 
 /* One plain stream ID, "<ms>-<seq>" of 1 to 19 decimal digits each (rstore.ids's _PLAIN_ID):
@@ -366,7 +365,7 @@ static PyObject *parse_ids(PyObject *self, PyObject *args)
  * when an entry is not that shape (Python then does the work). */
 static PyObject *dict_entries(PyObject *self, PyObject *entries)
 {
-    PyObject *out, *entry, *sid, *fv, *item;
+    PyObject *out, *fields, *item;
     unsigned long long ms, seq;
     Py_ssize_t n, i;
     (void)self;
@@ -374,35 +373,18 @@ static PyObject *dict_entries(PyObject *self, PyObject *entries)
     n = PyList_GET_SIZE(entries);
     if ((out = PyList_New(n)) == NULL) return NULL;
     for (i = 0; i < n; i++) {
-        entry = PyList_GET_ITEM(entries, i);
-        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2) goto unexpected;
-        sid = PyTuple_GET_ITEM(entry, 0);
-        fv = PyTuple_GET_ITEM(entry, 1);
-        if (!PyTuple_CheckExact(sid) || PyTuple_GET_SIZE(sid) != 2 ||
-            !PyLong_CheckExact(PyTuple_GET_ITEM(sid, 0)) ||
-            !PyLong_CheckExact(PyTuple_GET_ITEM(sid, 1)) || !PyList_CheckExact(fv) ||
-            PyList_GET_SIZE(fv) % 2)
-            goto unexpected;
-        ms = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(sid, 0));
-        seq = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(sid, 1));
-        if (PyErr_Occurred()) {
-            PyErr_Clear();
-            goto unexpected;
+        fields = entry_parts(PyList_GET_ITEM(entries, i), &ms, &seq);
+        if (fields == NULL || !PyList_CheckExact(fields) || PyList_GET_SIZE(fields) % 2) {
+            Py_DECREF(out);
+            Py_RETURN_NONE;
         }
-        if ((item = dict_entry(ms, seq, fv)) == NULL) {
-            if (PyErr_ExceptionMatches(PyExc_TypeError)) { /* an unhashable field */
-                PyErr_Clear();
-                goto unexpected;
-            }
+        if ((item = dict_entry(ms, seq, fields)) == NULL) {
             Py_DECREF(out);
             return NULL;
         }
         PyList_SET_ITEM(out, i, item);
     }
     return out;
-unexpected:
-    Py_DECREF(out);
-    Py_RETURN_NONE;
 }
 
 static PyMethodDef methods[] = {
