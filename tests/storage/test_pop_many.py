@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 
 import rstore
 from rstore.storage.env import Env
-from rstore.storage.records import group_records, layout, txn
+from rstore.storage.records import group_records, layout
 
 from .helpers import find, flip_bit, stored_value
 
 needs_c = pytest.mark.skipif(
-    txn._c_pop_sealed is None, reason="the C accelerator is not built (or is turned off)"
+    layout.pop_sealed is None, reason="the C accelerator is not built (or is turned off)"
 )
 
 KEYS = st.binary(min_size=1, max_size=24)
@@ -65,7 +65,7 @@ def test_the_c_run_is_pop_one_key_at_a_time(
     )
     base = tmp_path / os.urandom(6).hex()
     with_c = _pop_run(str(base / "c"), stored, keys)
-    monkeypatch.setattr(txn, "_c_pop_sealed", None)
+    monkeypatch.setattr(layout, "pop_sealed", None)
     reference = _pop_run(str(base / "py"), stored, keys)
     assert with_c == reference
     popped, left = with_c
@@ -81,10 +81,10 @@ def test_the_c_run_is_pop_one_key_at_a_time(
 def test_a_damaged_pending_entry_fails_xack_and_acks_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, c_run: bool
 ) -> None:
-    if c_run and txn._c_pop_sealed is None:
+    if c_run and layout.pop_sealed is None:
         pytest.skip("the C accelerator is not built (or is turned off)")
     if not c_run:
-        monkeypatch.setattr(txn, "_c_pop_sealed", None)
+        monkeypatch.setattr(layout, "pop_sealed", None)
     path = str(tmp_path / "store")
     with rstore.Store(path) as s:
         ids = [s.xadd("q", {"f": str(i)}) for i in range(5)]

@@ -141,13 +141,17 @@ def unseal_py(key: bytes | memoryview, value: bytes | memoryview) -> bytes | Non
 #: built (and ``RSTORE_NO_SPEEDUPS`` is not set): the same bytes (tests/storage/test_sealed.py).
 seal: Callable[[bytes, bytes | bytearray], bytes] = seal_py
 unseal: Callable[[bytes | memoryview, bytes | memoryview], bytes | None] = unseal_py
+#: ``pop_sealed(raw, db, keys) -> (payloads, damaged)`` of the same module: each sealed record
+#: checked with :func:`unseal` and deleted, in one call (:meth:`Txn.pop_many
+#: <rstore.storage.records.txn.Txn.pop_many>`); ``None`` where the records are popped one by one.
+pop_sealed: Callable[..., tuple[list[bytes | None], int]] | None = None
 if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
     try:
         from rstore.storage.records import _sealed  # type: ignore[attr-defined]
     except ImportError:  # not built: sealed in Python
         pass
     else:
-        seal, unseal = _sealed.seal, _sealed.unseal
+        seal, unseal, pop_sealed = _sealed.seal, _sealed.unseal, _sealed.pop_sealed
 
 
 def pack_format(version: int = FORMAT_VERSION) -> bytes:

@@ -27,7 +27,6 @@ Everything rstore stores goes through this class; the LMDB transaction itself st
 from __future__ import annotations
 
 import functools
-import os
 import struct
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
@@ -46,16 +45,6 @@ T = TypeVar("T")
 _MAX_DIRTY_NODES = 64
 _CARRY_LIMIT = 4096  # records carried from one write transaction to the next, at most
 _DECODE_ERRORS = (struct.error, ValueError, IndexError, KeyError, CorruptDataError)
-
-# pop_sealed(raw, db, keys) -> (payloads, damaged) of rstore/storage/records/_sealed.c: what
-# Txn.pop_many does for a sealed store, in one call (Txn.pop in a loop is the reference).
-_c_pop_sealed: Callable[..., tuple[list[bytes | None], int]] | None = None
-if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
-    try:
-        from rstore.storage.records import _sealed  # type: ignore[attr-defined]
-    except ImportError:  # not built: popped one by one
-        _sealed = None
-    _c_pop_sealed = None if _sealed is None else _sealed.pop_sealed
 
 
 class Txn:
@@ -209,9 +198,10 @@ class Txn:
         """:meth:`pop` of each of ``keys``, in order (in one C call when it is built): the
         payloads, ``None`` where there was no record.  A damaged record raises as :meth:`pop`
         raises, the records before it popped (the write transaction is then abandoned)."""
-        if _c_pop_sealed is None or not self.sealed or not keys:
+        pop_sealed = layout.pop_sealed
+        if pop_sealed is None or not self.sealed or not keys:
             return [self.pop(db, key) for key in keys]
-        payloads, damaged = _c_pop_sealed(self._raw, self._dbs[db], keys)
+        payloads, damaged = pop_sealed(self._raw, self._dbs[db], keys)
         if damaged >= 0:
             raise self.corrupt(db, keys[damaged], "checksum mismatch: the record is damaged")
         self.wrote = self.wrote or any(p is not None for p in payloads)
