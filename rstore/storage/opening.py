@@ -26,7 +26,7 @@ import enum
 import os
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import lmdb
@@ -200,31 +200,53 @@ def verify_structure(env: Any, path: str, *, pinned: bool) -> pagecheck.Report:
     """Walk LMDB's trees of the current snapshot; raise :class:`CorruptStoreError` naming the
     first damaged place.  The snapshot is held by a read transaction while it is walked."""
     data = os.path.join(path, DATA_FILE)
-    attempts = 8
-    for attempt in range(attempts):
-        try:
-            with env.begin() as txn:
-                report = pagecheck.verify(data, int(txn.id()))
-        except pagecheck.StaleSnapshot:
-            continue  # two commits overwrote our meta page meanwhile
-        except lmdb.MapResizedError:
-            raise  # the caller adopts the new size and comes back
-        except lmdb.Error as exc:
-            raise translate(exc, path) from exc
-        except OSError as exc:
-            raise translate_os(exc, data, "read") from exc
-        if report.problems and not pinned and attempt < attempts - 1:
-            time.sleep(0.01)  # unlocked reader: a writer may have been reusing pages; look again
-            continue
-        break
-    else:
-        raise StorageError(f"{path}: the store changed too fast to be checked; try again")
+    report = _walk_snapshot(env, path, data)
+    # an unlocked reader: a writer may have been reusing pages under the walk; look again
+    for _ in range(0 if pinned else UNLOCKED_WALKS - 1):
+        if not report.problems:
+            break
+        time.sleep(0.01)
+        report = _walk_snapshot(env, path, data)
     if report.problems:
         first = report.problems[0]
         more = len(report.problems) - 1
         what = first.what + (f" (and {more} more problems)" if more else "")
         raise CorruptStoreError(what, path=data, db=first.tree, page=first.page, hint=_CHECK_HINT)
     return report
+
+
+#: Walks of an unlocked reader's snapshot before its problems are believed.
+UNLOCKED_WALKS = 8
+#: How long a walk may be retried because writers overwrote its snapshot's meta page.
+STALE_RETRY_S = 2.0
+
+
+def _walk_snapshot(env: Any, path: str, data: str) -> pagecheck.Report:
+    """One walk of a snapshot taken right after the file is mapped.  A writer that commits
+    twice between the two overwrites the snapshot's meta page: another snapshot is taken then,
+    at once (each try is a fraction of a millisecond: under a writer committing tens of
+    thousands of times a second a few tries fail), for up to :data:`STALE_RETRY_S`."""
+
+    @contextlib.contextmanager
+    def snapshot() -> Iterator[int]:
+        with env.begin() as txn:
+            yield int(txn.id())
+
+    deadline = time.monotonic() + STALE_RETRY_S
+    while True:
+        try:
+            return pagecheck.verify_pinned(data, snapshot)
+        except pagecheck.StaleSnapshot:
+            if time.monotonic() > deadline:
+                raise StorageError(
+                    f"{path}: the store changed too fast to be checked; try again"
+                ) from None
+        except lmdb.MapResizedError:
+            raise  # the caller adopts the new size and comes back
+        except lmdb.Error as exc:
+            raise translate(exc, path) from exc
+        except OSError as exc:
+            raise translate_os(exc, data, "read") from exc
 
 
 class LogState(enum.Enum):

@@ -38,12 +38,13 @@ import mmap
 import os
 import struct
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 __all__ = [
     "ACCELERATED", "DB_RECORD_SIZE", "META_SIZE", "DbRecord", "MetaPage", "Problem", "Report",
-    "StaleSnapshot", "parse_meta", "verify",
+    "StaleSnapshot", "parse_meta", "verify", "verify_pinned",
 ]  # fmt: skip
 
 
@@ -432,6 +433,39 @@ def verify(path: str, txnid: int | None = None, *, accelerated: bool = ACCELERAT
             )
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
             return _verify(buf, size, txnid, accelerated)
+
+
+def verify_pinned(
+    path: str,
+    pin: Callable[[], AbstractContextManager[int]],
+    *,
+    accelerated: bool = ACCELERATED,
+) -> Report:
+    """:func:`verify` of the snapshot ``pin()`` holds while it is entered (a read transaction:
+    it gives the transaction's id).  The file is mapped first and the snapshot taken then, so
+    that its meta page is read right after: a writer busy enough to commit twice between
+    taking a snapshot and opening the file would otherwise make every try stale.  A snapshot
+    whose pages reach past the mapped file (the file grew meanwhile) is stale too."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size < 2 * 512:
+            return verify(path)  # too short to map: reported as such
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf, pin() as txnid:
+            if _grew_past(buf, f.fileno(), size, txnid):
+                raise StaleSnapshot("the file grew after it was mapped")
+            return _verify(buf, size, txnid, accelerated)
+
+
+def _grew_past(buf: mmap.mmap, fd: int, size: int, txnid: int) -> bool:
+    """Whether the snapshot ``txnid`` uses pages past the ``size`` bytes mapped because the
+    file grew since (a file that is that short is damaged instead: :func:`_verify` says so)."""
+    psize = _page_size(buf)
+    if psize < 512 or psize > 65536 or psize & (psize - 1) or 2 * psize > size:
+        return False
+    for meta in (_meta(buf, 0, psize), _meta(buf, 1, psize)):
+        if meta is not None and meta[0] == txnid and meta[1] >= size // psize:
+            return os.fstat(fd).st_size > size
+    return False
 
 
 def _verify(buf: mmap.mmap, size: int, txnid: int | None, accelerated: bool) -> Report:
