@@ -8,6 +8,7 @@ from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .jsonout import echo_json
 from .output import echo_entries, echo_ids
 from .params import after_id, to_bytes
+from .refs import ACK_RESULTS, echo_results, policy_arg, ref_option
 from .replies import read_entries
 
 __all__ = ["COMMANDS", "echo_entries", "echo_ids"]
@@ -101,6 +102,12 @@ def read_group_command(
 @click.argument("stream")
 @click.argument("group")
 @click.argument("ids", nargs=-1, required=True, metavar="ID...")
+@click.option(
+    "--delete",
+    is_flag=True,
+    help="Also delete the acknowledged entries from the stream (XACKDEL, Redis 8.2).",
+)
+@ref_option
 @json_option
 @unescape_option
 @pass_opener
@@ -109,17 +116,40 @@ def ack_command(
     stream: str,
     group: str,
     ids: tuple[str, ...],
+    delete: bool,
+    ref: str | None,
     as_json: bool,
     unescape: bool,
 ) -> None:
     """Acknowledge entries of GROUP (XACK): remove them from its pending list; print how many
     were pending.  IDs that are not pending (or a group that does not exist) count 0.
 
+    With --delete (XACKDEL) the acknowledged entries are also deleted, and one line per ID
+    says what happened: "acknowledged, deleted", "not pending" (nothing done), or, with
+    --ref acked, "acknowledged, kept" while another group still needs the entry.
+
     \b
     Examples:
       rstore ack orders billing 1700000000000-0
       rstore ack orders billing 1700000000000-0 1700000000000-1 --json
+      rstore ack orders billing 1700000000000-0 --delete --ref acked
     """
+    if ref is not None and not delete:
+        raise click.UsageError("--ref needs --delete")
+    if delete:
+        argv = [
+            b"XACKDEL",
+            to_bytes(stream, unescape, "STREAM"),
+            to_bytes(group, unescape, "GROUP"),
+            *policy_arg(ref),
+            b"IDS",
+            str(len(ids)).encode(),
+            *(to_bytes(i) for i in ids),
+        ]
+        with opener.open(create=False) as store:
+            codes = store.execute(*argv)
+        echo_results(ids, codes, ACK_RESULTS, as_json)
+        return
     with opener.open(create=False) as store:
         acked = store.execute(
             b"XACK",

@@ -7,6 +7,7 @@ import click
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .jsonout import echo_json
 from .params import to_bytes
+from .refs import DELETE_RESULTS, echo_results, policy_arg, ref_option
 
 __all__ = ["COMMANDS"]
 
@@ -14,11 +15,17 @@ __all__ = ["COMMANDS"]
 @click.command("del-entries", short_help="Delete entries from a stream by ID.")
 @click.argument("stream")
 @click.argument("ids", nargs=-1, required=True, metavar="ID...")
+@ref_option
 @json_option
 @unescape_option
 @pass_opener
 def del_entries_command(
-    opener: StoreOpener, stream: str, ids: tuple[str, ...], as_json: bool, unescape: bool
+    opener: StoreOpener,
+    stream: str,
+    ids: tuple[str, ...],
+    ref: str | None,
+    as_json: bool,
+    unescape: bool,
 ) -> None:
     """Delete the entries with these IDs from STREAM (XDEL) and print how many existed.
 
@@ -27,15 +34,25 @@ def del_entries_command(
     that delivered one keeps it pending until acknowledged (it then reads as deleted).  To
     drop old entries by age or count, use `rstore trim`.
 
+    With --ref (XDELEX), one line per ID says what happened to it: "deleted", "not found",
+    or "kept" (--ref acked: a group has not acknowledged it, or not read it yet).
+
     \b
     Examples:
       rstore del-entries events 1700000000000-0
       rstore del-entries events 1700000000000-0 1700000000000-1 --json
+      rstore del-entries orders 1700000000000-0 --ref acked
     """
+    key = to_bytes(stream, unescape, "STREAM")
+    raw_ids = [to_bytes(i) for i in ids]
+    if ref is not None:
+        argv = [b"XDELEX", key, *policy_arg(ref), b"IDS", str(len(ids)).encode(), *raw_ids]
+        with opener.open(create=False) as store:
+            codes = store.execute(*argv)
+        echo_results(ids, codes, DELETE_RESULTS, as_json)
+        return
     with opener.open(create=False) as store:
-        removed = store.execute(
-            b"XDEL", to_bytes(stream, unescape, "STREAM"), *(to_bytes(i) for i in ids)
-        )
+        removed = store.execute(b"XDEL", key, *raw_ids)
     if as_json:
         echo_json(removed)
     else:

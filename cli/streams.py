@@ -9,6 +9,7 @@ from .format import info_items, token
 from .jsonout import echo_json
 from .output import EntryWriter
 from .params import parse_fields, range_bound, to_bytes
+from .refs import check_ref, policy_arg, ref_option
 from .replies import info_tree
 
 __all__ = ["COMMANDS"]
@@ -87,6 +88,7 @@ _limit_option = click.option(
 @_minid_option
 @_limit_option
 @click.option("--nomkstream", is_flag=True, help="Do not create the stream when it is missing.")
+@ref_option
 @json_option
 @unescape_option
 @pass_opener
@@ -100,6 +102,7 @@ def add_command(
     minid: str | None,
     limit: int | None,
     nomkstream: bool,
+    ref: str | None,
     as_json: bool,
     unescape: bool,
 ) -> None:
@@ -116,16 +119,19 @@ def add_command(
       rstore add events user=42 action=login
       rstore add events --id 1700000000000-0 n=1
       rstore add events --maxlen 1000 --approx user=42
+      rstore add orders --maxlen 10000 --ref acked item=7
       rstore add -e blobs 'data=\\x00\\xff'
       rstore add images name=logo.png data=@logo.png
       curl -s https://example.com/ | rstore add pages url=https://example.com/ body=@-
     """
     _check_trim_options(maxlen, minid, approx, limit, needed=False)
+    check_ref(ref, approx, maxlen is not None or minid is not None)
     fields = parse_fields(pairs, unescape, files=True)
     key = to_bytes(stream, unescape, "STREAM")
     argv = [b"XADD", key]
     if nomkstream:
         argv.append(b"NOMKSTREAM")
+    argv += policy_arg(ref)
     argv += _trim_args(maxlen, minid, approx, limit)
     argv += [to_bytes(entry_id), *fields]
     with opener.open(create=True) as store:
@@ -213,6 +219,7 @@ def info_command(
 @_minid_option
 @_approx_option
 @_limit_option
+@ref_option
 @json_option
 @unescape_option
 @pass_opener
@@ -223,19 +230,24 @@ def trim_command(
     minid: str | None,
     approx: bool,
     limit: int | None,
+    ref: str | None,
     as_json: bool,
     unescape: bool,
 ) -> None:
     """Trim STREAM to --maxlen entries or to IDs from --minid on (XTRIM); print how many
-    entries were removed.  Exactly one of --maxlen and --minid is required.
+    entries were removed.  Exactly one of --maxlen and --minid is required.  With --ref
+    acked, entries a consumer group has not acknowledged (or not read yet) stay, and the
+    trim goes past them.
 
     \b
     Examples:
       rstore trim events --maxlen 1000
       rstore trim events --minid 1700000000000
       rstore trim events --maxlen 0 --approx --limit 500
+      rstore trim orders --minid 7d --ref acked
     """
     _check_trim_options(maxlen, minid, approx, limit, needed=True)
+    check_ref(ref, approx, True)
     with opener.open(create=False) as store:
         removed = store.xtrim(
             to_bytes(stream, unescape, "STREAM"),
@@ -243,6 +255,7 @@ def trim_command(
             approximate=approx,
             minid=None if minid is None else range_bound(minid, is_end=False, param="--minid"),
             limit=limit,
+            ref_policy=None if ref is None else ref.upper(),
         )
     _echo_int(removed, as_json)
 

@@ -17,7 +17,7 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from rstore.version import __version__
+from rstore.version import REDIS_VERSION, __version__
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from rstore.atomic_files import atomic_file
@@ -253,6 +253,7 @@ __all__ = [
     "DEFAULT_PATH",
     "FORMAT_VERSION",
     "NIL_ARRAY",
+    "REDIS_VERSION",
     "AppendReport",
     "BlockWatch",
     "BlockedCall",

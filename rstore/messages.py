@@ -2,8 +2,9 @@
 their HELP replies, then (in their own section) those of ``rstore serve``'s connection and
 protocol commands.
 
-Texts are exactly what Valkey 8.0 sends (without the leading ``-``), except the few marked as
-rstore's own.  Templates take their arguments with ``str.format``; :func:`error` builds the
+Texts are exactly what Valkey 8.0 sends (without the leading ``-``), or Redis 8.2 for the
+commands Valkey 8.0 does not have (XDELEX, XACKDEL), except the few marked as rstore's own.
+Templates take their arguments with ``str.format``; :func:`error` builds the
 :class:`~rstore.errors.ResponseError`.  tests/test_quality.py checks that no other module of
 rstore or its CLI writes a reply text.
 """
@@ -41,6 +42,10 @@ LIMIT_NEGATIVE = "ERR The LIMIT argument must be >= 0."
 LIMIT_NO_STRATEGY = "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
 LIMIT_NO_APPROX = "ERR syntax error, LIMIT cannot be used without the special ~ option"
 XTRIM_NO_STRATEGY = "ERR syntax error, XTRIM must be called with a trimming strategy"
+
+# XDELEX / XACKDEL (Redis 8.2)
+NUMIDS_NOT_POSITIVE = "ERR Number of IDs must be a positive integer"
+NUMIDS_MISMATCH = "ERR The `numids` parameter must match the number of arguments"
 
 # XREAD / XREADGROUP
 TIMEOUT_NOT_INTEGER = "ERR timeout is not an integer or out of range"

@@ -42,7 +42,7 @@ def test_every_public_name_resolves(name: str) -> None:
 
 
 def test_all_lists_exactly_the_public_names() -> None:
-    assert set(rstore.__all__) == {*rstore._LAZY, "__version__"}
+    assert set(rstore.__all__) == {*rstore._LAZY, "REDIS_VERSION", "__version__"}
     assert rstore.Store.__module__ == "rstore.store"
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         rstore.Nope  # type: ignore[attr-defined]  # noqa: B018

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rstore.client.base import ClientBase
+from rstore.client.delete import check_ref_policy
 from rstore.errors import DataError
 
 __all__ = ["AppendCommands"]
@@ -38,10 +39,14 @@ class AppendCommands(ClientBase):
         nomkstream: bool = False,
         minid: Any = None,
         limit: int | None = None,
+        ref_policy: str | None = None,
     ) -> Any:
         """Append an entry; returns its ID (``bytes``), or ``None`` with ``nomkstream`` on a
-        missing stream."""
-        if maxlen is None and minid is None and limit is None and not nomkstream:
+        missing stream.  ``ref_policy`` (``KEEPREF | DELREF | ACKED``, Redis 8.2) applies to
+        the trimming; with ``approximate`` (the default) ``DELREF`` and ``ACKED`` trim
+        nothing, as in Redis 8.2."""
+        plain = maxlen is None and minid is None and limit is None and ref_policy is None
+        if plain and not nomkstream:
             # no options (pipelines of plain XADDs): the same argv, built in one step (in C
             # when it is built and every argument is str or bytes)
             argv = None if _c_xadd_argv is None else _c_xadd_argv(name, id, fields)
@@ -56,8 +61,12 @@ class AppendCommands(ClientBase):
         pieces: list[Any] = []
         if maxlen is not None and minid is not None:
             raise DataError("Only one of ```maxlen``` or ```minid``` may be specified")
+        if ref_policy is not None:
+            check_ref_policy("XADD", ref_policy)
         if nomkstream:
             pieces.append(b"NOMKSTREAM")
+        if ref_policy is not None:
+            pieces.append(ref_policy)
         if maxlen is not None:
             if not isinstance(maxlen, int) or maxlen < 0:
                 raise DataError("XADD maxlen must be non-negative integer")

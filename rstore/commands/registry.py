@@ -107,7 +107,7 @@ COMMAND_MODULES: dict[bytes, str] = {
     **dict.fromkeys((b"xlen", b"xrange", b"xrevrange", b"xread"), "read"),
     b"xadd": "append",
     b"xtrim": "trim",
-    b"xdel": "delete",
+    **dict.fromkeys((b"xdel", b"xdelex", b"xackdel"), "delete"),
     b"xsetid": "setid",
     **dict.fromkeys((b"xclaim", b"xautoclaim"), "claim"),
     b"xgroup": "groups",

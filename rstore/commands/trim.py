@@ -9,6 +9,7 @@ from rstore import ids, messages
 from rstore.commands.argv import cstr, keyword, parse_int
 from rstore.commands.registry import Context, command
 from rstore.streams.keyspace import lookup_stream
+from rstore.streams.references import Policy
 from rstore.streams.trim import TrimSpec, trim
 
 __all__ = ["AddTrimArgs", "parse_add_or_trim"]
@@ -31,8 +32,9 @@ def parse_add_or_trim(argv: list[bytes], xadd: bool) -> AddTrimArgs:
     """The option grammar XADD and XTRIM share (Redis ``streamParseAddOrTrimArgsOrReply``).
 
     Options are scanned left to right from argv[2]; a keyword counts only when an argument
-    follows it.  For XADD the first token that is no option is the ID and ends the scan
-    (``id_pos``); for XTRIM it is a syntax error.
+    follows it, except the reference policy (``KEEPREF | DELREF | ACKED``, Redis 8.2), which
+    may come anywhere once.  For XADD the first token that is no option is the ID and ends the
+    scan (``id_pos``) -- a second policy too, refused as an ID; for XTRIM it is a syntax error.
     """
     out = AddTrimArgs()
     strategy: str | None = None
@@ -41,6 +43,7 @@ def parse_add_or_trim(argv: list[bytes], xadd: bool) -> AddTrimArgs:
     minid: ids.ID = (0, 0)
     limit_given = False
     limit = 0
+    policy: Policy | None = None
     argc = len(argv)
     i = 2
     while i < argc:
@@ -49,7 +52,10 @@ def parse_add_or_trim(argv: list[bytes], xadd: bool) -> AddTrimArgs:
         if xadd and cstr(arg) == b"*":
             break
         kw = keyword(arg)
-        if kw in (b"maxlen", b"minid") and more:
+        named = Policy.parse(kw)
+        if named is not None and policy is None:
+            policy = named
+        elif kw in (b"maxlen", b"minid") and more:
             if strategy is not None:
                 raise messages.error(messages.TRIM_BOTH)
             approx = False
@@ -96,6 +102,7 @@ def parse_add_or_trim(argv: list[bytes], xadd: bool) -> AddTrimArgs:
             minid=minid,
             approx=approx,
             limit=limit if limit_given else None,
+            policy=policy or Policy.KEEPREF,
         )
     return out
 

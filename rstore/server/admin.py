@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rstore import NIL_ARRAY, ResponseError
+from rstore import NIL_ARRAY, REDIS_VERSION, ResponseError
 from rstore import messages as m
 
 from .config import config_handler
@@ -36,7 +36,7 @@ Handler = Callable[[], Any]
 _log = logging.getLogger("rstore.server")
 
 #: what the server reports itself compatible with (INFO redis_version, HELLO version)
-COMPAT_VERSION = b"7.2.4"
+COMPAT_VERSION = REDIS_VERSION.encode()
 #: what a read-only user may always run, and the store's commands outside @read
 _ALWAYS = {b"auth", b"hello", b"quit", b"reset"}
 _NOT_READ = {b"ping", b"echo", b"config"}

@@ -9,7 +9,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from rstore import __version__
+from rstore import REDIS_VERSION, __version__
 
 if TYPE_CHECKING:
     from .client import Client
@@ -25,7 +25,7 @@ def _server(server: Server) -> list[str]:
     up = int(time.time() - server.started)
     port = server.config.port
     return [
-        "redis_version:7.2.4",
+        f"redis_version:{REDIS_VERSION}",
         "server_name:rstore",
         f"rstore_version:{__version__}",
         "redis_mode:standalone",

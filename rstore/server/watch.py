@@ -1,7 +1,8 @@
 """WATCH: an EXEC that answers nil when a watched key changed since it was watched.
 
 What changes a key is Valkey 8.0's rule, measured against valkey-server 8.0.1: XADD, XDEL and
-XTRIM that remove something, DEL / UNLINK of it, RENAME onto or away from it, RESTORE,
+XTRIM that remove something (and, as Redis 8.2.3 has it, XDELEX and XACKDEL that answer a
+``1`` for an ID), DEL / UNLINK of it, RENAME onto or away from it, RESTORE,
 FLUSHALL / FLUSHDB -- not the group commands (XGROUP, XREADGROUP, XACK, XCLAIM, XAUTOCLAIM)
 nor XSETID.  Two witnesses, both checked at EXEC before the transaction runs:
 
@@ -34,6 +35,8 @@ def written_keys(argv: list[bytes], reply: Any) -> list[bytes] | None:
     removed_nothing = reply == 0 and name in (b"xdel", b"xtrim", b"del", b"unlink", b"renamenx")
     if removed_nothing or reply is None:  # nothing removed, or XADD NOMKSTREAM of nothing
         return []
+    if name in (b"xdelex", b"xackdel"):
+        return [argv[1]] if isinstance(reply, list) and 1 in reply else []
     if name in _FIRST_KEY and len(argv) > 1:
         return [argv[1]]
     if name in (b"del", b"unlink", b"rename", b"renamenx"):

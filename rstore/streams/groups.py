@@ -8,6 +8,7 @@ entries); every function here that changes the PEL or the consumer set keeps the
 from __future__ import annotations
 
 from rstore.ids import ID
+from rstore.model import INVALID_ENTRIES_READ
 from rstore.storage.records import group_records
 from rstore.storage.records.layout import ConsumerMeta, GroupMeta
 from rstore.storage.records.txn import Txn
@@ -21,6 +22,7 @@ __all__ = [
     "ensure_consumer",
     "find_consumer",
     "find_group",
+    "given_entries_read",
     "set_group_id",
 ]
 
@@ -33,11 +35,19 @@ def find_consumer(txn: Txn, group: GroupMeta, name: bytes) -> ConsumerMeta | Non
     return group_records.consumer_get(txn, group, name)
 
 
+def given_entries_read(stream: StreamRef, entries_read: int) -> int:
+    """An ENTRIESREAD argument as the group keeps it: at most the stream's entries-added, as
+    Redis 8.2.2 has it (Valkey 8.0 keeps any number, and then reports a negative lag)."""
+    if entries_read == INVALID_ENTRIES_READ:
+        return entries_read
+    return min(entries_read, stream.meta.entries_added)
+
+
 def create_group(txn: Txn, stream: StreamRef, name: bytes, last_id: ID, entries_read: int) -> bool:
     """XGROUP CREATE on an existing stream; ``False`` when the group already exists."""
     if group_records.group_get(txn, stream.handle, name) is not None:
         return False
-    group = GroupMeta(name, txn.new_handle(), last_id, entries_read)
+    group = GroupMeta(name, txn.new_handle(), last_id, given_entries_read(stream, entries_read))
     group_records.group_put(txn, stream.handle, group)
     stream.meta.group_count += 1
     txn.stream_put(stream.handle, stream.meta)
@@ -49,7 +59,7 @@ def set_group_id(
 ) -> None:
     """XGROUP SETID: move the group; its PEL is untouched."""
     group.last_id = last_id
-    group.entries_read = entries_read
+    group.entries_read = given_entries_read(stream, entries_read)
     group_records.group_put(txn, stream.handle, group)
 
 

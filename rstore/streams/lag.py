@@ -23,6 +23,7 @@ __all__ = [
     "INVALID_ENTRIES_READ",
     "StreamCounters",
     "counters",
+    "counts_on",
     "entries_read_after_delivery",
     "estimate_entries_read",
     "group_lag",
@@ -75,6 +76,8 @@ def estimate_entries_read(meta: StreamCounters, sid: ID) -> int:
         return 0
     if meta.length == 0 and sid <= meta.last_id:
         return meta.entries_added
+    if sid != _ZERO and sid < meta.max_deleted_entry_id:
+        return INVALID_ENTRIES_READ  # a deletion after it: its count is lost
     if sid == meta.last_id:
         return meta.entries_added
     if sid > meta.last_id:
@@ -90,8 +93,10 @@ def estimate_entries_read(meta: StreamCounters, sid: ID) -> int:
 def group_lag(meta: StreamCounters, last_id: ID, entries_read: int | None) -> int | None:
     """Entries not yet delivered to a group positioned at ``last_id`` with the read counter
     ``entries_read`` (-1 or ``None``: unknown), or ``None`` when it cannot be known."""
-    if meta.entries_added == 0:
+    if meta.entries_added == 0 or meta.length == 0:
         return 0
+    if last_id < meta.first_id and meta.max_deleted_entry_id < meta.first_id:
+        return meta.length  # before every entry, and no deletion among them
     known = entries_read is not None and entries_read != INVALID_ENTRIES_READ
     if known and not has_tombstone(meta, last_id):
         assert entries_read is not None
@@ -102,10 +107,23 @@ def group_lag(meta: StreamCounters, last_id: ID, entries_read: int | None) -> in
     return meta.entries_added - estimate
 
 
-def entries_read_after_delivery(meta: StreamCounters, entries_read: int, delivered: ID) -> int:
-    """A group's read counter after delivering entry ``delivered`` (beyond its position) with
-    ``>``, from ``entries_read`` before."""
-    if entries_read != INVALID_ENTRIES_READ and not has_tombstone(meta, delivered):
+def counts_on(meta: StreamCounters, entries_read: int, last_id: ID) -> bool:
+    """Whether a group positioned at ``last_id`` may count the delivery of the next entry on
+    its read counter: a valid counter, a position not before the first entry (a trim may have
+    removed entries it never read), and no deletion after its position."""
+    return (
+        entries_read != INVALID_ENTRIES_READ
+        and last_id >= meta.first_id
+        and not has_tombstone(meta, last_id)
+    )
+
+
+def entries_read_after_delivery(
+    meta: StreamCounters, entries_read: int, last_id: ID, delivered: ID
+) -> int:
+    """A group's read counter after delivering entry ``delivered`` (beyond its position
+    ``last_id``) with ``>``, from ``entries_read`` before."""
+    if counts_on(meta, entries_read, last_id):
         return entries_read + 1
     if meta.entries_added:
         return estimate_entries_read(meta, delivered)

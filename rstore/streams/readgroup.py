@@ -18,14 +18,13 @@ from itertools import islice
 
 from rstore import messages
 from rstore.ids import ID, MAX_ID, increment
-from rstore.model import INVALID_ENTRIES_READ
 from rstore.numbers import UINT64_MAX
 from rstore.storage.records import group_records
 from rstore.storage.records.layout import ConsumerMeta, GroupMeta
 from rstore.storage.records.txn import Txn
 from rstore.streams.groups import ensure_consumer
 from rstore.streams.keyspace import StreamRef, lookup_stream
-from rstore.streams.lag import entries_read_after_delivery, has_tombstone
+from rstore.streams.lag import counts_on, entries_read_after_delivery
 from rstore.streams.lookup import EntryLookup
 from rstore.streams.read import Entry, read_range
 
@@ -103,13 +102,17 @@ def read_new(
     if not entries:
         return entries
     meta = stream.meta
-    if group.entries_read != INVALID_ENTRIES_READ and not has_tombstone(meta, entries[0][0]):
-        # no deletion at or after the first delivered entry, hence none after any of them:
+    if counts_on(meta, group.entries_read, group.last_id):
+        # no deletion after the group's position, hence none after any delivered entry:
         # each delivery counts one (what entries_read_after_delivery gives entry by entry)
         group.entries_read += len(entries)
     else:
+        last_id = group.last_id
         for entry_id, _ in entries:
-            group.entries_read = entries_read_after_delivery(meta, group.entries_read, entry_id)
+            group.entries_read = entries_read_after_delivery(
+                meta, group.entries_read, last_id, entry_id
+            )
+            last_id = entry_id
     group.last_id = entries[-1][0]
     others: dict[bytes, int] = {}  # NACKs taken from other consumers
     if not noack:

@@ -1,7 +1,8 @@
 """Fixtures for the oracle tests: a throw-away valkey-server and a fresh rstore Store per test.
 
 Every test here needs ``valkey-server`` (or ``$RSTORE_ORACLE_SERVER``); without it the tests are
-skipped, never failed.
+skipped, never failed.  The tests of Redis 8.2's commands use Redis 8.2.3 instead
+(:func:`redis8`, :func:`oracle8`; ``.ci/install-redis8`` installs it), skipped without it.
 """
 
 from __future__ import annotations
@@ -27,33 +28,70 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise pytest.UsageError(f"{item.nodeid} lacks @pytest.mark.oracle")
 
 
-@pytest.fixture(scope="session")
-def valkey_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ValkeyServer]:
-    binary = find_server_binary()
+def _running(
+    name: str, missing: str, tmp: pytest.TempPathFactory
+) -> Iterator[tuple[ValkeyServer, RespClient]]:
+    """Server ``name`` of :func:`find_server_binary` started in a fresh directory, and one
+    connection to it; skipped with ``missing`` when it is not installed."""
+    binary = find_server_binary(name)
     if binary is None:
-        pytest.skip("valkey-server is not on PATH")
-    server = ValkeyServer(binary, tmp_path_factory.mktemp("valkey"))
+        pytest.skip(missing)
+    server = ValkeyServer(binary, tmp.mktemp(name))
     server.start()
     try:
-        yield server
+        with RespClient(HOST, server.port) as client:
+            yield server, client
     finally:
         server.stop()
 
 
 @pytest.fixture(scope="session")
-def valkey_connection(valkey_server: ValkeyServer) -> Iterator[RespClient]:
-    client = RespClient(HOST, valkey_server.port)
-    try:
-        yield client
-    finally:
-        client.close()
+def valkey_running(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ValkeyServer, RespClient]]:
+    yield from _running("valkey", "valkey-server is not on PATH", tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def valkey_server(valkey_running: tuple[ValkeyServer, RespClient]) -> ValkeyServer:
+    return valkey_running[0]
 
 
 @pytest.fixture
-def valkey(valkey_connection: RespClient) -> RespClient:
+def valkey(valkey_running: tuple[ValkeyServer, RespClient]) -> RespClient:
     """The oracle connection, flushed and with the default stream node limits."""
-    reset_valkey(valkey_connection)
-    return valkey_connection
+    reset_valkey(valkey_running[1])
+    return valkey_running[1]
+
+
+@pytest.fixture(scope="session")
+def redis8_running(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[ValkeyServer, RespClient]]:
+    missing = "Redis 8.2.3 is not installed (run .ci/install-redis8)"
+    yield from _running("redis8", missing, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def redis8_server(redis8_running: tuple[ValkeyServer, RespClient]) -> ValkeyServer:
+    return redis8_running[0]
+
+
+@pytest.fixture
+def redis8(redis8_running: tuple[ValkeyServer, RespClient]) -> RespClient:
+    """A connection to Redis 8.2.3, flushed and with the default stream node limits."""
+    reset_valkey(redis8_running[1])
+    return redis8_running[1]
+
+
+@pytest.fixture
+def oracle8(redis8: RespClient, tmp_path: Path) -> Iterator[Oracle]:
+    """Redis 8.2.3 plus a fresh rstore Store: the oracle of Redis 8.2's stream commands."""
+    pair = Oracle(redis8, tmp_path / "store", sync=False)
+    try:
+        yield pair
+    finally:
+        pair.close()
 
 
 @pytest.fixture

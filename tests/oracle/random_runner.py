@@ -52,9 +52,10 @@ def run_sequence(
     where: str,
     difference: Difference = exact_difference,
     check_store: bool = False,
+    final_state: Callable[[Oracle], None] = Oracle.assert_same_state,
 ) -> None:
     """``steps`` commands of ``gen`` on both sides of ``oracle`` (``where`` names the run in
-    failures: its seed and settings)."""
+    failures: its seed and settings), then ``final_state`` compares the whole state."""
     history: list[Argv] = []
     for step in range(steps):
         argv = gen.command()
@@ -78,7 +79,7 @@ def run_sequence(
             problems = oracle.store.check()
             if problems:
                 _fail(where, step, history, f"Store.check() after {short(argv)}: {problems}")
-    oracle.assert_same_state()
+    final_state(oracle)
 
 
 def run_random(
@@ -91,6 +92,7 @@ def run_random(
     *,
     difference: Difference = exact_difference,
     check_store: bool = False,
+    final_state: Callable[[Oracle], None] = Oracle.assert_same_state,
 ) -> None:
     """One seeded run on a fresh store (commits not fsynced) with the node limits
     ``(stream-node-max-entries, stream-node-max-bytes)`` on both sides."""
@@ -110,6 +112,7 @@ def run_random(
             where=f"seed {seed}, node limits {node_entries} entries / {node_bytes} bytes",
             difference=difference,
             check_store=check_store,
+            final_state=final_state,
         )
     finally:
         oracle.close()

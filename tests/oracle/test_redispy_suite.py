@@ -1,15 +1,16 @@
 """redis-py's own stream tests, from its sdist, pass on ``rstore.Store`` wherever they pass on
-valkey-server.
+Redis 8.2.3 -- the Redis whose stream commands rstore implements (``rstore.REDIS_VERSION``).
 
 The sdist of the installed redis-py (pinned in the ``test`` extra) is downloaded by pip from the
 package index into a cache outside the repository (``$RSTORE_TEST_CACHE``, else
 ``~/.cache/rstore-tests``), never stored here.  Its ``tests/`` are run twice in subprocesses,
-at the same time: once against a throw-away valkey-server, once with every client fixture giving
-an ``rstore.Store`` (``redispy/rstore_redispy_plugin.py``).  Selected: the stream tests, every
+at the same time: once against a throw-away Redis 8.2.3, once with every client fixture giving
+an ``rstore.Store`` (``redispy/rstore_redispy_plugin.py``) whose version, as redis-py's skip
+marks see it, is ``rstore.REDIS_VERSION``.  Selected: the stream tests, every
 ``test_x*`` test of ``tests/test_commands.py`` (the sync suite's only stream tests).
 
-Skipped when valkey-server is missing, or when pip cannot download the sdist -- except under CI
-(``$CI`` set), where a failed download fails the test.
+Skipped when Redis 8.2.3 is missing (``.ci/install-redis8``), or when pip cannot download the
+sdist -- except under CI (``$CI`` set), where either fails the test.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from pathlib import Path
 import pytest
 from redispy_suite import SELECT, SuiteUnavailable, download_sdist, extract_tests, junit_outcomes
 from valkey_server import HOST, ValkeyServer, find_server_binary
+
+from rstore import REDIS_VERSION
 
 from .resp import RespClient
 
@@ -77,25 +80,27 @@ def _finish(proc: subprocess.Popen[str], junit: Path) -> str:
     return output
 
 
-def test_redis_py_stream_tests_pass_on_rstore_where_they_pass_on_valkey(
+def test_redis_py_stream_tests_pass_on_rstore_where_they_pass_on_redis(
     redispy_suite: Path, tmp_path: Path
 ) -> None:
-    binary = find_server_binary()
+    binary = find_server_binary("redis8")
     if binary is None:
-        pytest.skip("valkey-server is not on PATH")
+        _unavailable("Redis 8.2.3 is not installed (run .ci/install-redis8)")
+    assert binary is not None
     server = ValkeyServer(binary, tmp_path)
     server.start()
     try:
         with RespClient(HOST, server.port) as client:
             info = client.execute("INFO", "server")
         facts = dict(line.split(":", 1) for line in info.decode().splitlines() if ":" in line)
-        on_valkey = tmp_path / "valkey.xml"
+        assert facts["redis_version"].strip() == REDIS_VERSION, facts["redis_version"]
+        on_redis = tmp_path / "redis.xml"
         on_rstore = tmp_path / "rstore.xml"
-        valkey_run = _start(
-            redispy_suite, on_valkey, ["--redis-url", f"redis://{HOST}:{server.port}/0"], {}
+        redis_run = _start(
+            redispy_suite, on_redis, ["--redis-url", f"redis://{HOST}:{server.port}/0"], {}
         )
         # No server is reachable from the rstore run: the version its skip marks read is
-        # valkey's, given by the plugin.
+        # rstore's, given by the plugin.
         unreachable = f"redis://{HOST}:1"
         pythonpath = os.pathsep.join(filter(None, [str(PLUGIN_DIR), os.environ.get("PYTHONPATH")]))
         rstore_run = _start(
@@ -104,29 +109,29 @@ def test_redis_py_stream_tests_pass_on_rstore_where_they_pass_on_valkey(
             ["-p", "rstore_redispy_plugin", "--redis-url", unreachable],
             {
                 "PYTHONPATH": pythonpath,
-                "RSTORE_REDISPY_SERVER_VERSION": facts["redis_version"].strip(),
+                "RSTORE_REDISPY_SERVER_VERSION": REDIS_VERSION,
             },
         )
-        _finish(valkey_run, on_valkey)
+        _finish(redis_run, on_redis)
         rstore_output = _finish(rstore_run, on_rstore)
     finally:
         server.stop()
 
-    valkey, _ = junit_outcomes(on_valkey)
+    reference, _ = junit_outcomes(on_redis)
     rstore, texts = junit_outcomes(on_rstore)
-    assert valkey and all(name.split("::")[-1].startswith("test_x") for name in valkey), valkey
-    assert set(rstore) == set(valkey), "both runs must select the same tests"
-    skipped = {name for name, outcome in valkey.items() if outcome == "skipped"}
+    assert reference and all(name.split("::")[-1].startswith("test_x") for name in reference)
+    assert set(rstore) == set(reference), "both runs must select the same tests"
+    skipped = {name for name, outcome in reference.items() if outcome == "skipped"}
     assert skipped == {name for name, outcome in rstore.items() if outcome == "skipped"}
-    passed_valkey = {name for name, outcome in valkey.items() if outcome == "passed"}
+    passed_redis = {name for name, outcome in reference.items() if outcome == "passed"}
     passed_rstore = {name for name, outcome in rstore.items() if outcome == "passed"}
     print(
-        f"\nredis-py {version('redis')} stream tests: {len(valkey)} selected, "
-        f"{len(skipped)} skipped by server version; passed: {len(passed_valkey)} on valkey "
-        f"{facts.get('valkey_version', '?').strip()}, {len(passed_rstore)} on rstore"
+        f"\nredis-py {version('redis')} stream tests: {len(reference)} selected, "
+        f"{len(skipped)} skipped by server version; passed: {len(passed_redis)} on Redis "
+        f"{facts['redis_version'].strip()}, {len(passed_rstore)} on rstore"
     )
-    assert len(passed_valkey) >= 25, "valkey passes too few: is the suite running at all?"
-    missing = sorted(passed_valkey - passed_rstore)
-    assert missing == [], "pass on valkey, not on rstore:\n" + "\n\n".join(
+    assert len(passed_redis) >= 30, "Redis passes too few: is the suite running at all?"
+    missing = sorted(passed_redis - passed_rstore)
+    assert missing == [], "pass on Redis 8.2.3, not on rstore:\n" + "\n\n".join(
         f"{name}:\n{texts.get(name, rstore_output[-2000:])}" for name in missing
     )

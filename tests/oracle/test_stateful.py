@@ -269,8 +269,11 @@ class StatefulBase:
     node_entries: ClassVar[int] = 100
     machine: ClassVar[Callable[[Oracle], Any]] = StreamMachine
     machine_settings: ClassVar[settings] = SETTINGS
+    #: The oracle's fixture: ``valkey`` (valkey-server 8.0) or ``redis8`` (Redis 8.2.3).
+    server: ClassVar[str] = "valkey"
 
-    def test_machine(self, valkey: RespClient, tmp_path: Path) -> None:
+    def test_machine(self, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+        valkey: RespClient = request.getfixturevalue(self.server)
         numbers = itertools.count()
 
         def factory() -> Any:

@@ -90,7 +90,7 @@ def test_a_batch_looks_up_each_subcommand_of_a_container(oracle: Oracle) -> None
         ["XADD", "s", "1-1", "f", "v"],
         ["XGROUP", "CREATE", "s", "g", "$"],
         ["XGROUP", "DESTROY", "s", "g"],
-        ["XGROUP", "CREATE", "s", "g", "0", "ENTRIESREAD", "1"],
+        ["XGROUP", "CREATE", "s", "g", "$", "ENTRIESREAD", "1"],
         ["XGROUP", "CREATECONSUMER", "s", "g", "c"],
         ["XGROUP", "DELCONSUMER", "s", "g", "c"],
         ["XINFO", "GROUPS", "s"],

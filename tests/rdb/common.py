@@ -22,6 +22,13 @@ def load_fixture(name: str) -> dict[str, Any]:
     return data
 
 
+def rstore_reply(command: dict[str, Any]) -> Any:
+    """What rstore must answer to a fixture's recorded command after restoring the file: Redis
+    8.2.3's answer where it differs (a group's lag, whose rules rstore takes from Redis 8.2),
+    else Valkey 8.0's after loading the file, else the writer's own."""
+    return command.get("redis8_reply", command.get("valkey_reply", command["reply"]))
+
+
 def arg_bytes(value: Any) -> bytes:
     """An argument or key as the fixture JSON writes it: text, or {"hex": ...}."""
     if isinstance(value, dict):

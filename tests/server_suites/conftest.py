@@ -25,7 +25,7 @@ import redispy_suite
 from redis_suite import TclRun
 from redispy_suite import PROTOCOLS, RedispyRun
 
-from .servers import CANDIDATES, REFERENCE, ServerFactory
+from .servers import CANDIDATES, REDISPY_REFERENCE, REFERENCE, ServerFactory
 
 
 @dataclass(frozen=True)
@@ -85,14 +85,23 @@ def redispy_tests(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run_both(
-    factory: ServerFactory, tmp: pytest.TempPathFactory, source: Path, tests: Path
+    factory: ServerFactory,
+    tmp: pytest.TempPathFactory,
+    source: Path,
+    tests: Path,
+    redispy_factory: ServerFactory | None = None,
 ) -> SuiteRuns:
-    why = factory.missing()
-    if why is not None:
-        unavailable(why)
+    """The tcl suite on ``factory``'s server, redis-py's on ``redispy_factory``'s (default: the
+    same kind)."""
+    redispy_factory = redispy_factory or factory
+    for why in (factory.missing(), redispy_factory.missing()):
+        if why is not None:
+            unavailable(why)
     with ThreadPoolExecutor(max_workers=1) as pool:
         tcl = pool.submit(_tcl_run, factory, tmp.mktemp(f"{factory.name}-tcl"), source)
-        redispy = _redispy_runs(factory, tmp.mktemp(f"{factory.name}-redispy"), tests)
+        redispy = _redispy_runs(
+            redispy_factory, tmp.mktemp(f"{redispy_factory.name}-redispy"), tests
+        )
         return SuiteRuns(factory.name, tcl.result(), redispy)
 
 
@@ -100,8 +109,9 @@ def _run_both(
 def reference_runs(
     tmp_path_factory: pytest.TempPathFactory, tcl_source: Path, redispy_tests: Path
 ) -> SuiteRuns:
-    """Both suites on a fresh valkey-server 8.0: what every candidate is compared with."""
-    return _run_both(REFERENCE, tmp_path_factory, tcl_source, redispy_tests)
+    """Redis's tcl suite on a fresh valkey-server 8.0 and redis-py's on a fresh Redis 8.2.3:
+    what every candidate is compared with."""
+    return _run_both(REFERENCE, tmp_path_factory, tcl_source, redispy_tests, REDISPY_REFERENCE)
 
 
 @pytest.fixture(scope="session", params=CANDIDATES, ids=lambda factory: factory.name)

@@ -1,4 +1,6 @@
-"""The servers the suites run against: a reference valkey-server 8.0 and the candidates.
+"""The servers the suites run against: the references -- valkey-server 8.0 for Redis's tcl suite,
+Redis 8.2.3 (the Redis whose stream commands rstore implements) for redis-py's -- and the
+candidates.
 
 A :class:`ServerFactory` starts one fresh, empty server in a directory it is given and returns
 it running (:class:`SuiteServer`: ``host``, ``port``, ``stop()``).  :data:`CANDIDATES` lists
@@ -128,8 +130,24 @@ def valkey_missing() -> str | None:
     return None if find_server_binary() else "valkey-server is not on PATH"
 
 
-#: The reference: every candidate's results are compared with this server's.
+def start_redis8(directory: Path) -> SuiteServer:
+    server = ValkeyServer(find_server_binary("redis8"), directory)
+    server.start()
+    return _Valkey(server)
+
+
+def redis8_missing() -> str | None:
+    if find_server_binary("redis8"):
+        return None
+    return "Redis 8.2.3 is not installed (run .ci/install-redis8)"
+
+
+#: The reference of Redis's tcl suite (Redis 7.0.15's tests): every candidate's results are
+#: compared with this server's.
 REFERENCE = ServerFactory("valkey", start_valkey, valkey_missing)
+#: The reference of redis-py's stream tests: a server reporting the version rstore reports
+#: (``rstore.REDIS_VERSION``), so that their version marks select the same tests.
+REDISPY_REFERENCE = ServerFactory("redis8", start_redis8, redis8_missing)
 
 #: The servers compared with the reference.  valkey-server itself is one, run a second time on
 #: a fresh server started from its command line, as ``rstore serve`` will be: that proves the

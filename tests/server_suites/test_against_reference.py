@@ -1,5 +1,6 @@
-"""Each candidate server passes every test of both suites that valkey-server 8.0 passes in the
-same session, except the tests it is excused from (``servers.CANDIDATES``, with reasons)."""
+"""Each candidate server passes every test of both suites that the reference passes in the same
+session -- valkey-server 8.0 for Redis's tcl suite, Redis 8.2.3 for redis-py's -- except the
+tests it is excused from (``servers.CANDIDATES``, with reasons)."""
 
 from __future__ import annotations
 
@@ -36,14 +37,14 @@ def test_redis_tcl_suite_passes_where_valkey_passes(
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_redispy_stream_tests_pass_where_valkey_passes(
+def test_redispy_stream_tests_pass_where_redis_passes(
     reference_runs: SuiteRuns,
     candidate_runs: SuiteRuns,
     candidate: ServerFactory,
     protocol: int,
 ) -> None:
     reference, run = reference_runs.redispy[protocol], candidate_runs.redispy[protocol]
-    # the version the server reports decides what is skipped: it must be valkey's choice
+    # the version the server reports decides what is skipped: rstore reports the reference's
     assert run.names("skipped") == reference.names("skipped")
     comparison = compare_runs(
         reference.outcomes,
@@ -52,4 +53,4 @@ def test_redispy_stream_tests_pass_where_valkey_passes(
         exclusions=candidate.redispy_exclusions,
     )
     assert comparison.ok, comparison.report(run.details)
-    print(f"\n{candidate.name}: {run.summary()}; valkey: {reference.summary()}")
+    print(f"\n{candidate.name}: {run.summary()}; Redis 8.2.3: {reference.summary()}")

@@ -76,6 +76,12 @@ def same(got: list[tuple], want: list[tuple]) -> bool:
     )
 
 
+def lag_reply(command: dict[str, Any]) -> Any:
+    """A recorded XINFO GROUPS reply, Redis 8.2.3's where its lag differs: rstore computes a
+    group's lag by Redis 8.2's rules (docs/semantics.md, "Consumer group lag")."""
+    return command.get("redis8_reply", command["reply"])
+
+
 def _fixture_expected(name: str, db: str) -> dict[str, list[tuple]]:
     rows: dict[str, list[tuple]] = {t: [] for t in TABLES}
     for key in load_fixture(name)["answers"][db]:
@@ -87,7 +93,7 @@ def _fixture_expected(name: str, db: str) -> dict[str, list[tuple]]:
             if args[:2] == ["XINFO", "STREAM"]:
                 replies[("XINFO", "FULL" if len(args) > 3 else "STREAM")] = c["reply"]
             elif args[:2] == ["XINFO", "GROUPS"]:
-                replies[("XINFO", "GROUPS")] = c["reply"]
+                replies[("XINFO", "GROUPS")] = lag_reply(c)
             elif args[0] == "XPENDING" and len(args) > 3:
                 replies[("XPENDING", _text(args[2]))] = c["reply"]
         for table, more in expected_rows(key["key"], replies).items():

@@ -1,8 +1,10 @@
 """The lag rules (rstore/streams/lag.py) without a server: a scenario of XADD, XDEL, XTRIM,
-XGROUP CREATE/SETID and XREADGROUP, with what valkey-server 8.0.1 answered to XINFO GROUPS after
-every step (``name, last-delivered-id, entries-read, lag``; recorded by running the same steps
-on the server with redis-py, RESP2).  Deletions after a group's position make its counter
-unknowable (nil), trims and reads to the end make it known again.
+XGROUP CREATE/SETID and XREADGROUP, with what Redis 8.2.3 answered to XINFO GROUPS after every
+step (``name, last-delivered-id, entries-read, lag``; recorded by running the same steps on the
+server with redis-py, RESP2).  Deletions after a group's position make its counter unknowable
+(nil), trims and reads to the end make it known again.  valkey-server 8.0.1 answers the same
+but in the three steps marked, where its lag ignores what the trim removed
+(docs/semantics.md, "Consumer group lag").
 
 The live oracle tests (tests/oracle/test_random_groups.py) compare many more sequences with a
 running server; this tier runs everywhere, and names the rule that broke."""
@@ -18,8 +20,8 @@ from rstore.streams.lag import counters, group_lag
 
 Row = tuple[str, str, int | None, int | None]
 
-# (command, XINFO GROUPS s after it) as valkey-server 8.0.1 answered
-VALKEY_8_0: list[tuple[list[str], list[Row]]] = [
+# (command, XINFO GROUPS s after it) as Redis 8.2.3 answered
+REDIS_8_2: list[tuple[list[str], list[Row]]] = [
     (["XADD", "s", "1-0", "f", "1"], []),
     (["XADD", "s", "2-0", "f", "2"], []),
     (["XADD", "s", "3-0", "f", "3"], []),
@@ -57,24 +59,24 @@ VALKEY_8_0: list[tuple[list[str], list[Row]]] = [
         ["XADD", "s", "6-0", "f", "6"],
         [("fromzero", "0-0", None, None), ("g", "5-0", 5, 1), ("tail", "2-0", None, None)],
     ),
-    (
+    (  # valkey: g's lag 1 (an empty stream has nothing left to read)
         ["XTRIM", "s", "MAXLEN", "0"],
-        [("fromzero", "0-0", None, 0), ("g", "5-0", 5, 1), ("tail", "2-0", None, 0)],
+        [("fromzero", "0-0", None, 0), ("g", "5-0", 5, 0), ("tail", "2-0", None, 0)],
     ),
-    (
+    (  # valkey: g's lag 1
         ["XGROUP", "CREATE", "s", "late", "0"],
         [
             ("fromzero", "0-0", None, 0),
-            ("g", "5-0", 5, 1),
+            ("g", "5-0", 5, 0),
             ("late", "0-0", None, 0),
             ("tail", "2-0", None, 0),
         ],
     ),
-    (
+    (  # valkey: g's lag 2 (g is before the first entry: the stream's length is its lag)
         ["XADD", "s", "7-0", "f", "7"],
         [
             ("fromzero", "0-0", None, 1),
-            ("g", "5-0", 5, 2),
+            ("g", "5-0", 5, 1),
             ("late", "0-0", None, 1),
             ("tail", "2-0", None, 1),
         ],
@@ -93,11 +95,11 @@ def _groups(store: rstore.Store) -> list[Row]:
 
 
 @pytest.mark.parametrize("reopen", [False, True], ids=["open", "reopened-each-step"])
-def test_xinfo_groups_lag_follows_valkey_step_by_step(tmp_path: Path, reopen: bool) -> None:
+def test_xinfo_groups_lag_follows_redis_step_by_step(tmp_path: Path, reopen: bool) -> None:
     path = str(tmp_path / "s")
     store = rstore.Store(path, sync=False)
     try:
-        for step, (argv, want) in enumerate(VALKEY_8_0):
+        for step, (argv, want) in enumerate(REDIS_8_2):
             store.execute(*argv)
             if reopen:
                 store.close()
@@ -110,7 +112,7 @@ def test_xinfo_groups_lag_follows_valkey_step_by_step(tmp_path: Path, reopen: bo
 def test_the_pure_rule_gives_the_same_lag_as_the_store(tmp_path: Path) -> None:
     """group_lag over the stream's state (as an RDB file holds it) answers as XINFO does."""
     with rstore.Store(str(tmp_path / "s"), sync=False) as store:
-        for argv, want in VALKEY_8_0:
+        for argv, want in REDIS_8_2:
             store.execute(*argv)
             state = store.view(lambda v: v.state(b"s"))
             assert state is not None
