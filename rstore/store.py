@@ -382,7 +382,8 @@ class Store(RedisCommands):
         """redis-py's ``dump``: the key's DUMP payload, or ``None`` when it does not exist.
 
         ``rdb_version`` (an rstore extension) makes payloads older servers accept: 10 for
-        Redis 7.0, 9 for Redis 5.0-6.2.  The default, 11, is what DUMP itself returns.
+        Redis 7.0, 9 for Redis 5.0-6.2; or 12, what Redis 7.4 to 8.2 write.  The default, 11,
+        is what DUMP itself returns (Valkey 8.0 refuses 12).
         """
         from rstore.commands.dump import dump_payload  # noqa: PLC0415 - loaded on first use
 

@@ -5,8 +5,13 @@
     <type byte> <value, exactly as in an RDB file> <RDB version: u16 LE> <CRC64: u64 LE>
 
 The CRC64 covers everything before it.  A payload is accepted when it is at least 10 bytes,
-its version is not newer than ours and its CRC matches (an all-zero CRC is *not* special here).
-Bytes left between the value and the footer are ignored, as Redis does.
+its version is at most :data:`RESTORE_VERSION` and its CRC matches (an all-zero CRC is *not*
+special here).  Bytes left between the value and the footer are ignored, as Redis does.
+
+DUMP writes version :data:`DUMP_VERSION`, 11: what Valkey 8.0 writes, and the newest version
+every server since Redis 7.2 and Valkey 7.2 restores.  RESTORE takes versions up to 12, what
+Redis 7.4 to 8.2 write (rstore answers as Redis 8.2.3, ``rstore.REDIS_VERSION``; Valkey 8.0
+refuses them); a stream is encoded alike in both.
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from rstore.rdb.decoding import Source
 from rstore.rdb.values import STREAM_TYPES, TYPE_NAMES, StreamRecord, read_stream
 from rstore.rdb.writer import STREAM_TYPE_FOR_VERSION, encode_stream
 
-__all__ = ["DUMP_VERSION", "PayloadError", "encode_payload", "read_payload"]
+__all__ = ["DUMP_VERSION", "RESTORE_VERSION", "PayloadError", "encode_payload", "read_payload"]
 
 DUMP_VERSION = 11  # what Valkey 8.0 writes and the newest it accepts
+RESTORE_VERSION = 12  # what Redis 8.2 writes and the newest it accepts
 
 
 class PayloadError(RStoreError):
@@ -32,9 +38,10 @@ class PayloadError(RStoreError):
 def encode_payload(
     snap: StreamSnapshot, *, compress: bool = True, version: int = DUMP_VERSION
 ) -> bytes:
-    """A payload in RDB ``version`` (11 for Valkey / Redis 7.2+, 10 for Redis 7.0, 9 for 5-6.2)."""
-    if version not in STREAM_TYPE_FOR_VERSION or version > DUMP_VERSION:
-        raise ValueError(f"DUMP payloads can be RDB versions 9 to {DUMP_VERSION}, not {version}")
+    """A payload in RDB ``version`` (12 for Redis 7.4 to 8.2, 11 for Valkey / Redis 7.2+, 10 for
+    Redis 7.0, 9 for 5-6.2)."""
+    if version not in STREAM_TYPE_FOR_VERSION or version > RESTORE_VERSION:
+        raise ValueError(f"DUMP payloads can be RDB versions 9 to {RESTORE_VERSION}, not {version}")
     rdb_type = STREAM_TYPE_FOR_VERSION[version]
     body = bytes((rdb_type,)) + b"".join(encode_stream(snap, rdb_type, compress=compress))
     body += version.to_bytes(2, "little")
@@ -45,8 +52,8 @@ def verify(payload: bytes) -> None:
     if len(payload) < 10:
         raise PayloadError("payload shorter than its footer")
     version = int.from_bytes(payload[-10:-8], "little")
-    if version > DUMP_VERSION:
-        raise PayloadError(f"payload version {version} is newer than {DUMP_VERSION}")
+    if version > RESTORE_VERSION:
+        raise PayloadError(f"payload version {version} is newer than {RESTORE_VERSION}")
     if crc64(payload[:-8]) != int.from_bytes(payload[-8:], "little"):
         raise PayloadError("payload checksum mismatch")
 

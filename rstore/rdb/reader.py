@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import BinaryIO, NamedTuple
 
+from rstore.codec.crc64 import crc64
 from rstore.errors import CorruptRDBError, UnsupportedRDBError, in_file
 from rstore.model import StreamState
 from rstore.rdb.decoding import Source
@@ -143,6 +144,7 @@ class RDBReader:
         runs: bool = False,
     ) -> None:
         self.source = Source(f)
+        self._file = f
         self.deep = deep
         self.runs = runs
         self.check_crc = check_crc
@@ -259,6 +261,12 @@ class RDBReader:
         src = self.source
         src.key = None
         if rdb_type > 25:
+            if self._checksum_fails():  # a damaged byte, not a newer server's value
+                raise CorruptRDBError(
+                    f"wrong RDB checksum, and byte {at} holds value type {rdb_type}, which no "
+                    "server writes: the file is damaged",
+                    at,
+                )
             raise UnsupportedRDBError(
                 f"RDB value type {rdb_type}"
                 + (" (the stream format of Redis 8.6)" if rdb_type == 26 else ""),
@@ -279,6 +287,33 @@ class RDBReader:
             count = skip_value(src, rdb_type)
         src.key = None
         yield KeyEnd(db, key, rdb_type, name, count, src.offset - at)
+
+    def _checksum_fails(self) -> bool:
+        """Whether the file's stored checksum disagrees with its bytes, read once more from
+        the start; ``False`` when that cannot be told (a pipe, no checksum stored)."""
+        f = self._file
+        if self.version < 5 or not self.check_crc:
+            return False
+        try:
+            if not f.seekable():
+                return False
+            size = f.seek(0, os.SEEK_END)
+            if size < 8:
+                return False
+            f.seek(size - 8)
+            stored = int.from_bytes(f.read(8), "little")
+            f.seek(0)
+            computed = 0
+            left = size - 8
+            while left > 0:
+                chunk = f.read(min(left, 1 << 20))
+                if not chunk:
+                    return False
+                computed = crc64(chunk, computed)
+                left -= len(chunk)
+        except (OSError, ValueError):
+            return False
+        return stored not in (0, computed)
 
     def _end(self) -> End:
         src = self.source

@@ -67,6 +67,14 @@ CASES = [
     ("stream type 26", patched(JOBS_AT, b"\x1a"), UnsupportedRDBError, "type 26", JOBS_AT),
     ("module value", patched(JOBS_AT, b"\x07"), UnsupportedRDBError, "module", None),
     ("unknown type", patched(JOBS_AT, b"\x28"), UnsupportedRDBError, "type 40", JOBS_AT),
+    # the same byte damaged: the checksum says so, rather than "a newer server's value type"
+    (
+        "damaged type byte",
+        PLAIN[:JOBS_AT] + b"\x7e" + PLAIN[JOBS_AT + 1 :],
+        CorruptRDBError,
+        "wrong RDB checksum, and byte",
+        JOBS_AT,
+    ),
     ("bad length", patched(JOBS_AT + 6, b"\xbf"), CorruptRDBError, "length", None),
     ("absurd size", patched(JOBS_AT + 6, b"\x80\xff\xff\xff\xff"), CorruptRDBError, "", None),
     # the first node's listpack (after the node count and the 17-byte node key) claims 16 MB

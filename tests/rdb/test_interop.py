@@ -1,6 +1,6 @@
 """RDB files and DUMP payloads moving between rstore and the real servers, live: valkey-server
-8.0 (RDB 11) and redis-server 7.0 (RDB 10).  Whatever one side writes, the other loads, and both
-then answer the same questions the same way."""
+8.0 (RDB 11), redis-server 7.0 (RDB 10) and Redis 8.2.3 (RDB 12).  Whatever one side writes,
+the other loads, and both then answer the same questions the same way."""
 
 from __future__ import annotations
 
@@ -25,8 +25,12 @@ STREAMS = [b"jobs", b"drained", b"bin\x00key", b"big"]
 def _binary(name: str) -> str:
     found = find_server_binary(name)
     if found is None:
-        pytest.skip(f"{name}-server is not on PATH")
+        pytest.skip(f"{name} is not installed (.ci/install-servers, .ci/install-redis8)")
     return found
+
+
+#: The RDB version each server writes (files and DUMP payloads).
+VERSIONS = {"valkey": 11, "redis": 10, "redis8": 12}
 
 
 class Server:
@@ -51,7 +55,7 @@ class Server:
         self._server.stop()
 
 
-@pytest.fixture(params=["valkey", "redis"])
+@pytest.fixture(params=["valkey", "redis", "redis8"])
 def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
     workdir = tmp_path / request.param
     workdir.mkdir()
@@ -140,7 +144,7 @@ def test_server_save_restores_into_rstore(server: Server, tmp_path: Path) -> Non
     client = server.start()
     populate(_on_server(client))
     assert client.execute("SAVE") == "OK"
-    full = server.name == "valkey"
+    full = server.name != "redis"
     expected = _answers(client.execute, full)
     with rstore.Store(tmp_path / "store") as store:
         report = store.restore_file(server.dump)
@@ -152,8 +156,11 @@ def test_server_save_restores_into_rstore(server: Server, tmp_path: Path) -> Non
 
 @pytest.mark.parametrize(
     ("name", "version", "compress"),
-    [("valkey", 11, True), ("valkey", 11, False), ("valkey", 10, True), ("redis", 10, True)],
-)
+    [
+        ("valkey", 11, True), ("valkey", 11, False), ("valkey", 10, True), ("redis", 10, True),
+        ("redis8", 12, True), ("redis8", 11, False),
+    ],
+)  # fmt: skip
 def test_rstore_save_loads_in_server_at_startup(
     name: str, version: int, compress: bool, tmp_path: Path
 ) -> None:
@@ -162,7 +169,7 @@ def test_rstore_save_loads_in_server_at_startup(
         populate(_on_store(store))
         report = store.save(srv.dump, rdb_version=version, compress=compress)
         assert report.streams == len(STREAMS)
-        full = name == "valkey" and version == 11
+        full = name != "redis" and version >= 11
         expected = _answers(_store_ask(store), full)
     try:
         client = srv.start()
@@ -205,7 +212,7 @@ def test_rdb_9_loads_in_valkey(tmp_path: Path) -> None:
 
 def test_dump_payloads_both_ways(server: Server, tmp_path: Path) -> None:
     client = server.start()
-    version = 11 if server.name == "valkey" else 10
+    version = VERSIONS[server.name]
     with rstore.Store(tmp_path / "store") as store:
         populate(_on_store(store))
         for key in STREAMS:
@@ -214,7 +221,7 @@ def test_dump_payloads_both_ways(server: Server, tmp_path: Path) -> None:
             assert client.execute("RESTORE", key, "0", payload) == "OK"
             # the server's own DUMP of what it restored is the same bytes
             assert client.execute("DUMP", key) == payload
-        full = server.name == "valkey"
+        full = server.name != "redis"
         expected = _answers(_store_ask(store), full)
         assert _answers(client.execute, full) == expected
     with rstore.Store(tmp_path / "again") as other:

@@ -114,6 +114,24 @@ def test_other_databases(store: rstore.Store) -> None:
     assert {k: v for k, v in snapshot(store).items() if k != b"expiring"} == before
 
 
+def test_restore_takes_payloads_up_to_rdb_12(store: rstore.Store) -> None:
+    """Redis 7.4 to 8.2 write DUMP payloads of RDB version 12 (a stream is encoded as in 11);
+    rstore answers as Redis 8.2.3 and restores them, and refuses a newer version."""
+    payload = store.dump("keep", rdb_version=12)
+    assert payload is not None
+    assert payload[-10:-8] == (12).to_bytes(2, "little")
+    assert payload[:-10] == store.dump("keep")[:-10]  # type: ignore[index]
+    assert store.execute("RESTORE", "copy", "0", payload) == "OK"
+    assert store.xrange("copy") == store.xrange("keep")
+    newer = payload[:-10] + (13).to_bytes(2, "little")
+    newer += struct.pack("<Q", crc64(newer))
+    with pytest.raises(rstore.ResponseError) as refused:
+        store.execute("RESTORE", "other", "0", newer)
+    assert refused.value.line == "ERR DUMP payload version or checksum are wrong"
+    with pytest.raises(ValueError, match="RDB versions 9 to 12, not 13"):
+        store.dump("keep", rdb_version=13)
+
+
 def test_restore_command_follows_valkey(store: rstore.Store) -> None:
     payload = store.dump("keep")
     assert payload is not None
