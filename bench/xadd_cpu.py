@@ -90,10 +90,12 @@ def rstore_pipelined(base: str, entries: int) -> dict[str, float]:
         return _cpu(loop, entries // 1000 * 1000)
 
 
-def lmdb_floor(base: str, entries: int) -> dict[str, float]:
-    path = os.path.join(base, "floor")
+def lmdb_floor(base: str, entries: int, *, writemap: bool = False) -> dict[str, float]:
+    path = os.path.join(base, "floor-writemap" if writemap else "floor")
     os.makedirs(path)
-    env = lmdb.open(path, map_size=1 << 32, max_dbs=4, sync=False, metasync=False)
+    env = lmdb.open(
+        path, map_size=1 << 32, max_dbs=4, sync=False, metasync=False, writemap=writemap
+    )
     nodes, streams, meta = (env.open_db(name) for name in (b"nodes", b"streams", b"meta"))
     log = os.open(os.path.join(path, "log"), os.O_RDWR | os.O_CREAT, 0o600)
     record, metadata, position = b"r" * 200, b"m" * 80, b"p" * 32
@@ -133,6 +135,10 @@ def run(entries: int) -> list[dict[str, Any]]:
             ("rstore, single XADD (sync=False)", rstore_single),
             ("rstore, pipelined 1000 (sync=False), per entry", rstore_pipelined),
             ("floor: LMDB + the log, no semantics", lmdb_floor),
+            (
+                "floor, MDB_WRITEMAP",
+                lambda base, entries: lmdb_floor(base, entries, writemap=True),
+            ),
         ):
             rows.append({"case": name, **fn(base, entries)})
     return rows
