@@ -8,9 +8,9 @@ from typing import Any
 from rstore import messages
 from rstore.commands.argv import keyword, parse_ids, parse_int
 from rstore.commands.registry import Context, command
-from rstore.streams import delete, groups
+from rstore.streams import delete
 from rstore.streams.keyspace import lookup_stream
-from rstore.streams.references import Policy
+from rstore.streams.references import Policy, References
 
 __all__ = ["parse_policy_ids"]
 
@@ -37,9 +37,14 @@ def xdelex(ctx: Context, argv: list[bytes]) -> Any:
 def xackdel(ctx: Context, argv: list[bytes]) -> Any:
     stream = lookup_stream(ctx.txn, argv[1])
     policy, raw_ids = parse_policy_ids(argv, 3)
-    if stream is None or groups.find_group(ctx.txn, stream, argv[2]) is None:
-        return [delete.NOT_FOUND] * len(raw_ids)  # no NOGROUP error, the IDs not parsed
-    return delete.ack_delete(ctx.txn, stream, argv[2], parse_ids(raw_ids), policy)
+    missing = [delete.NOT_FOUND] * len(raw_ids)  # no NOGROUP error, the IDs not parsed
+    if stream is None:
+        return missing
+    refs = References(ctx.txn, stream)
+    group = refs.group(argv[2])
+    if group is None:
+        return missing
+    return delete.ack_delete(ctx.txn, stream, refs, group, parse_ids(raw_ids), policy)
 
 
 def parse_policy_ids(argv: list[bytes], start: int) -> tuple[Policy, list[bytes]]:

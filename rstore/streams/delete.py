@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from rstore.codec import stream_node as sn
 from rstore.ids import ID
+from rstore.storage.records.layout import GroupMeta
 from rstore.storage.records.txn import Txn
 from rstore.streams.keyspace import StreamRef
 from rstore.streams.references import Policy, References
@@ -89,14 +90,15 @@ def delete_with_policy(txn: Txn, stream: StreamRef, ids: list[ID], policy: Polic
 
 
 def ack_delete(
-    txn: Txn, stream: StreamRef, group_name: bytes, ids: list[ID], policy: Policy
+    txn: Txn,
+    stream: StreamRef,
+    refs: References,
+    group: GroupMeta,
+    ids: list[ID],
+    policy: Policy,
 ) -> list[int]:
-    """XACKDEL: each of ``ids`` acknowledged in the group (which must exist), then deleted
-    under ``policy``; a code per ID, in order."""
-    refs = References(txn, stream)
-    group = refs.group(group_name)
-    if group is None:
-        raise ValueError(f"no group {group_name!r}")
+    """XACKDEL: each of ``ids`` acknowledged in ``group`` (one of ``refs.group``'s), then
+    deleted under ``policy``; a code per ID, in order."""
     deletion = Deletion(txn, stream)
     out: list[int] = []
     for entry_id in ids:
