@@ -142,11 +142,20 @@ class Oracle:
         )
         return expected
 
-    def both_timed(self, *argv: Arg, tolerance_ms: int = TIME_TOLERANCE_MS) -> Any:
+    def both_timed(
+        self,
+        *argv: Arg,
+        tolerance_ms: int = TIME_TOLERANCE_MS,
+        normalize: Callable[[Any], Any] | None = None,
+    ) -> Any:
         """Like :meth:`both` for replies holding clock readings: the time fields (see
-        :mod:`.timed`) within ``tolerance_ms`` of each other, the rest identical."""
+        :mod:`.timed`) within ``tolerance_ms`` of each other, the rest identical (after
+        ``normalize``, when given, on both replies)."""
         expected, actual = self.pair(*argv)
-        problem = timed_difference(argv, expected, actual, tolerance_ms)
+        if normalize is None:
+            problem = timed_difference(argv, expected, actual, tolerance_ms)
+        else:
+            problem = timed_difference(argv, normalize(expected), normalize(actual), tolerance_ms)
         assert problem is None, (
             f"rstore differs from valkey ({problem})\n  argv:   {short(argv)}\n"
             f"  valkey: {short(expected)}\n  rstore: {short(actual)}"
@@ -188,21 +197,29 @@ class Oracle:
 
     # ------------------------------------------------------------------ whole-state comparison
 
-    def assert_same_state(self, keys: Iterable[Arg] | None = None) -> None:
+    def assert_same_state(
+        self,
+        keys: Iterable[Arg] | None = None,
+        *,
+        normalize: Callable[[Any], Any] | None = None,
+    ) -> None:
         """Same key set, and for every key the same type, XINFO STREAM FULL and XRANGE; for
         every consumer group also XINFO GROUPS / CONSUMERS and XPENDING (times within the
-        tolerance of :meth:`both_timed`)."""
+        tolerance of :meth:`both_timed`).  ``normalize`` applies to the XINFO STREAM FULL and
+        XINFO GROUPS replies before they are compared."""
         all_keys = self.both_keys("*")
         check = list(all_keys) if keys is None else list(keys)
         self.both("DBSIZE")
         for key in check:
             self.both("TYPE", key)
             self.both("EXISTS", key)
-            full = self.both_timed("XINFO", "STREAM", key, "FULL", "COUNT", "0")
+            full = self.both_timed(
+                "XINFO", "STREAM", key, "FULL", "COUNT", "0", normalize=normalize
+            )
             self.both("XRANGE", key, "-", "+")
             groups = pairs_to_dict(full).get(b"groups") if isinstance(full, list) else None
             if groups:
-                self.both("XINFO", "GROUPS", key)
+                self.both_timed("XINFO", "GROUPS", key, normalize=normalize)
             for group in groups or ():
                 name = pairs_to_dict(group)[b"name"]
                 self.both_timed("XINFO", "CONSUMERS", key, name)

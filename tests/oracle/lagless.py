@@ -9,12 +9,11 @@ from typing import Any
 
 from make_rdb_fixtures import without_fields
 
-from .harness import Oracle, pairs_to_dict
+from .harness import Oracle
 from .randgen import Argv
-from .resp import Arg
 from .timed import timed_difference
 
-__all__ = ["lagless_difference", "same", "same_state", "without_lag"]
+__all__ = ["lagless_difference", "same_state", "without_lag"]
 
 _LAG_FIELDS = (b"lag", b"entries-read")
 
@@ -29,28 +28,6 @@ def lagless_difference(argv: Argv, expected: Any, actual: Any) -> str | None:
     return timed_difference(argv, without_lag(expected), without_lag(actual))
 
 
-def same(oracle: Oracle, *argv: Arg) -> Any:
-    """Run ``argv`` on both sides; the replies must match (times within the tolerance, lag and
-    entries-read left out)."""
-    expected, actual = oracle.pair(*argv)
-    difference = lagless_difference(argv, expected, actual)
-    assert difference is None, f"{argv}: {difference}\n  server: {expected}\n  rstore: {actual}"
-    return expected
-
-
 def same_state(oracle: Oracle) -> None:
-    """:meth:`Oracle.assert_same_state` without the lag fields: every key, its entries, groups,
-    consumers and pending entries alike on both sides."""
-    oracle.both("DBSIZE")
-    for key in sorted(oracle.both_keys("*")):
-        oracle.both("TYPE", key)
-        full = same(oracle, "XINFO", "STREAM", key, "FULL", "COUNT", "0")
-        oracle.both("XRANGE", key, "-", "+")
-        groups = pairs_to_dict(full).get(b"groups") if isinstance(full, list) else None
-        if groups:
-            same(oracle, "XINFO", "GROUPS", key)
-        for group in groups or ():
-            name = pairs_to_dict(group)[b"name"]
-            same(oracle, "XINFO", "CONSUMERS", key, name)
-            oracle.both("XPENDING", key, name)
-            same(oracle, "XPENDING", key, name, "-", "+", 1 << 40)
+    """:meth:`Oracle.assert_same_state` without the lag fields."""
+    oracle.assert_same_state(normalize=without_lag)

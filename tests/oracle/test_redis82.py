@@ -22,37 +22,27 @@ from .harness import Oracle
 from .randgen import Argv
 from .randgen_groups import GroupCommandGenerator
 from .random_runner import run_random
-from .resp import Arg, RespClient
+from .resp import RespClient
 from .timed import timed_difference
-
-
-def same(oracle: Oracle, *argv: Arg) -> Any:
-    """The same reply from Redis 8.2.3 and rstore (times within the tolerance)."""
-    return oracle.both_timed(*argv)
-
-
-def same_state(oracle: Oracle) -> None:
-    oracle.assert_same_state()
-
 
 pytestmark = pytest.mark.oracle
 
 
 def fill(oracle: Oracle, key: str, count: int) -> None:
     for i in range(1, count + 1):
-        same(oracle, "XADD", key, f"{i}-0", "f", str(i))
+        oracle.both_timed("XADD", key, f"{i}-0", "f", str(i))
 
 
 def with_groups(oracle: Oracle, count: int = 10) -> None:
     """``s``: entries 1..count; g1 read them all, g2 read 1..3 and acknowledged 1-0 and 2-0,
     g3 created at 5-0 and read nothing."""
     fill(oracle, "s", count)
-    same(oracle, "XGROUP", "CREATE", "s", "g1", "0")
-    same(oracle, "XGROUP", "CREATE", "s", "g2", "0")
-    same(oracle, "XGROUP", "CREATE", "s", "g3", "5-0")
-    same(oracle, "XREADGROUP", "GROUP", "g1", "c1", "STREAMS", "s", ">")
-    same(oracle, "XREADGROUP", "GROUP", "g2", "c2", "COUNT", "3", "STREAMS", "s", ">")
-    same(oracle, "XACK", "s", "g2", "1-0", "2-0")
+    oracle.both_timed("XGROUP", "CREATE", "s", "g1", "0")
+    oracle.both_timed("XGROUP", "CREATE", "s", "g2", "0")
+    oracle.both_timed("XGROUP", "CREATE", "s", "g3", "5-0")
+    oracle.both_timed("XREADGROUP", "GROUP", "g1", "c1", "STREAMS", "s", ">")
+    oracle.both_timed("XREADGROUP", "GROUP", "g2", "c2", "COUNT", "3", "STREAMS", "s", ">")
+    oracle.both_timed("XACK", "s", "g2", "1-0", "2-0")
 
 
 # --------------------------------------------------------------------------- the grammar
@@ -133,8 +123,8 @@ def test_grammar_and_error_order(oracle8: Oracle, key: str) -> None:
     WRONGTYPE that Redis gives first for a key of another type has no counterpart here)."""
     with_groups(oracle8, 6)
     for template in GRAMMAR:
-        same(oracle8, *(a.replace("{k}", key) for a in template))
-    same_state(oracle8)
+        oracle8.both_timed(*(a.replace("{k}", key) for a in template))
+    oracle8.assert_same_state()
 
 
 # --------------------------------------------------------------------------- the policies
@@ -144,33 +134,33 @@ def test_grammar_and_error_order(oracle8: Oracle, key: str) -> None:
 def test_xdelex_policies(oracle8: Oracle, policy: str) -> None:
     with_groups(oracle8)
     for ids in (["1-0"], ["2-0", "3-0"], ["4-0", "9-0", "9-0"], ["5-0", "6-0", "99-0"], ["1-0"]):
-        same(oracle8, "XDELEX", "s", policy, "IDS", str(len(ids)), *ids)
-        same_state(oracle8)
-    same(oracle8, "XACK", "s", "g1", *[f"{i}-0" for i in range(1, 11)])
-    same(oracle8, "XREADGROUP", "GROUP", "g2", "c2", "STREAMS", "s", ">")
-    same(oracle8, "XREADGROUP", "GROUP", "g3", "c3", "STREAMS", "s", ">")
-    same(oracle8, "XDELEX", "s", policy, "IDS", "4", "7-0", "8-0", "10-0", "1-0")
-    same_state(oracle8)
+        oracle8.both_timed("XDELEX", "s", policy, "IDS", str(len(ids)), *ids)
+        oracle8.assert_same_state()
+    oracle8.both_timed("XACK", "s", "g1", *[f"{i}-0" for i in range(1, 11)])
+    oracle8.both_timed("XREADGROUP", "GROUP", "g2", "c2", "STREAMS", "s", ">")
+    oracle8.both_timed("XREADGROUP", "GROUP", "g3", "c3", "STREAMS", "s", ">")
+    oracle8.both_timed("XDELEX", "s", policy, "IDS", "4", "7-0", "8-0", "10-0", "1-0")
+    oracle8.assert_same_state()
 
 
 def test_xdelex_dangling_references(oracle8: Oracle) -> None:
     """An entry deleted by XDEL while pending: ACKED counts the dangling reference, DELREF
     removes it (answering -1: there was no entry to delete)."""
     with_groups(oracle8, 4)
-    same(oracle8, "XDEL", "s", "4-0")
-    same(oracle8, "XDELEX", "s", "ACKED", "IDS", "1", "4-0")
-    same(oracle8, "XDELEX", "s", "KEEPREF", "IDS", "1", "4-0")
-    same(oracle8, "XDELEX", "s", "DELREF", "IDS", "1", "4-0")
-    same_state(oracle8)
+    oracle8.both_timed("XDEL", "s", "4-0")
+    oracle8.both_timed("XDELEX", "s", "ACKED", "IDS", "1", "4-0")
+    oracle8.both_timed("XDELEX", "s", "KEEPREF", "IDS", "1", "4-0")
+    oracle8.both_timed("XDELEX", "s", "DELREF", "IDS", "1", "4-0")
+    oracle8.assert_same_state()
 
 
 def test_xdelex_without_groups_and_emptying(oracle8: Oracle) -> None:
     fill(oracle8, "s", 5)
-    same(oracle8, "XDELEX", "s", "ACKED", "IDS", "2", "1-0", "5-0")
-    same(oracle8, "XDELEX", "s", "DELREF", "IDS", "3", "2-0", "3-0", "4-0")
-    same(oracle8, "XLEN", "s")
-    same(oracle8, "EXISTS", "s")
-    same_state(oracle8)
+    oracle8.both_timed("XDELEX", "s", "ACKED", "IDS", "2", "1-0", "5-0")
+    oracle8.both_timed("XDELEX", "s", "DELREF", "IDS", "3", "2-0", "3-0", "4-0")
+    oracle8.both_timed("XLEN", "s")
+    oracle8.both_timed("EXISTS", "s")
+    oracle8.assert_same_state()
 
 
 @pytest.mark.parametrize("policy", ["KEEPREF", "DELREF", "ACKED"])
@@ -185,8 +175,8 @@ def test_xackdel_policies(oracle8: Oracle, policy: str) -> None:
         ("nogroup", ["7-0"]),
         ("g1", ["5-0", "6-0", "7-0", "8-0", "9-0", "10-0"]),
     ):
-        same(oracle8, "XACKDEL", "s", group, policy, "IDS", str(len(ids)), *ids)
-        same_state(oracle8)
+        oracle8.both_timed("XACKDEL", "s", group, policy, "IDS", str(len(ids)), *ids)
+        oracle8.assert_same_state()
 
 
 # --------------------------------------------------------------------------- trimming
@@ -215,26 +205,26 @@ def test_xtrim_policies(
     one group behind at 8-0: whole nodes, tombstones inside a node, skips and stops alike."""
     oracle8.set_node_limits(node_entries, 4096)
     fill(oracle8, "s", 12)
-    same(oracle8, "XGROUP", "CREATE", "s", "g", "0")
-    same(oracle8, "XGROUP", "CREATE", "s", "late", "8-0")
-    same(oracle8, "XREADGROUP", "GROUP", "g", "c", "COUNT", "10", "STREAMS", "s", ">")
-    same(oracle8, "XACK", "s", "g", *[f"{i}-0" for i in (1, 2, 5, 6, 8, 9, 10)])
-    same(oracle8, "XDEL", "s", "4-0")
-    same(oracle8, "XTRIM", "s", *trim, policy)
-    same_state(oracle8)
-    same(oracle8, "XADD", "s", policy, *trim, "20-0", "f", "v")
-    same_state(oracle8)
+    oracle8.both_timed("XGROUP", "CREATE", "s", "g", "0")
+    oracle8.both_timed("XGROUP", "CREATE", "s", "late", "8-0")
+    oracle8.both_timed("XREADGROUP", "GROUP", "g", "c", "COUNT", "10", "STREAMS", "s", ">")
+    oracle8.both_timed("XACK", "s", "g", *[f"{i}-0" for i in (1, 2, 5, 6, 8, 9, 10)])
+    oracle8.both_timed("XDEL", "s", "4-0")
+    oracle8.both_timed("XTRIM", "s", *trim, policy)
+    oracle8.assert_same_state()
+    oracle8.both_timed("XADD", "s", policy, *trim, "20-0", "f", "v")
+    oracle8.assert_same_state()
 
 
 def test_trimming_tombstones_only_node(oracle8: Oracle) -> None:
     """A node left with tombstones only by a MINID trim stays, under every policy."""
     oracle8.set_node_limits(3, 4096)
     for policy in ("KEEPREF", "DELREF", "ACKED"):
-        same(oracle8, "DEL", "s")
+        oracle8.both_timed("DEL", "s")
         fill(oracle8, "s", 10)
-        same(oracle8, "XDEL", "s", "3-0")
-        same(oracle8, "XTRIM", "s", "MINID", "3", policy)
-        same_state(oracle8)
+        oracle8.both_timed("XDEL", "s", "3-0")
+        oracle8.both_timed("XTRIM", "s", "MINID", "3", policy)
+        oracle8.assert_same_state()
 
 
 # --------------------------------------------------------------------------- random sequences
