@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -544,6 +544,15 @@ def fmt_ms(value: float) -> str:
     if value >= 10:
         return f"{value:.1f}"
     return f"{value:.3f}" if value < 1 else f"{value:.2f}"
+
+
+def markdown_table(titles: Sequence[str], align: str, rows: Iterable[Sequence[object]]) -> str:
+    """A markdown table: ``titles``, ``align`` (``l`` or ``r`` per column) and the rows' cells,
+    already formatted."""
+    rule = {"l": "---", "r": "---:"}
+    lines = ["| " + " | ".join(titles) + " |", "|" + "|".join(rule[a] for a in align) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
 
 
 def results_table(results: list[Result]) -> str:

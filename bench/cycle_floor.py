@@ -29,7 +29,7 @@ import time
 from typing import Any
 
 import lmdb
-from common import FIELDS, STREAM, write_json
+from common import FIELDS, STREAM, markdown_table, write_json
 
 import rstore
 
@@ -93,14 +93,15 @@ def lmdb_cycle(base: str, cycles: int) -> dict[str, float]:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    out = [
-        "| per cycle of 100 messages | XREADGROUP (us of CPU) | XACK | cycle |",
-        "|---|---:|---:|---:|",
-    ]
-    for row in rows:
-        cycle = row["read_us"] + row["ack_us"]
-        out.append(f"| {row['case']} | {row['read_us']:.0f} | {row['ack_us']:.0f} | {cycle:.0f} |")
-    return "\n".join(out)
+    return markdown_table(
+        ("per cycle of 100 messages", "XREADGROUP (us of CPU)", "XACK", "cycle"),
+        "lrrr",
+        (
+            (r["case"], f"{r['read_us']:.0f}", f"{r['ack_us']:.0f}",
+             f"{r['read_us'] + r['ack_us']:.0f}")
+            for r in rows
+        ),
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from common import FIELDS, STREAM, write_json
+from common import FIELDS, STREAM, markdown_table, write_json
 from server import rstore_server, valkey_server
 
 START_DELAY_S = 1.0  # every writer is started and connected before the shared start time
@@ -95,16 +95,15 @@ def run(writers: int, seconds: float, base: str) -> list[dict[str, Any]]:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    out = [
-        "| writers | side | XADD/s | / valkey | p50 (ms) | p99 (ms) |",
-        "|---:|---|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        out.append(
-            f"| {r['writers']} | {r['side']} | {r['rate'] / 1000:.2f}k | {r['ratio']:.2f}x "
-            f"| {r['p50_ms']:.2f} | {r['p99_ms']:.2f} |"
-        )
-    return "\n".join(out)
+    return markdown_table(
+        ("writers", "side", "XADD/s", "/ valkey", "p50 (ms)", "p99 (ms)"),
+        "rlrrrr",
+        (
+            (r["writers"], r["side"], f"{r['rate'] / 1000:.2f}k", f"{r['ratio']:.2f}x",
+             f"{r['p50_ms']:.2f}", f"{r['p99_ms']:.2f}")
+            for r in rows
+        ),
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

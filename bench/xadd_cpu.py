@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 import lmdb
-from common import FIELDS, STREAM, write_json
+from common import FIELDS, STREAM, markdown_table, write_json
 
 import rstore
 
@@ -145,17 +145,18 @@ def run(entries: int) -> list[dict[str, Any]]:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    out = [
-        "| case | CPU per XADD (us) | user | system | target |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for row in rows:
-        target = f"≤ {TARGET_US:g}" if row["case"].startswith("rstore, single") else "—"
-        out.append(
-            f"| {row['case']} | {row['cpu_us']:.1f} | {row['user_us']:.1f} "
-            f"| {row['system_us']:.1f} | {target} |"
-        )
-    return "\n".join(out)
+    def target(case: str) -> str:
+        return f"≤ {TARGET_US:g}" if case.startswith("rstore, single") else "—"
+
+    return markdown_table(
+        ("case", "CPU per XADD (us)", "user", "system", "target"),
+        "lrrrr",
+        (
+            (r["case"], f"{r['cpu_us']:.1f}", f"{r['user_us']:.1f}", f"{r['system_us']:.1f}",
+             target(r["case"]))
+            for r in rows
+        ),
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
