@@ -119,7 +119,12 @@ def _readable(path: str) -> None:
     show_default=True,
     help="11 loads in Redis 7.2+ and Valkey 7.2+, 10 in Redis 7.0+, 9 in Redis 5.0+.",
 )
-@click.option("--no-compress", is_flag=True, help="Do not LZF-compress (rdbcompression no).")
+@click.option(
+    "--compress/--no-compress",
+    default=None,
+    help="LZF-compress strings or not (rdbcompression); by default as the store's setting "
+    "says (CONFIG SET rdbcompression; on unless changed).",
+)
 @click.option("--force", is_flag=True, help="Replace FILE if it exists.")
 @click.option("--db", "dbs", type=click.IntRange(0, 15), multiple=True, metavar="N",
               help="Save only database N (repeatable); by default every database.")  # fmt: skip
@@ -130,7 +135,7 @@ def save_command(
     opener: StoreOpener,
     file: str,
     rdb_version: str,
-    no_compress: bool,
+    compress: bool | None,
     force: bool,
     dbs: tuple[int, ...],
     progress: bool | None,
@@ -161,7 +166,7 @@ def save_command(
         file_errors(file, "write"),
     ):
         result = store.save(
-            file, rdb_version=int(rdb_version), compress=not no_compress, progress=report,
+            file, rdb_version=int(rdb_version), compress=compress, progress=report,
             databases=dbs or None,
         )  # fmt: skip
     if as_json:

@@ -6,6 +6,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -310,7 +311,7 @@ class Store(RedisCommands):
         path: str | os.PathLike[str],
         rdb_version: int = 11,
         *,
-        compress: bool = True,
+        compress: bool | None = None,
         progress: Progress | None = None,
         databases: Iterable[int] | None = None,
     ) -> SaveReport:
@@ -320,7 +321,8 @@ class Store(RedisCommands):
 
         Version 11 (stream type 21) loads in Redis 7.2+ and Valkey 7.2+; 10 (type 19) in
         Redis 7.0+; 9 (type 15) in Redis 5.0+ (older versions lose stream fields added
-        later).  ``compress`` is Redis's ``rdbcompression``.  Each database is saved as one
+        later).  ``compress`` is Redis's ``rdbcompression`` (``None``: the store's setting, which
+        ``CONFIG SET rdbcompression`` changes; on by default).  Each database is saved as one
         consistent point in time while writers go on; the snapshots of the databases are
         taken one after another before anything is written, not at one instant (each database
         is its own store).  The file appears atomically (written to a temporary name, fsynced,
@@ -333,6 +335,8 @@ class Store(RedisCommands):
             wanted = {database_number(n) for n in databases}
             numbers = [n for n in numbers if n in wanted]  # one not on disk holds no keys
         envs = [(n, self.database(n)._live_env()) for n in numbers]
+        if compress is None:
+            compress = self.config.rdb_compression
         return save_file(
             envs, os.fspath(path), rdb_version=rdb_version, compress=compress, progress=progress
         )
@@ -490,18 +494,14 @@ class Store(RedisCommands):
 
     @property
     def config(self) -> StoreConfig:
-        """The store's node limits as saved in the store."""
+        """The store's settings (node limits, ``rdbcompression``) as saved in the store."""
         return self._live_env().read(lambda txn: txn.config())
 
     def _set_config(self, node_max_bytes: int | None, node_max_entries: int | None) -> None:
         def update(txn: Any) -> None:
-            current = txn.config()
-            txn.set_config(
-                StoreConfig(
-                    current.node_max_bytes if node_max_bytes is None else node_max_bytes,
-                    current.node_max_entries if node_max_entries is None else node_max_entries,
-                )
-            )
+            limits = {"node_max_bytes": node_max_bytes, "node_max_entries": node_max_entries}
+            given = {name: value for name, value in limits.items() if value is not None}
+            txn.set_config(replace(txn.config(), **given))
 
         self._live_env().write(update)
 

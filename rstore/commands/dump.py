@@ -16,11 +16,13 @@ from rstore.streams.keyspace import lookup_stream
 
 def dump_payload(txn: Txn, key: bytes, rdb_version: int = DUMP_VERSION) -> bytes | None:
     """The DUMP payload of ``key`` (``None`` when it does not exist) in ``rdb_version``: 11,
-    what DUMP returns, or older ones for older servers (``Store.dump``'s extension)."""
+    what DUMP returns, or others for other servers (``Store.dump``'s extension).  Strings are
+    LZF-compressed when the store's ``rdbcompression`` is on, as the servers do."""
     stream = lookup_stream(txn, key)
     if stream is None:
         return None
-    return encode_payload(snapshot_stream(txn, stream), version=rdb_version)
+    compress = txn.config().rdb_compression
+    return encode_payload(snapshot_stream(txn, stream), compress=compress, version=rdb_version)
 
 
 @command("dump", 2, summary="Serialize a key's value (RDB encoding, as Redis's DUMP)")

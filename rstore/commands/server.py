@@ -1,5 +1,5 @@
-"""Server commands: PING, ECHO, and CONFIG for the store's stream node limits (kept in the
-store, so every process sees the same)."""
+"""Server commands: PING, ECHO, and CONFIG for the store's settings (the stream node limits and
+``rdbcompression``, kept in the store, so every process sees the same)."""
 
 from __future__ import annotations
 
@@ -26,13 +26,15 @@ def echo(ctx: Context, argv: list[bytes]) -> Any:
 
 # --------------------------------------------------------------------------- CONFIG
 
-container("config", summary="Get and set the store's stream node limits")
+container("config", summary="Get and set the store's settings (node limits, rdbcompression)")
 
 
 _PARAMS = {
     b"stream-node-max-entries": "node_max_entries",
     b"stream-node-max-bytes": "node_max_bytes",
+    b"rdbcompression": "rdb_compression",
 }
+_BOOLEANS = {b"yes": True, b"no": False}
 _UNITS = {b"": 1, b"b": 1, b"k": 1000, b"kb": 1024, b"m": 1000**2, b"mb": 1024**2,
           b"g": 1000**3, b"gb": 1024**3}  # fmt: skip
 
@@ -54,8 +56,15 @@ def config_get(ctx: Context, argv: list[bytes]) -> Any:
             if name in seen or not (lowered == name if exact else glob.match(lowered, name)):
                 continue
             seen.add(name)
-            reply += [pattern if exact else name, b"%d" % getattr(config, attr)]
+            reply += [pattern if exact else name, _shown(getattr(config, attr))]
     return reply
+
+
+def _shown(value: int | bool) -> bytes:
+    """A setting as CONFIG GET answers it: a boolean as ``yes`` / ``no``."""
+    if isinstance(value, bool):
+        return b"yes" if value else b"no"
+    return b"%d" % value
 
 
 def _memory_value(raw: bytes) -> int | None:
@@ -68,12 +77,17 @@ def _memory_value(raw: bytes) -> int | None:
     return int(digits) * _UNITS[unit]
 
 
-def _config_value(name: bytes, typed: bytes, raw: bytes) -> int:
+def _config_value(name: bytes, typed: bytes, raw: bytes) -> int | bool:
     def failed(reason: str) -> Exception:
         return messages.error(
             messages.CONFIG_SET_FAILED, name=messages.sanitize(typed), reason=reason
         )
 
+    if name == b"rdbcompression":
+        flag = _BOOLEANS.get(raw.lower())
+        if flag is None:
+            raise failed("argument must be 'yes' or 'no'")
+        return flag
     if name == b"stream-node-max-bytes":
         value = _memory_value(raw)
         if value is None:
@@ -92,7 +106,7 @@ def config_set(ctx: Context, argv: list[bytes]) -> Any:
     pairs = argv[2:]
     if len(pairs) % 2:
         raise messages.error(messages.SYNTAX)
-    changes: dict[str, int] = {}
+    changes: dict[str, Any] = {}  # StoreConfig field -> value
     names = [keyword(n) for n in pairs[0::2]]
     for name_arg, name in zip(pairs[0::2], names):
         if name not in _PARAMS:

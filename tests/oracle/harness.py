@@ -47,11 +47,13 @@ def is_error(reply: Any, message: str | None = None) -> bool:
 
 
 def reset_valkey(client: RespClient) -> None:
-    """Empty valkey and put the stream node limits back to their defaults."""
+    """Empty valkey and put the settings rstore shares (node limits, rdbcompression) back to
+    their defaults."""
     for argv in (
         ("FLUSHALL",),
         ("CONFIG", "SET", "stream-node-max-entries", DEFAULT_NODE_MAX_ENTRIES),
         ("CONFIG", "SET", "stream-node-max-bytes", DEFAULT_NODE_MAX_BYTES),
+        ("CONFIG", "SET", "rdbcompression", "yes"),
     ):
         reply = client.execute(*argv)
         if reply != "OK":

@@ -8,6 +8,7 @@ sub-db   key                                          value (then the checksum, 
 ======== ============================================ =========================================
 meta     ``b"format"``                                 magic ``b"rstore"`` + u32 format version
 meta     ``b"config"``                                 u64 node_max_bytes, u64 node_max_entries
+                                                      [, u8 flags: 1 = rdbcompression off]
 meta     ``b"next_handle"``                            u64 next free stream handle
 keys     u64 crc64(name) + name (or + sha256(name))    u8 type, u8 flags, u64 handle [+ name]
 streams  u64 handle                                    :class:`StreamMeta` (96 bytes)
@@ -100,6 +101,7 @@ def _sha256(name: bytes) -> bytes:
 ID_PACK = struct.Struct(">QQ").pack
 _KEYREC = struct.Struct(">BBQ")
 _CONFIG = struct.Struct(">QQ")
+_CONFIG_NO_COMPRESSION = 1  # the flags byte of the config record
 _FORMAT = struct.Struct(">6sI")
 _META = struct.Struct(">12Q")
 
@@ -168,18 +170,29 @@ def unpack_format(b: bytes) -> int | None:
 
 @dataclass(frozen=True)
 class StoreConfig:
-    """Per-store settings (Redis's ``stream-node-max-bytes`` and ``stream-node-max-entries``)."""
+    """Per-store settings: Redis's ``stream-node-max-bytes``, ``stream-node-max-entries`` and
+    ``rdbcompression``.
+
+    The record is the two limits, then a flags byte only when a flag is set, so a store that
+    keeps the defaults has the record older rstore versions read.
+    """
 
     node_max_bytes: int = DEFAULT_NODE_MAX_BYTES
     node_max_entries: int = DEFAULT_NODE_MAX_ENTRIES
+    rdb_compression: bool = True
 
     def pack(self) -> bytes:
-        return _CONFIG.pack(self.node_max_bytes, self.node_max_entries)
+        limits = _CONFIG.pack(self.node_max_bytes, self.node_max_entries)
+        return limits if self.rdb_compression else limits + bytes((_CONFIG_NO_COMPRESSION,))
 
     @classmethod
     def unpack(cls, b: bytes) -> StoreConfig:
-        max_bytes, max_entries = _CONFIG.unpack(b)
-        return cls(int(max_bytes), int(max_entries))
+        max_bytes, max_entries = _CONFIG.unpack_from(b)
+        flags = b[_CONFIG.size :]
+        if len(flags) > 1 or (flags and flags[0] & ~_CONFIG_NO_COMPRESSION):
+            raise ValueError("unknown store settings")
+        no_compression = bool(flags and flags[0] & _CONFIG_NO_COMPRESSION)
+        return cls(int(max_bytes), int(max_entries), not no_compression)
 
 
 # ----------------------------------------------------------------------------- keys
