@@ -89,6 +89,13 @@ _limit_option = click.option(
 @_limit_option
 @click.option("--nomkstream", is_flag=True, help="Do not create the stream when it is missing.")
 @ref_option
+@click.option(
+    "--idempotent",
+    metavar="PRODUCER[:ID]",
+    help="Add the entry once per producer and idempotent ID (XADD IDMP, Redis 8.6): run again, "
+    "it prints the first run's ID and adds nothing. Without :ID the ID is derived from the "
+    "fields (IDMPAUTO). Split at the first ':'.",
+)
 @json_option
 @unescape_option
 @pass_opener
@@ -103,6 +110,7 @@ def add_command(
     limit: int | None,
     nomkstream: bool,
     ref: str | None,
+    idempotent: str | None,
     as_json: bool,
     unescape: bool,
 ) -> None:
@@ -120,6 +128,7 @@ def add_command(
       rstore add events --id 1700000000000-0 n=1
       rstore add events --maxlen 1000 --approx user=42
       rstore add orders --maxlen 10000 --ref acked item=7
+      rstore add payments --idempotent billing:invoice-1017 amount=42
       rstore add -e blobs 'data=\\x00\\xff'
       rstore add images name=logo.png data=@logo.png
       curl -s https://example.com/ | rstore add pages url=https://example.com/ body=@-
@@ -132,6 +141,7 @@ def add_command(
     if nomkstream:
         argv.append(b"NOMKSTREAM")
     argv += policy_arg(ref)
+    argv += _producer_args(idempotent, entry_id, unescape)
     argv += _trim_args(maxlen, minid, approx, limit)
     argv += [to_bytes(entry_id), *fields]
     with opener.open(create=True) as store:
@@ -142,6 +152,23 @@ def add_command(
         click.echo(f"stream {token(key)} does not exist; nothing added (--nomkstream)", err=True)
     else:
         click.echo(new_id.decode("ascii"))
+
+
+def _producer_args(idempotent: str | None, entry_id: str, unescape: bool) -> list[bytes]:
+    """``IDMP producer id`` or ``IDMPAUTO producer`` for ``--idempotent PRODUCER[:ID]``."""
+    if idempotent is None:
+        return []
+    if entry_id != "*":
+        raise click.UsageError("--idempotent needs an automatic ID (--id *)")
+    producer, colon, iid = idempotent.partition(":")
+    if not producer or (colon and not iid):
+        raise click.BadParameter(
+            "give PRODUCER or PRODUCER:ID, both not empty", param_hint="--idempotent"
+        )
+    pid = to_bytes(producer, unescape, "--idempotent")
+    if not colon:
+        return [b"IDMPAUTO", pid]
+    return [b"IDMP", pid, to_bytes(iid, unescape, "--idempotent")]
 
 
 @click.command("len", short_help="Print the number of entries in a stream.")

@@ -43,6 +43,17 @@ LIMIT_NO_STRATEGY = "ERR syntax error, LIMIT cannot be used without specifying a
 LIMIT_NO_APPROX = "ERR syntax error, LIMIT cannot be used without the special ~ option"
 XTRIM_NO_STRATEGY = "ERR syntax error, XTRIM must be called with a trimming strategy"
 
+# Idempotent production: XADD IDMP / IDMPAUTO, XCFGSET (Redis 8.6)
+IDMP_TWICE = "ERR syntax error, IDMP/IDMPAUTO specified multiple times"
+IDMP_NO_PID = "ERR syntax error, IDMP requires a non-empty producer ID"
+IDMP_NO_IID = "ERR syntax error, IDMP requires a non-empty idempotent ID"
+IDMPAUTO_NO_PID = "ERR syntax error, IDMPAUTO requires a non-empty producer ID"
+IDMP_EXPLICIT_ID = "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"
+XCFGSET_NOTHING = "ERR At least one parameter must be specified"
+XCFGSET_TWICE = "ERR {name} specified multiple times"
+IDMP_DURATION_RANGE = "ERR IDMP-DURATION must be between 1 and 86400 seconds"
+IDMP_MAXSIZE_RANGE = "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"
+
 # XDELEX / XACKDEL (Redis 8.2)
 NUMIDS_NOT_POSITIVE = "ERR Number of IDs must be a positive integer"
 NUMIDS_MISMATCH = "ERR The `numids` parameter must match the number of arguments"
@@ -60,6 +71,14 @@ XREAD_GROUP_OPTION = (
 XREAD_NOACK_OPTION = (
     "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
 )
+XREAD_CLAIM_OPTION = (
+    "ERR The CLAIM option is only supported by XREADGROUP. You called XREAD instead."
+)
+CLAIM_NOT_INTEGER = "ERR min-idle-time is not an integer"
+CLAIM_NEGATIVE = "ERR min-idle-time must be a positive integer"
+MAXCOUNT_NOT_POSITIVE = "ERR MAXCOUNT must be a positive integer"
+MAXSIZE_NOT_POSITIVE = "ERR MAXSIZE must be a positive integer"
+MAXCOUNT_BELOW_COUNT = "ERR MAXCOUNT must be greater than or equal to COUNT"
 XREAD_GT_ID = (
     "ERR The > ID can be specified only when calling XREADGROUP using the "
     "GROUP <group> <consumer> option."

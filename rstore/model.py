@@ -218,11 +218,26 @@ class GroupInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class IdempotencyInfo:
+    """What a stream remembers for idempotent production (Redis 8.6's XINFO STREAM fields):
+    its settings (``idmp-duration`` seconds, ``idmp-maxsize`` iids per producer), the producers
+    and iids held now, and the iids ever recorded and the duplicates ever answered."""
+
+    duration: int
+    maxsize: int
+    producers: int
+    tracked: int
+    added: int
+    duplicates: int
+
+
+@dataclass(frozen=True, slots=True)
 class StreamInfo:
     """A stream as reports show it: XINFO STREAM (from a store) and ``rstore inspect`` (from a
     store or an RDB file).  ``nodes`` is Redis's ``radix-tree-keys``; ``last_entry_id`` the
     last entry physically stored, deleted or not.  Some fields belong to one source only:
-    ``radix_tree_nodes``, ``first_entry``, ``last_entry`` and ``entries`` (FULL) to XINFO;
+    ``radix_tree_nodes``, ``first_entry``, ``last_entry``, ``entries`` (FULL) and
+    ``idempotency`` to XINFO;
     ``db``, ``expire_ms`` and ``bytes`` to files."""
 
     key: bytes
@@ -235,6 +250,7 @@ class StreamInfo:
     first_entry: Entry | None = None
     last_entry: Entry | None = None
     entries: tuple[Entry, ...] | None = None
+    idempotency: IdempotencyInfo | None = None
     db: int = 0
     expire_ms: int | None = None
     bytes: int = 0

@@ -14,7 +14,10 @@ from rstore import messages
 from rstore.commands.registry import Context, batch_handler, command
 from rstore.commands.trim import parse_add_or_trim
 from rstore.errors import ResponseError
-from rstore.streams import append
+from rstore.streams import append, idempotency
+from rstore.streams.idempotency import Producer
+from rstore.streams.keyspace import lookup_stream
+from rstore.streams.trim import TrimSpec
 
 __all__: list[str] = []
 
@@ -31,15 +34,19 @@ def xadd(ctx: Context, argv: list[bytes]) -> Any:
         explicit = None
         nomkstream = False
         trim_spec = None
+        producer = None
     else:
         parsed = parse_add_or_trim(argv, True)
         field_pos = parsed.id_pos + 1
         explicit = parsed.explicit_id
         nomkstream = parsed.nomkstream
         trim_spec = parsed.trim
+        producer = parsed.producer
     nfv = len(argv) - field_pos
     if nfv < 2 or nfv % 2:
         raise messages.error(messages.WRONG_ARITY, name="xadd")
+    if producer is not None:
+        return _idempotent(ctx, argv, field_pos, producer, nomkstream, trim_spec)
     new_id = append.add(
         ctx.txn,
         argv[1],
@@ -51,6 +58,36 @@ def xadd(ctx: Context, argv: list[bytes]) -> Any:
     )
     if new_id is None:
         return None
+    ctx.signal(argv[1])
+    return b"%d-%d" % new_id
+
+
+def _idempotent(
+    ctx: Context,
+    argv: list[bytes],
+    field_pos: int,
+    producer: Producer,
+    nomkstream: bool,
+    trim_spec: TrimSpec | None,
+) -> Any:
+    """XADD with IDMP / IDMPAUTO: the ID the producer's earlier XADD of the same iid added, if
+    the stream remembers it; else a new entry, remembered."""
+    fields = argv[field_pos:]
+    iid = producer.iid_for(fields)
+    stream = lookup_stream(ctx.txn, argv[1])
+    if stream is not None:
+        original = idempotency.duplicate_of(ctx.txn, stream.handle, producer.pid, iid, ctx.now_ms)
+        if original is not None:
+            return b"%d-%d" % original
+    new_id = append.add(
+        ctx.txn, argv[1], fields, explicit_id=None, nomkstream=nomkstream, trim_spec=trim_spec,
+        now_ms=ctx.now_ms,
+    )  # fmt: skip
+    if new_id is None:
+        return None
+    added = lookup_stream(ctx.txn, argv[1])
+    assert added is not None
+    idempotency.record(ctx.txn, added.handle, producer.pid, iid, new_id)
     ctx.signal(argv[1])
     return b"%d-%d" % new_id
 

@@ -47,8 +47,10 @@ def xinfo_stream(ctx: Context, argv: list[bytes]) -> Any:
             count = parse_int(opts[2])
             if count < 0:
                 count = 10
-    info = stream_info(ctx.txn, argv[2], stream, full=full, count=count)
+    info = stream_info(ctx.txn, argv[2], stream, ctx.now_ms, full=full, count=count)
     state = info.state
+    idmp = info.idempotency
+    assert idmp is not None
     reply: list[Any] = [
         b"length", state.length,
         b"radix-tree-keys", info.nodes,
@@ -57,6 +59,12 @@ def xinfo_stream(ctx: Context, argv: list[bytes]) -> Any:
         b"max-deleted-entry-id", format_id(state.max_deleted_entry_id or (0, 0)),
         b"entries-added", state.entries_added,
         b"recorded-first-entry-id", format_id(state.first_id or (0, 0)),
+        b"idmp-duration", idmp.duration,
+        b"idmp-maxsize", idmp.maxsize,
+        b"pids-tracked", idmp.producers,
+        b"iids-tracked", idmp.tracked,
+        b"iids-added", idmp.added,
+        b"iids-duplicates", idmp.duplicates,
     ]  # fmt: skip
     if full:
         assert info.entries is not None

@@ -106,6 +106,7 @@ COMMAND_MODULES: dict[bytes, str] = {
     **dict.fromkeys((b"ping", b"echo", b"config"), "server"),
     **dict.fromkeys((b"xlen", b"xrange", b"xrevrange", b"xread"), "read"),
     b"xadd": "append",
+    b"xcfgset": "idempotency",
     b"xtrim": "trim",
     **dict.fromkeys((b"xdel", b"xdelex", b"xackdel"), "delete"),
     b"xsetid": "setid",

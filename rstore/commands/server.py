@@ -1,5 +1,6 @@
-"""Server commands: PING, ECHO, and CONFIG for the store's settings (the stream node limits and
-``rdbcompression``, kept in the store, so every process sees the same)."""
+"""Server commands: PING, ECHO, and CONFIG for the store's settings (the stream node limits,
+``rdbcompression`` and the defaults of new streams' idempotency settings, kept in the store, so
+every process sees the same)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from rstore import glob, messages
 from rstore.commands.argv import keyword
 from rstore.commands.registry import Context, command, container, subcommand
 from rstore.numbers import INT64_MAX, string2ll
+from rstore.streams.idempotency import MAX_DURATION, MAX_MAXSIZE
 
 
 @command("ping", -1, summary="PONG, or echo the message")
@@ -33,7 +35,11 @@ _PARAMS = {
     b"stream-node-max-entries": "node_max_entries",
     b"stream-node-max-bytes": "node_max_bytes",
     b"rdbcompression": "rdb_compression",
+    b"stream-idmp-duration": "idmp_duration",
+    b"stream-idmp-maxsize": "idmp_maxsize",
 }
+#: the bounds of the bounded integer settings
+_BOUNDS = {b"stream-idmp-duration": (1, MAX_DURATION), b"stream-idmp-maxsize": (1, MAX_MAXSIZE)}
 _BOOLEANS = {b"yes": True, b"no": False}
 _UNITS = {b"": 1, b"b": 1, b"k": 1000, b"kb": 1024, b"m": 1000**2, b"mb": 1024**2,
           b"g": 1000**3, b"gb": 1024**3}  # fmt: skip
@@ -96,8 +102,9 @@ def _config_value(name: bytes, typed: bytes, raw: bytes) -> int | bool:
         value = string2ll(raw)
         if value is None:
             raise failed("argument couldn't be parsed into an integer")
-    if not 0 <= value <= INT64_MAX:
-        raise failed(f"argument must be between 0 and {INT64_MAX} inclusive")
+    low, high = _BOUNDS.get(name, (0, INT64_MAX))
+    if not low <= value <= high:
+        raise failed(f"argument must be between {low} and {high} inclusive")
     return value
 
 

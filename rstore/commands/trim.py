@@ -8,6 +8,7 @@ from typing import Any
 from rstore import ids, messages
 from rstore.commands.argv import cstr, keyword, parse_int
 from rstore.commands.registry import Context, command
+from rstore.streams.idempotency import Producer
 from rstore.streams.keyspace import lookup_stream
 from rstore.streams.references import Policy
 from rstore.streams.trim import TrimSpec, trim
@@ -18,12 +19,13 @@ __all__ = ["AddTrimArgs", "parse_add_or_trim"]
 class AddTrimArgs:
     """The options of XADD / XTRIM, parsed."""
 
-    __slots__ = ("explicit_id", "id_pos", "limit", "nomkstream", "trim")
+    __slots__ = ("explicit_id", "id_pos", "limit", "nomkstream", "producer", "trim")
 
     def __init__(self) -> None:
         self.trim: TrimSpec | None = None
         self.limit: int | None = None
         self.nomkstream = False
+        self.producer: Producer | None = None
         self.explicit_id: tuple[int, int | None] | None = None
         self.id_pos = 0
 
@@ -35,6 +37,7 @@ def parse_add_or_trim(argv: list[bytes], xadd: bool) -> AddTrimArgs:
     follows it, except the reference policy (``KEEPREF | DELREF | ACKED``, Redis 8.2), which
     may come anywhere once.  For XADD the first token that is no option is the ID and ends the
     scan (``id_pos``) -- a second policy too, refused as an ID; for XTRIM it is a syntax error.
+    XADD also takes ``IDMPAUTO pid`` or ``IDMP pid iid`` (Redis 8.6), then only with ``*``.
     """
     out = AddTrimArgs()
     strategy: str | None = None
@@ -58,13 +61,7 @@ def parse_add_or_trim(argv: list[bytes], xadd: bool) -> AddTrimArgs:
         elif kw in (b"maxlen", b"minid") and more:
             if strategy is not None:
                 raise messages.error(messages.TRIM_BOTH)
-            approx = False
-            nxt = cstr(argv[i + 1])
-            if more >= 2 and nxt == b"~":
-                approx = True
-                i += 1
-            elif more >= 2 and nxt == b"=":
-                i += 1
+            approx, i = _operator(argv, i, more)
             if kw == b"maxlen":
                 maxlen = parse_int(argv[i + 1])
                 if maxlen < 0:
@@ -82,8 +79,13 @@ def parse_add_or_trim(argv: list[bytes], xadd: bool) -> AddTrimArgs:
             i += 1
         elif xadd and kw == b"nomkstream":
             out.nomkstream = True
+        elif xadd and ((kw == b"idmpauto" and more) or (kw == b"idmp" and more >= 2)):
+            out.producer = _producer(argv, i, out.producer)
+            i += 1 if out.producer.iid is None else 2
         elif xadd:
             out.explicit_id = ids.parse_xadd_id(arg)
+            if out.producer is not None:
+                raise messages.error(messages.IDMP_EXPLICIT_ID)
             break
         else:
             raise messages.error(messages.SYNTAX)
@@ -105,6 +107,31 @@ def parse_add_or_trim(argv: list[bytes], xadd: bool) -> AddTrimArgs:
             policy=policy or Policy.KEEPREF,
         )
     return out
+
+
+def _operator(argv: list[bytes], i: int, more: int) -> tuple[bool, int]:
+    """After MAXLEN / MINID at ``argv[i]``: whether ``~`` follows, and the position of the
+    ``~`` or ``=`` when one is there (else ``i``): the threshold is the argument after it."""
+    nxt = cstr(argv[i + 1])
+    if more >= 2 and nxt in (b"~", b"="):
+        return nxt == b"~", i + 1
+    return False, i
+
+
+def _producer(argv: list[bytes], i: int, given: Producer | None) -> Producer:
+    """``IDMPAUTO pid`` or ``IDMP pid iid`` at ``argv[i]``, checked."""
+    if given is not None:
+        raise messages.error(messages.IDMP_TWICE)
+    pid = argv[i + 1]
+    if keyword(argv[i]) == b"idmpauto":
+        if not pid:
+            raise messages.error(messages.IDMPAUTO_NO_PID)
+        return Producer(pid, None)
+    if not pid:
+        raise messages.error(messages.IDMP_NO_PID)
+    if not argv[i + 2]:
+        raise messages.error(messages.IDMP_NO_IID)
+    return Producer(pid, argv[i + 2])
 
 
 @command("xtrim", -4, write=True, summary="Trim a stream by length or minimum ID")

@@ -20,6 +20,7 @@ from rstore.model import ConsumerInfo, GroupInfo, PendingEntry, StreamInfo
 from rstore.storage.records import group_records
 from rstore.storage.records.layout import GroupMeta
 from rstore.storage.records.txn import Txn
+from rstore.streams import idempotency
 from rstore.streams.keyspace import StreamRef
 from rstore.streams.lag import group_lag
 from rstore.streams.read import first_entry, last_entry, read_range
@@ -49,11 +50,11 @@ def radix_tree_nodes(master_ids: list[ID]) -> int:
 
 
 def stream_info(
-    txn: Txn, key: bytes, stream: StreamRef, *, full: bool = False, count: int = 10
+    txn: Txn, key: bytes, stream: StreamRef, now_ms: int, *, full: bool = False, count: int = 10
 ) -> StreamInfo:
     """XINFO STREAM: the stream's state with its first and last entries; ``full`` instead
     gives up to ``count`` entries (0 = all) and the groups with ``count`` pending entries each
-    (per group and per consumer)."""
+    (per group and per consumer).  Idempotent production's state is as of ``now_ms``."""
     meta = stream.meta
     first = last = None
     entries = None
@@ -75,6 +76,7 @@ def stream_info(
         first_entry=first,
         last_entry=last,
         entries=entries,
+        idempotency=idempotency.info(txn, stream.handle, now_ms),
     )
 
 

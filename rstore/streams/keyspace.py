@@ -10,7 +10,15 @@ from dataclasses import dataclass
 
 from rstore import glob, messages
 from rstore.storage.records import group_records as storage_groups
-from rstore.storage.records.layout import TYPE_NAMES, TYPE_STREAM, KeyRecord, StreamMeta
+from rstore.storage.records import idmp_records
+from rstore.storage.records.layout import (
+    DEFAULT_IDMP_DURATION,
+    DEFAULT_IDMP_MAXSIZE,
+    TYPE_NAMES,
+    TYPE_STREAM,
+    KeyRecord,
+    StreamMeta,
+)
 from rstore.storage.records.txn import Txn
 
 __all__ = [
@@ -55,7 +63,17 @@ def create_stream(txn: Txn, name: bytes) -> StreamRef:
     txn.key_put(name, KeyRecord(TYPE_STREAM, handle))
     meta = StreamMeta()
     txn.stream_put(handle, meta)
+    _keep_idmp_settings(txn, handle)
     return StreamRef(handle, meta)
+
+
+def _keep_idmp_settings(txn: Txn, handle: int) -> None:
+    """A new stream takes the store's ``stream-idmp-*`` settings of now, as Redis's streams
+    take the server's when created (with the defaults nothing need be written)."""
+    config = txn.config()
+    if (config.idmp_duration, config.idmp_maxsize) != (DEFAULT_IDMP_DURATION, DEFAULT_IDMP_MAXSIZE):
+        state = idmp_records.IdmpState(config.idmp_duration, config.idmp_maxsize)
+        idmp_records.state_put(txn, handle, state)
 
 
 def new_unbound_stream(txn: Txn) -> StreamRef:
@@ -63,6 +81,7 @@ def new_unbound_stream(txn: Txn) -> StreamRef:
     handle = txn.new_handle()
     meta = StreamMeta()
     txn.stream_put(handle, meta)
+    _keep_idmp_settings(txn, handle)
     return StreamRef(handle, meta)
 
 
@@ -72,14 +91,15 @@ def bind_stream(txn: Txn, name: bytes, stream: StreamRef) -> None:
 
 
 def discard_stream(txn: Txn, handle: int) -> None:
-    """Remove everything stored under a stream handle (nodes, metadata, groups)."""
+    """Remove everything stored under a stream handle (nodes, metadata, groups, what idempotent
+    production remembers)."""
     storage_groups.groups_delete_all(txn, handle)
+    idmp_records.delete_all(txn, handle)
     txn.stream_delete(handle)
 
 
 def _delete(txn: Txn, name: bytes, rec: KeyRecord) -> None:
-    storage_groups.groups_delete_all(txn, rec.handle)
-    txn.stream_delete(rec.handle)
+    discard_stream(txn, rec.handle)
     txn.key_delete(name)
 
 
@@ -130,6 +150,7 @@ def dbsize(txn: Txn) -> int:
 
 def flushall(txn: Txn) -> None:
     txn.drop_all_data()
+    idmp_records.delete_everything(txn)
 
 
 def _matches(pattern: bytes | None, name: bytes) -> bool:

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from rstore.storage.checks.pagecheck import Problem
 from rstore.storage.checks.salvage import SalvageSource
-from rstore.storage.records import layout
+from rstore.storage.records import idmp_records, layout
 from rstore.storage.records.layout import ConsumerMeta, GroupMeta, StoreConfig, StreamMeta
 
 __all__ = ["Catalog", "count_orphans", "handle_span", "read_catalog", "shown", "where"]
@@ -195,6 +195,7 @@ def _read_consumers(source: SalvageSource, cat: Catalog) -> None:
 
 def _read_store_records(source: SalvageSource, cat: Catalog) -> None:
     """The store's settings and the batch numbers and bookmarks of ``append_entries``."""
+    idempotency = False
     for item in source.records(layout.DB_META):
         if isinstance(item, Problem):
             cat.lost.append(
@@ -210,6 +211,13 @@ def _read_store_records(source: SalvageSource, cat: Catalog) -> None:
                 cat.problem(_bad(layout.DB_META, key))
         elif key.startswith(_MARKS):
             cat.marks.append((key, value))
+        elif key.startswith(idmp_records.PREFIX):
+            idempotency = True
+    if idempotency:
+        cat.lost.append(
+            "what idempotent production (XADD IDMP) remembered is not salvaged: a retry of an "
+            "earlier XADD is added again"
+        )
     if cat.config is None:
         cat.lost.append(
             "the store's settings (node sizes) are lost: the new store has the defaults"

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from click.testing import Result
+from newer_fields import cli_as_older_server
 from valkey_server import ValkeyServer, find_server_binary
 
 Run = Callable[..., Result]
@@ -80,7 +81,7 @@ def test_exec_output_matches_valkey_cli(run: Run, valkey_cli: Callable[..., byte
         expected = valkey_cli(*argv)
         result = run("exec", "--no-raw", *(os.fsdecode(a) for a in argv))
         assert result.exit_code == 0, (argv, result.stderr)
-        assert result.stdout_bytes == expected, argv
+        assert cli_as_older_server(argv, result.stdout_bytes) == expected, argv
 
 
 @pytest.mark.parametrize("mode", [b"--raw", None], ids=["--raw", "pipe"])
@@ -96,7 +97,7 @@ def test_exec_raw_output_matches_valkey_cli(
         expected = valkey_cli(*argv, mode=mode)
         result = run("exec", *flags, *(os.fsdecode(a) for a in argv))
         assert result.exit_code == 0, (argv, result.stderr)
-        assert result.stdout_bytes == expected, argv
+        assert cli_as_older_server(argv, result.stdout_bytes) == expected, argv
 
 
 STDIN_LINES = rb"""XADD q 1-0 a 1 b "x y"
@@ -207,7 +208,7 @@ def test_friendly_commands_answer_as_valkey(run: Run, valkey_cli: Callable[..., 
             result = run("exec", "--no-raw", *friendly[1:])
             expected = valkey_cli(*command) if command else None
             if command:
-                assert result.stdout_bytes == expected, friendly
+                assert cli_as_older_server(command, result.stdout_bytes) == expected, friendly
             else:
                 valkey_cli(*(a.encode() for a in friendly[1:]))
             continue

@@ -74,6 +74,19 @@ def test_add_nomkstream_on_missing_stream_adds_nothing(run: Run, store: rstore.S
     assert store.exists("nope") == 0
 
 
+def test_add_idempotent_adds_once(run: Run, store: rstore.Store) -> None:
+    """--idempotent PRODUCER:ID (IDMP) and PRODUCER (IDMPAUTO, from the fields): run twice, the
+    second run prints the first run's ID and adds nothing."""
+    first = run("add", "pay", "--idempotent", "billing:inv-1:a", "amount=42")
+    assert first.exit_code == 0, first.stderr
+    again = run("add", "pay", "--idempotent", "billing:inv-1:a", "amount=43", "--json")
+    assert json.loads(again.stdout) == first.stdout.strip()
+    auto = run("add", "pay", "--idempotent", "billing", "amount=42").stdout
+    assert run("add", "pay", "--idempotent", "billing", "amount=42").stdout == auto != first.stdout
+    assert store.xlen("pay") == 2
+    assert store.xinfo_stream("pay")["iids-duplicates"] == 2
+
+
 def test_add_refused_id_is_one_line_and_status_1(run: Run, events: rstore.Store) -> None:
     result = run("add", "events", "--id", "bad", "a=1")
     assert (result.exit_code, result.stdout, result.stderr) == (1, "", BAD_ID)
@@ -93,6 +106,10 @@ def test_add_refused_id_is_one_line_and_status_1(run: Run, events: rstore.Store)
         ["s", "a=1", "--approx"],
         ["s", "a=1", "--limit", "10"],
         ["s", "a=1", "--maxlen", "-1"],
+        ["s", "a=1", "--idempotent", "p:1", "--id", "5-0"],
+        ["s", "a=1", "--idempotent", ":1"],
+        ["s", "a=1", "--idempotent", "p:"],
+        ["s", "a=1", "--idempotent", ""],
     ],
 )
 def test_add_usage_errors_exit_2(run: Run, store_path: Path, args: list[str]) -> None:
@@ -240,6 +257,12 @@ def test_info_human(run: Run, events: rstore.Store) -> None:
         "max-deleted-entry-id: 0-0\n"
         "entries-added: 3\n"
         "recorded-first-entry-id: 1-0\n"
+        "idmp-duration: 100\n"
+        "idmp-maxsize: 100\n"
+        "pids-tracked: 0\n"
+        "iids-tracked: 0\n"
+        "iids-added: 0\n"
+        "iids-duplicates: 0\n"
         "groups: 0\n"
         "first-entry: 1-0  user=42 action=login\n"
         'last-entry: 3-0  blob="\\x00\\xff" empty=""\n'

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from newer_fields import as_older_server
+
 from rstore import ResponseError, Store
 
 from .resp import Arg, ErrorReply, RespClient
@@ -112,9 +114,10 @@ class Oracle:
         return self.valkey.execute(*argv)
 
     def on_rstore(self, *argv: Arg) -> Any:
+        """rstore's reply, as a server before Redis 8.6 gives it (:mod:`newer_fields`)."""
         assert self.store is not None, "store is closed"
         try:
-            return self.store.execute_raw(*argv)
+            return as_older_server(argv, self.store.execute_raw(*argv))
         except ResponseError as err:
             return ErrorReply(err.line)
 

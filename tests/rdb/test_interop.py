@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from newer_fields import as_older_server
 from oracle.resp import ErrorReply, RespClient
 from valkey_server import HOST, ValkeyServer, find_server_binary
 
@@ -109,7 +110,7 @@ def _on_store(store: rstore.Store) -> Run:
     def run(*argv: Any) -> Any:
         if argv[0] in ("SET", "HSET"):
             return None  # rstore holds streams only
-        return store.execute_raw(*argv)
+        return as_older_server(argv, store.execute_raw(*argv))
 
     return run
 
@@ -133,7 +134,7 @@ def _answers(ask: Run, with_active_time: bool, keys: list[bytes] = STREAMS) -> l
 def _store_ask(store: rstore.Store) -> Run:
     def ask(*argv: Any) -> Any:
         try:
-            return store.execute_raw(*argv)
+            return as_older_server(argv, store.execute_raw(*argv))
         except rstore.ResponseError as exc:
             return exc
 

@@ -3,6 +3,7 @@ older versions when left at the defaults, and used by DUMP and SAVE."""
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import pytest
@@ -15,20 +16,23 @@ from rstore.storage.records.layout import StoreConfig
 U64 = st.integers(0, 2**64 - 1)
 
 
-@given(U64, U64, st.booleans())
-def test_settings_round_trip(max_bytes: int, max_entries: int, compression: bool) -> None:
-    config = StoreConfig(max_bytes, max_entries, compression)
+@given(U64, U64, st.booleans(), st.integers(1, 86400), st.integers(1, 10000))
+def test_settings_round_trip(
+    max_bytes: int, max_entries: int, compression: bool, duration: int, maxsize: int
+) -> None:
+    config = StoreConfig(max_bytes, max_entries, compression, duration, maxsize)
     assert StoreConfig.unpack(config.pack()) == config
 
 
-def test_default_compression_keeps_the_record_older_versions_read() -> None:
+def test_default_settings_keep_the_record_older_versions_read() -> None:
     assert len(StoreConfig(300, 7).pack()) == 16
     assert StoreConfig.unpack(StoreConfig(300, 7, False).pack()[:16]) == StoreConfig(300, 7)
+    assert len(StoreConfig(300, 7, idmp_maxsize=5).pack()) == 33
 
 
-@pytest.mark.parametrize("tail", [b"\x02", b"\x01\x00", b"\xff"])
-def test_an_unknown_flag_is_refused(tail: bytes) -> None:
-    with pytest.raises(ValueError, match="unknown store settings"):
+@pytest.mark.parametrize("tail", [b"\x02", b"\x01\x00", b"\xff" + bytes(16), b"\x02" + bytes(16)])
+def test_an_unknown_or_short_tail_is_refused(tail: bytes) -> None:
+    with pytest.raises((ValueError, struct.error)):
         StoreConfig.unpack(StoreConfig().pack() + tail)
 
 

@@ -8,7 +8,9 @@ sub-db   key                                          value (then the checksum, 
 ======== ============================================ =========================================
 meta     ``b"format"``                                 magic ``b"rstore"`` + u32 format version
 meta     ``b"config"``                                 u64 node_max_bytes, u64 node_max_entries
-                                                      [, u8 flags: 1 = rdbcompression off]
+                                                      [, u8 flags, u64 idmp duration, u64 maxsize]
+meta     ``b"idmp:"`` + u64 handle + kind + ...          a stream's idempotency records
+                                                      (:mod:`rstore.storage.records.idmp_records`)
 meta     ``b"next_handle"``                            u64 next free stream handle
 keys     u64 crc64(name) + name (or + sha256(name))    u8 type, u8 flags, u64 handle [+ name]
 streams  u64 handle                                    :class:`StreamMeta` (96 bytes)
@@ -85,6 +87,10 @@ MAX_INLINE_NAME = 480
 
 DEFAULT_NODE_MAX_BYTES = 4096
 DEFAULT_NODE_MAX_ENTRIES = 100
+#: Redis 8.6's ``stream-idmp-duration`` (seconds) and ``stream-idmp-maxsize`` (IDs per producer)
+DEFAULT_IDMP_DURATION = 100
+DEFAULT_IDMP_MAXSIZE = 100
+_IDMP_DEFAULTS = (DEFAULT_IDMP_DURATION, DEFAULT_IDMP_MAXSIZE)
 
 _U64 = struct.Struct(">Q")
 
@@ -101,6 +107,7 @@ def _sha256(name: bytes) -> bytes:
 ID_PACK = struct.Struct(">QQ").pack
 _KEYREC = struct.Struct(">BBQ")
 _CONFIG = struct.Struct(">QQ")
+_CONFIG_MORE = struct.Struct(">BQQ")  # flags, idmp duration, idmp maxsize
 _CONFIG_NO_COMPRESSION = 1  # the flags byte of the config record
 _FORMAT = struct.Struct(">6sI")
 _META = struct.Struct(">12Q")
@@ -170,29 +177,37 @@ def unpack_format(b: bytes) -> int | None:
 
 @dataclass(frozen=True)
 class StoreConfig:
-    """Per-store settings: Redis's ``stream-node-max-bytes``, ``stream-node-max-entries`` and
-    ``rdbcompression``.
+    """Per-store settings: Redis's ``stream-node-max-bytes``, ``stream-node-max-entries``,
+    ``rdbcompression``, ``stream-idmp-duration`` and ``stream-idmp-maxsize``.
 
-    The record is the two limits, then a flags byte only when a flag is set, so a store that
-    keeps the defaults has the record older rstore versions read.
+    The record is the two node limits, then -- only when another setting is not its default --
+    a flags byte and the two idempotency settings, so a store that keeps the defaults has the
+    record older rstore versions read.
     """
 
     node_max_bytes: int = DEFAULT_NODE_MAX_BYTES
     node_max_entries: int = DEFAULT_NODE_MAX_ENTRIES
     rdb_compression: bool = True
+    idmp_duration: int = DEFAULT_IDMP_DURATION
+    idmp_maxsize: int = DEFAULT_IDMP_MAXSIZE
 
     def pack(self) -> bytes:
         limits = _CONFIG.pack(self.node_max_bytes, self.node_max_entries)
-        return limits if self.rdb_compression else limits + bytes((_CONFIG_NO_COMPRESSION,))
+        if self.rdb_compression and (self.idmp_duration, self.idmp_maxsize) == _IDMP_DEFAULTS:
+            return limits
+        flags = 0 if self.rdb_compression else _CONFIG_NO_COMPRESSION
+        return limits + _CONFIG_MORE.pack(flags, self.idmp_duration, self.idmp_maxsize)
 
     @classmethod
     def unpack(cls, b: bytes) -> StoreConfig:
         max_bytes, max_entries = _CONFIG.unpack_from(b)
-        flags = b[_CONFIG.size :]
-        if len(flags) > 1 or (flags and flags[0] & ~_CONFIG_NO_COMPRESSION):
+        if len(b) == _CONFIG.size:
+            return cls(int(max_bytes), int(max_entries))
+        flags, duration, maxsize = _CONFIG_MORE.unpack(b[_CONFIG.size :])
+        if flags & ~_CONFIG_NO_COMPRESSION:
             raise ValueError("unknown store settings")
-        no_compression = bool(flags and flags[0] & _CONFIG_NO_COMPRESSION)
-        return cls(int(max_bytes), int(max_entries), not no_compression)
+        compression = not flags & _CONFIG_NO_COMPRESSION
+        return cls(int(max_bytes), int(max_entries), compression, int(duration), int(maxsize))
 
 
 # ----------------------------------------------------------------------------- keys
