@@ -68,6 +68,9 @@ class Blocked:
     # stays where the call began, as in Valkey.  Its first argument: whether a writer woke the
     # reader (else it is the periodic re-check).
     ready: Callable[[bool, Txn], bool] | None = None
+    # How often to re-check without a wake-up: XREADGROUP CLAIM waits for entries to become
+    # idle enough, which no writer announces.
+    recheck_s: float = SAFETY_RECHECK_S
 
 
 @dataclass(frozen=True)
@@ -173,12 +176,12 @@ def _wait(env: Env, blocked: Blocked) -> Any:
             elif woken:
                 waiter.pass_baton()
             if deadline is None:
-                woken = waiter.wait(SAFETY_RECHECK_S)
+                woken = waiter.wait(blocked.recheck_s)
                 continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return NIL_ARRAY
-            woken = waiter.wait(min(remaining, SAFETY_RECHECK_S))
+            woken = waiter.wait(min(remaining, blocked.recheck_s))
 
 
 def run_specs(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rstore import ids, messages
@@ -15,6 +15,7 @@ from rstore.model import Entry
 from rstore.numbers import INT64_MAX, UINT64_MAX
 from rstore.storage.waiting.notify import KIND_READ
 from rstore.streams.keyspace import lookup_stream
+from rstore.streams.limits import ReplyLimits, entry_size
 from rstore.streams.read import copy_range, read_after, scan_nodes
 
 __all__ = ["XReadArgs", "entries_by_key", "parse_xread", "serve_xread"]
@@ -74,6 +75,24 @@ class XReadArgs:
     group: bytes | None = None
     consumer: bytes | None = None
     noack: bool = False
+    claim_ms: int | None = None  # CLAIM min-idle-time (Redis 8.4)
+    limits: ReplyLimits = field(default_factory=ReplyLimits)  # MAXCOUNT / MAXSIZE (8.10)
+
+
+def _positive(arg: bytes, message: str) -> int:
+    value = parse_int(arg)
+    if value <= 0:
+        raise messages.error(message)
+    return value
+
+
+def _claim(arg: bytes, group_cmd: bool) -> int:
+    if not group_cmd:
+        raise messages.error(messages.XREAD_CLAIM_OPTION)
+    value = parse_int(arg, messages.CLAIM_NOT_INTEGER)
+    if value < 0:
+        raise messages.error(messages.CLAIM_NEGATIVE)
+    return value
 
 
 def parse_xread(argv: list[bytes], group_cmd: bool, now_ms: int) -> XReadArgs:
@@ -82,13 +101,24 @@ def parse_xread(argv: list[bytes], group_cmd: bool, now_ms: int) -> XReadArgs:
     count = 0
     group = consumer = None
     noack = False
+    claim_ms: int | None = None
+    limits = ReplyLimits()
     streams_at = 0
     argc = len(argv)
     i = 1
     while i < argc:
         more = argc - 1 - i
         kw = keyword(argv[i])
-        if kw == b"block" and more:
+        if kw == b"maxcount" and more:
+            i += 1
+            limits.max_count = _positive(argv[i], messages.MAXCOUNT_NOT_POSITIVE)
+        elif kw == b"maxsize" and more:
+            i += 1
+            limits.max_size = _positive(argv[i], messages.MAXSIZE_NOT_POSITIVE)
+        elif kw == b"claim" and more:
+            i += 1
+            claim_ms = _claim(argv[i], group_cmd)
+        elif kw == b"block" and more:
             i += 1
             block_ms = parse_int(argv[i], messages.TIMEOUT_NOT_INTEGER)
             if block_ms < 0:
@@ -123,16 +153,11 @@ def parse_xread(argv: list[bytes], group_cmd: bool, now_ms: int) -> XReadArgs:
         raise messages.error(messages.SYNTAX)
     if group_cmd and group is None:
         raise messages.error(messages.XREADGROUP_NO_GROUP)
+    if limits.max_count and count and limits.max_count < count:
+        raise messages.error(messages.MAXCOUNT_BELOW_COUNT)
     n = (argc - streams_at) // 2
-    return XReadArgs(
-        block_ms,
-        count,
-        argv[streams_at : streams_at + n],
-        argv[streams_at + n :],
-        group,
-        consumer,
-        noack,
-    )
+    keys, id_args = argv[streams_at : streams_at + n], argv[streams_at + n :]
+    return XReadArgs(block_ms, count, keys, id_args, group, consumer, noack, claim_ms, limits)
 
 
 def resolve_xread_ids(ctx: Context, args: XReadArgs) -> list[ids.ID]:
@@ -159,15 +184,23 @@ def resolve_xread_ids(ctx: Context, args: XReadArgs) -> list[ids.ID]:
 
 
 def serve_xread(
-    ctx: Context, keys: list[bytes], after: list[ids.ID], count: int
+    ctx: Context,
+    keys: list[bytes],
+    after: list[ids.ID],
+    count: int,
+    limits: ReplyLimits | None = None,
 ) -> list[tuple[bytes, list[Entry]]]:
-    """``(key, entries)`` of the keys that have entries after their ID."""
+    """``(key, entries)`` of the keys that have entries after their ID (within ``limits``)."""
     served: list[tuple[bytes, list[Entry]]] = []
     for key, last in zip(keys, after):
+        if limits and limits.full():
+            break
         stream = lookup_stream(ctx.txn, key)
         if stream is None or stream.meta.length == 0:
             continue
-        entries = read_after(ctx.txn, stream, last, count)
+        entries = read_after(ctx.txn, stream, last, limits.count_for(count) if limits else count)
+        if limits:
+            del entries[limits.take([entry_size(e[0], e[1]) for e in entries]) :]
         if entries:
             served.append((key, entries))
     return served
@@ -186,7 +219,7 @@ def entries_by_key(served: list[tuple[bytes, list[Entry]]]) -> Deferred:
 def xread(ctx: Context, argv: list[bytes]) -> Any:
     args = parse_xread(argv, False, ctx.now_ms)
     after = resolve_xread_ids(ctx, args)
-    served = serve_xread(ctx, args.keys, after, args.count)
+    served = serve_xread(ctx, args.keys, after, args.count, args.limits)
     if served:
         return entries_by_key(served)
     if args.block_ms is None or ctx.in_batch:

@@ -7,7 +7,7 @@ from typing import Any, cast
 
 from rstore import ids, messages
 from rstore.commands.argv import cstr
-from rstore.commands.executor import Blocked
+from rstore.commands.executor import SAFETY_RECHECK_S, Blocked, now_ms
 from rstore.commands.read import entries_by_key, parse_xread
 from rstore.commands.registry import Context, command
 from rstore.commands.reply import NIL_ARRAY, entries_reply, public_stream_reply
@@ -18,6 +18,8 @@ from rstore.storage.waiting.notify import KIND_GROUP, slot_hash
 from rstore.streams import readgroup
 
 NEW = None  # the ">" ID
+#: the shortest re-check interval of a blocked XREADGROUP CLAIM (half its min-idle-time)
+CLAIM_RECHECK_FLOOR_S = 0.02
 
 
 @command(
@@ -37,23 +39,32 @@ def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
         target.after = None if after == ids.MAX_ID else after  # Redis stores ">" as max
         targets.append(target)
     served = readgroup.read_group(
-        ctx.txn, targets, args.consumer, args.count, noack=args.noack, now_ms=ctx.now_ms
-    )
-    if served and all(t.after is NEW for t, _ in served):  # redis-py's form on request
+        ctx.txn, targets, args.consumer, args.count, noack=args.noack, now_ms=ctx.now_ms,
+        claim_ms=args.claim_ms, limits=args.limits,
+    )  # fmt: skip
+    claimed = args.claim_ms is not None
+    if served and not claimed and all(t.after is NEW for t, _ in served):
         return entries_by_key([(t.key, cast(list[Entry], entries)) for t, entries in served])
-    if served:  # the history: deleted entries as nil
-        return [[t.key, _reply(t, entries)] for t, entries in served]
+    if served:  # the history (deleted entries as nil), or CLAIM's entries
+        return [[t.key, _reply(t, entries, claimed)] for t, entries in served]
     if args.block_ms is None or ctx.in_batch:
         return NIL_ARRAY
     # Only its consumer was recorded: the reader waits without waiting for the disk (a later
     # commit's flush covers it; nothing was acknowledged if it is lost).
     ctx.txn.relaxed = True
     added = {t.key: t.stream.meta.entries_added for t in targets}
-    ready = functools.partial(_has_news, list(args.keys), args.group, added)
-    return Blocked(args.keys, KIND_GROUP, slot_hash(args.group), argv, args.block_ms, ready)
+    ready = functools.partial(_has_news, list(args.keys), args.group, added, args.claim_ms)
+    recheck = SAFETY_RECHECK_S
+    if args.claim_ms is not None:  # entries become claimable with time alone
+        recheck = min(recheck, max(args.claim_ms / 2000, CLAIM_RECHECK_FLOOR_S))
+    return Blocked(
+        args.keys, KIND_GROUP, slot_hash(args.group), argv, args.block_ms, ready, recheck
+    )
 
 
-def _reply(target: readgroup.Target, entries: list[Any]) -> list[Any]:
+def _reply(target: readgroup.Target, entries: list[Any], claimed: bool) -> list[Any]:
+    if target.after is None and claimed:  # CLAIM: each entry with its idle time and deliveries
+        return [[ids.format_id(eid), fv, idle, deliveries] for eid, fv, idle, deliveries in entries]
     if target.after is None:
         return entries_reply(entries)
     return [  # the history: deleted entries as nil, delivery counts not replied
@@ -62,10 +73,16 @@ def _reply(target: readgroup.Target, entries: list[Any]) -> list[Any]:
 
 
 def _has_news(
-    keys: list[bytes], group_name: bytes, added: dict[bytes, int], woken: bool, txn: Txn
+    keys: list[bytes],
+    group_name: bytes,
+    added: dict[bytes, int],
+    claim_ms: int | None,
+    woken: bool,
+    txn: Txn,
 ) -> bool:
     """Whether a blocked ``XREADGROUP ... >`` re-run now could serve something, or must fail
-    because a stream or the group is gone: a stream got entries past the group's last ID.
+    because a stream or the group is gone: a stream got entries past the group's last ID, or
+    (with CLAIM) a pending entry has been idle ``claim_ms``.
 
     Without a wake-up (the periodic re-check that covers a writer that died before waking
     anyone) only a stream that got entries since the call blocked counts (``added``: the
@@ -77,6 +94,8 @@ def _has_news(
         try:
             target = readgroup.find_target(txn, key, group_name, found)
         except ResponseError:  # gone: the re-run answers NOGROUP
+            return True
+        if claim_ms is not None and readgroup.claimable(txn, target.group, claim_ms, now_ms()):
             return True
         meta = target.stream.meta
         if not woken and meta.entries_added == added.get(key):

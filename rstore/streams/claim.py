@@ -1,4 +1,4 @@
-"""Claiming pending entries: XCLAIM and XAUTOCLAIM.
+"""Claiming pending entries: XCLAIM, XAUTOCLAIM and XREADGROUP's CLAIM option.
 
 Both move NACKs to the claiming consumer (creating it if needed, and marking it seen), set the
 delivery time and bump the delivery count (unless JUSTID).  An entry deleted from the stream
@@ -11,6 +11,7 @@ commands' replies leave it out.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import islice
 
@@ -23,7 +24,7 @@ from rstore.streams.groups import ensure_consumer
 from rstore.streams.keyspace import StreamRef
 from rstore.streams.lookup import EntryLookup
 
-__all__ = ["ClaimOptions", "autoclaim", "claim"]
+__all__ = ["ClaimOptions", "IdleClaimed", "autoclaim", "claim", "claim_idle"]
 
 AUTOCLAIM_ATTEMPTS_FACTOR = 10
 
@@ -174,3 +175,46 @@ def autoclaim(
     counts.save(txn, stream)
     cursor = window[examined][0] if examined < len(window) else (0, 0)
     return cursor, claimed, deleted
+
+
+# (entry ID, fields, ms idle before this claim, deliveries before it) -- XREADGROUP CLAIM's
+# reply gives both "before" figures; a new entry read in the same call has 0 and 0
+IdleClaimed = tuple[ID, list[bytes], int, int]
+
+
+def claim_idle(
+    txn: Txn,
+    stream: StreamRef,
+    group: GroupMeta,
+    consumer: ConsumerMeta,
+    min_idle_ms: int,
+    wanted: Callable[[list[tuple[ID, list[bytes]]]], int],
+    now_ms: int,
+) -> list[IdleClaimed]:
+    """XREADGROUP ... CLAIM (Redis 8.4): the group's pending entries idle for ``min_idle_ms``
+    or more, of any consumer, the longest-idle first (ties in ID order), claimed for
+    ``consumer`` as XCLAIM would; ``wanted(candidates)`` says how many of them the reply takes
+    (COUNT, MAXCOUNT, MAXSIZE).  Entries deleted from the stream are skipped and stay pending."""
+    idle = sorted(
+        (nack[0], entry_id, nack)
+        for entry_id, nack in group_records.pel_entries(txn, group)
+        if now_ms - nack[0] >= min_idle_ms
+    )
+    lookup = EntryLookup(txn, stream)
+    found = []
+    for _, entry_id, nack in idle:
+        fields = lookup.get(entry_id)
+        if fields is not None:
+            found.append((entry_id, fields, nack))
+    found = found[: wanted([(entry_id, fields) for entry_id, fields, _ in found])]
+    counts = _Counts(group, consumer)
+    out: list[IdleClaimed] = []
+    for entry_id, fields, (delivery_time, delivery_count, owner) in found:
+        deliveries = min(delivery_count + 1, U64)
+        group_records.nack_put(txn, group, entry_id, (now_ms, deliveries, consumer.name), owner)
+        counts.take_from(owner)
+        out.append((entry_id, fields, max(now_ms - delivery_time, 0), delivery_count))
+    if out:
+        consumer.active_time = now_ms
+    counts.save(txn, stream)
+    return out

@@ -13,6 +13,7 @@ entry), for callers that need it from the same transaction (``rstore.Consumer``)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import islice
 
@@ -22,13 +23,24 @@ from rstore.numbers import UINT64_MAX
 from rstore.storage.records import group_records
 from rstore.storage.records.layout import ConsumerMeta, GroupMeta
 from rstore.storage.records.txn import Txn
+from rstore.streams.claim import IdleClaimed, claim_idle
 from rstore.streams.groups import ensure_consumer
 from rstore.streams.keyspace import StreamRef, lookup_stream
 from rstore.streams.lag import counts_on, entries_read_after_delivery
+from rstore.streams.limits import ReplyLimits, entry_size
 from rstore.streams.lookup import EntryLookup
 from rstore.streams.read import Entry, read_range
 
-__all__ = ["HistoryEntry", "Target", "find_target", "read_group", "read_history", "read_new"]
+__all__ = [
+    "HistoryEntry",
+    "Served",
+    "Target",
+    "claimable",
+    "find_target",
+    "read_group",
+    "read_history",
+    "read_new",
+]
 
 # (entry ID, fields -- None when deleted from the stream --, delivery count after this read)
 HistoryEntry = tuple[ID, list[bytes] | None, int]
@@ -63,25 +75,59 @@ def find_target(txn: Txn, key: bytes, group_name: bytes, found: dict[bytes, Targ
     return target
 
 
+Served = list[Entry] | list[HistoryEntry] | list[IdleClaimed]
+
+
 def read_group(
     txn: Txn, targets: list[Target], consumer_name: bytes, count: int, *, noack: bool,
-    now_ms: int,
-) -> list[tuple[Target, list[Entry] | list[HistoryEntry]]]:  # fmt: skip
+    now_ms: int, claim_ms: int | None = None, limits: ReplyLimits | None = None,
+) -> list[tuple[Target, Served]]:  # fmt: skip
     """XREADGROUP over looked-up targets, in order: new entries (only the keys that had some)
-    or the consumer's history (every key, even empty)."""
-    out: list[tuple[Target, list[Entry] | list[HistoryEntry]]] = []
+    or the consumer's history (every key, even empty; with ``limits``, the keys before they
+    were met).  With ``claim_ms`` (CLAIM), a ``>`` target first claims the group's entries
+    idle that long, then reads new ones, all as :data:`IdleClaimed` (new ones idle 0, never
+    delivered before)."""
+    limits = limits or ReplyLimits()
+    out: list[tuple[Target, Served]] = []
     for t in targets:
+        if limits.full():
+            break
         consumer = ensure_consumer(txn, t.stream, t.group, consumer_name, now_ms)
-        if t.after is None:
-            entries = read_new(txn, t.stream, t.group, consumer, count, noack=noack,
-                               now_ms=now_ms)  # fmt: skip
-            if entries:
-                out.append((t, entries))
-        else:
-            out.append(
-                (t, read_history(txn, t.stream, t.group, consumer, t.after, count, now_ms=now_ms))
-            )
+        if t.after is not None:
+            history = read_history(txn, t.stream, t.group, consumer, t.after, count,
+                                   now_ms=now_ms, limits=limits)  # fmt: skip
+            out.append((t, history))
+            continue
+        claimed: list[IdleClaimed] = []
+        if claim_ms is not None:
+            claimed = claim_idle(txn, t.stream, t.group, consumer, claim_ms,
+                                 _wanted(count, limits), now_ms)  # fmt: skip
+        left = count - len(claimed) if count else 0
+        entries = [] if count and not left else read_new(
+            txn, t.stream, t.group, consumer, left, noack=noack, now_ms=now_ms, limits=limits
+        )  # fmt: skip
+        if claim_ms is not None and (claimed or entries):
+            out.append((t, claimed + [(eid, fields, 0, 0) for eid, fields in entries]))
+        elif entries:
+            out.append((t, entries))
     return out
+
+
+def claimable(txn: Txn, group: GroupMeta, min_idle_ms: int, now_ms: int) -> bool:
+    """Whether a pending entry of the group has been idle ``min_idle_ms`` (XREADGROUP CLAIM
+    could take it, unless it was deleted from the stream)."""
+    return any(now_ms - nack[0] >= min_idle_ms for _, nack in group_records.pel_entries(txn, group))
+
+
+def _wanted(count: int, limits: ReplyLimits) -> Callable[[list[Entry]], int]:
+    """How many of the candidate entries a stream's reply takes: COUNT, then the limits."""
+
+    def wanted(candidates: list[Entry]) -> int:
+        if count:
+            candidates = candidates[:count]
+        return limits.take([entry_size(eid, fields) for eid, fields in candidates])
+
+    return wanted
 
 
 def read_new(
@@ -93,12 +139,16 @@ def read_new(
     *,
     noack: bool,
     now_ms: int,
+    limits: ReplyLimits | None = None,
 ) -> list[Entry]:
-    """Deliver up to ``count`` (0 = all) entries after the group's last ID to ``consumer``."""
+    """Deliver up to ``count`` (0 = all) entries after the group's last ID to ``consumer``
+    (as many as ``limits`` leave room for)."""
     start = increment(group.last_id)
-    if start is None:
+    if start is None or (limits and limits.full()):
         return []
-    entries = read_range(txn, stream, start, MAX_ID, count)
+    entries = read_range(txn, stream, start, MAX_ID, limits.count_for(count) if limits else count)
+    if limits:
+        del entries[limits.take([entry_size(eid, fields) for eid, fields in entries]) :]
     if not entries:
         return entries
     meta = stream.meta
@@ -150,17 +200,23 @@ def read_history(
     count: int,
     *,
     now_ms: int,
+    limits: ReplyLimits | None = None,
 ) -> list[HistoryEntry]:
-    """The consumer's pending entries with ID > ``after`` (at most ``count``; 0 = all)."""
+    """The consumer's pending entries with ID > ``after`` (at most ``count``; 0 = all; as many
+    as ``limits`` leave room for)."""
     start = increment(after)
     if start is None:
         return []
     ids = group_records.consumer_pel_ids(txn, group, consumer.name, start)
+    if limits:
+        count = limits.count_for(count)
     wanted = list(islice(ids, count) if count else ids)
     lookup = EntryLookup(txn, stream)
+    found = [(entry_id, lookup.get(entry_id)) for entry_id in wanted]
+    if limits:
+        del found[limits.take([entry_size(eid, fields) for eid, fields in found]) :]
     out: list[HistoryEntry] = []
-    for entry_id in wanted:
-        fields = lookup.get(entry_id)
+    for entry_id, fields in found:
         nack = group_records.owned_nack(txn, group, entry_id, consumer.name)
         deliveries = nack[1]
         if fields is not None:
