@@ -265,6 +265,21 @@ def test_dead_letter_moves_only_a_message_still_pending_to_the_consumer(
     assert store.xpending(STREAM, GROUP)["pending"] == 0
 
 
+def test_a_message_delivered_again_is_dead_lettered_once(store: rstore.Store) -> None:
+    """The dead-letter XADD is idempotent: after XGROUP SETID moved the group back, the message
+    comes again; dead-lettering it again acknowledges it and adds nothing."""
+    m = store.xadd(STREAM, {"n": 1})
+    b = make_consumer(store, "b", dead_letter=DEAD)
+    assert b.dead_letter(next(b.messages()), "bad") is True
+    store.xgroup_setid(STREAM, GROUP, "0")
+    again = next(b.messages())
+    assert again.id == m
+    assert b.dead_letter(again, "bad again") is True
+    assert [f[b"rstore:reason"] for _, f in store.xrange(DEAD)] == [b"bad"]
+    assert store.xpending(STREAM, GROUP)["pending"] == 0
+    assert store.xinfo_stream(DEAD)["iids-duplicates"] == 1
+
+
 def test_refused_dead_letter_writes_nothing_and_leaves_the_message_pending(
     store: rstore.Store,
 ) -> None:

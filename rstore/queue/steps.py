@@ -100,8 +100,16 @@ def dead_letter(
     dead_key: bytes, fields: dict[Any, Any],
 ) -> bool:  # fmt: skip
     """If ``entry_id`` is still pending to ``consumer``: acknowledge it and XADD ``fields`` to
-    ``dead_key``, both in one transaction, and return True.  Otherwise write nothing, False."""
-    argv = encode_argv([b"XADD", dead_key, b"*", *(x for kv in fields.items() for x in kv)])
+    ``dead_key``, both in one transaction, and return True.  Otherwise write nothing, False.
+
+    The XADD is idempotent (``IDMP``, producer: the source stream and group; idempotent ID:
+    the entry's ID): a message delivered again after it was dead-lettered (the group moved
+    back by XGROUP SETID) is not dead-lettered twice while the dead-letter stream remembers
+    it (``docs/queue.md``)."""
+    producer = b"rstore.Consumer\x00" + key + b"\x00" + group_name
+    iid = b"%d-%d" % entry_id
+    pairs = (x for kv in fields.items() for x in kv)
+    argv = encode_argv([b"XADD", dead_key, b"IDMP", producer, iid, b"*", *pairs])
     xadd = lookup(argv).handler
     assert xadd is not None
 
