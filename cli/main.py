@@ -68,6 +68,7 @@ COMMAND_INDEX: dict[str, str] = {
     "upgrade": "maintenance",
     "compact": "maintenance",
     "salvage": "salvage",
+    "retention": "retention",
     "exec": "execute",
     "serve": "serve",
 }

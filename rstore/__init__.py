@@ -47,7 +47,13 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         UnsupportedRDBError,
     )
     from rstore.glob import key_matches
-    from rstore.ids import StreamID, parse_range_bound, parse_time_ms, parse_xadd_id
+    from rstore.ids import (
+        StreamID,
+        parse_duration_ms,
+        parse_range_bound,
+        parse_time_ms,
+        parse_xadd_id,
+    )
     from rstore.interrupts import HeldInterrupts
     from rstore.model import (
         AppendReport,
@@ -55,6 +61,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         GroupInfo,
         IdempotencyInfo,
         NodeSpan,
+        Retention,
         StreamInfo,
         StreamState,
     )
@@ -150,12 +157,14 @@ _LAZY: dict[str, str] = {
     "StreamID": "rstore.ids",
     "HeldInterrupts": "rstore.interrupts",
     "key_matches": "rstore.glob",
+    "parse_duration_ms": "rstore.ids",
     "parse_range_bound": "rstore.ids",
     "parse_time_ms": "rstore.ids",
     "parse_xadd_id": "rstore.ids",
     "RDBSummary": "rstore.snapshot.inspection",
     "StreamInfo": "rstore.model",
     "IdempotencyInfo": "rstore.model",
+    "Retention": "rstore.model",
     "StreamState": "rstore.model",
     "NodeSpan": "rstore.model",
     "Columns": "rstore.codec.columns",
@@ -297,6 +306,7 @@ __all__ = [
     "ReplayEntry",
     "ReplayReport",
     "ResponseError",
+    "Retention",
     "SalvageReport",
     "SelectionError",
     "Sink",
@@ -351,6 +361,7 @@ __all__ = [
     "load_bookmark_file",
     "node_facts",
     "parse_duration",
+    "parse_duration_ms",
     "parse_range_bound",
     "parse_rate",
     "parse_speed",

@@ -188,6 +188,16 @@ _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
+def parse_duration_ms(text: str | bytes) -> int | None:
+    """A duration written with units ``ms``, ``s``, ``m``, ``h``, ``d``, ``w`` together
+    (``90s``, ``1h30m``, ``7d``) in ms, or ``None`` when ``text`` is not one."""
+    if isinstance(text, bytes):
+        text = text.decode("ascii", "replace")
+    if not _DURATION.match(text):
+        return None
+    return sum(int(n) * _UNIT_MS[unit] for n, unit in _DURATION_PART.findall(text))
+
+
 def parse_time_ms(text: str | bytes, *, now_ms: int | None = None) -> int | None:
     """The Unix time in ms that ``text`` names, or ``None`` when it is not a time.
 
@@ -209,8 +219,8 @@ def parse_time_ms(text: str | bytes, *, now_ms: int | None = None) -> int | None
         except UnicodeDecodeError:
             return None
     duration = text[1:] if text.startswith("-") else text
-    if _DURATION.match(duration):
-        ago = sum(int(n) * _UNIT_MS[unit] for n, unit in _DURATION_PART.findall(duration))
+    ago = parse_duration_ms(duration)
+    if ago is not None:
         now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
         if ago > now:
             raise ValueError(f"{duration} ago is before 1970")

@@ -218,6 +218,23 @@ class GroupInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class Retention:
+    """A retention policy (rstore's own; Redis has none): limits that streams whose name
+    matches ``pattern`` (a Redis glob, or the exact name) keep without any producer passing
+    MAXLEN or MINID.  ``max_age_ms``: entries whose ID time is older go; ``max_entries``: the
+    oldest entries beyond that many go; ``None``: no such limit.  ``ref`` is the reference
+    policy of the trimming: ``keepref`` (consumer groups' pending entries keep naming removed
+    entries), ``delref`` (they are dropped from them) or ``acked`` (only entries every group
+    has read and acknowledged go).  Whole nodes go, as with ``~`` trimming
+    (``docs/retention.md``)."""
+
+    pattern: bytes
+    max_age_ms: int | None = None
+    max_entries: int | None = None
+    ref: str = "keepref"
+
+
+@dataclass(frozen=True, slots=True)
 class IdempotencyInfo:
     """What a stream remembers for idempotent production (Redis 8.6's XINFO STREAM fields):
     its settings (``idmp-duration`` seconds, ``idmp-maxsize`` iids per producer), the producers
@@ -236,8 +253,8 @@ class StreamInfo:
     """A stream as reports show it: XINFO STREAM (from a store) and ``rstore inspect`` (from a
     store or an RDB file).  ``nodes`` is Redis's ``radix-tree-keys``; ``last_entry_id`` the
     last entry physically stored, deleted or not.  Some fields belong to one source only:
-    ``radix_tree_nodes``, ``first_entry``, ``last_entry``, ``entries`` (FULL) and
-    ``idempotency`` to XINFO;
+    ``radix_tree_nodes``, ``first_entry``, ``last_entry``, ``entries`` (FULL),
+    ``idempotency`` and ``retention`` (the policy that applies, if any) to XINFO;
     ``db``, ``expire_ms`` and ``bytes`` to files."""
 
     key: bytes
@@ -251,6 +268,7 @@ class StreamInfo:
     last_entry: Entry | None = None
     entries: tuple[Entry, ...] | None = None
     idempotency: IdempotencyInfo | None = None
+    retention: Retention | None = None
     db: int = 0
     expire_ms: int | None = None
     bytes: int = 0

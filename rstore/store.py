@@ -28,7 +28,7 @@ from rstore.storage.records.layout import FORMAT_VERSION, StoreConfig
 # Snapshots, inspection and checks load when first used (start-up of one-command processes).
 if TYPE_CHECKING:
     from rstore.commands.serving import BlockedCall, BlockWatch
-    from rstore.model import StreamInfo
+    from rstore.model import Retention, StreamInfo
     from rstore.snapshot.restore import RestoreReport
     from rstore.snapshot.save import Progress, SaveReport
     from rstore.streams.view import StoreView
@@ -491,6 +491,43 @@ class Store(RedisCommands):
         return read_bookmark(self._live_env(), name)
 
     checkpoint = renamed_alias(bookmark, "Store.checkpoint", "Store.bookmark")
+
+    # ------------------------------------------------------------------ retention
+
+    def set_retention(
+        self,
+        pattern: str | bytes,
+        *,
+        max_age_ms: int | None = None,
+        max_entries: int | None = None,
+        ref: str = "keepref",
+    ) -> dict[bytes, int]:
+        """Keep the streams whose name matches ``pattern`` (a Redis glob, or the exact name)
+        within limits, without any producer passing MAXLEN or MINID (rstore's own; see
+        :class:`rstore.Retention` and ``docs/retention.md``): entries older than
+        ``max_age_ms`` (by their ID's time) and beyond the newest ``max_entries`` go, whole
+        nodes at a time, under the reference policy ``ref`` (``keepref``, ``delref``, or
+        ``acked``: never what a consumer group has not acknowledged).  Replaces the pattern's
+        policy; applied now to the streams it governs, then by every XADD that opens a node.
+        Returns the entries removed now, per stream."""
+        from rstore.model import Retention  # noqa: PLC0415 - loaded on first use
+        from rstore.streams import retention  # noqa: PLC0415
+
+        policy = Retention(encode_arg(pattern), max_age_ms, max_entries, ref)
+        return self._live_env().write(lambda txn: retention.set_policy(txn, policy, now_ms()))
+
+    def clear_retention(self, pattern: str | bytes) -> bool:
+        """Remove the retention policy of ``pattern``; whether there was one."""
+        from rstore.streams import retention  # noqa: PLC0415 - loaded on first use
+
+        key = encode_arg(pattern)
+        return self._live_env().write(lambda txn: retention.clear(txn, key))
+
+    def retention_policies(self) -> list[Retention]:
+        """Every retention policy of the store, in pattern order."""
+        from rstore.streams import retention  # noqa: PLC0415 - loaded on first use
+
+        return self._live_env().read(retention.policies)
 
     @property
     def config(self) -> StoreConfig:

@@ -9,7 +9,7 @@ from rstore.commands.argv import keyword, parse_int
 from rstore.commands.registry import Context, container, subcommand, subcommand_syntax_error
 from rstore.commands.reply import entries_reply, entry_reply
 from rstore.ids import format_id
-from rstore.model import GroupInfo
+from rstore.model import GroupInfo, Retention
 from rstore.numbers import as_signed64
 from rstore.streams import groups
 from rstore.streams.info import consumer_infos, group_infos, stream_info
@@ -78,7 +78,20 @@ def xinfo_stream(ctx: Context, argv: list[bytes]) -> Any:
             b"first-entry", None if info.first_entry is None else entry_reply(info.first_entry),
             b"last-entry", None if info.last_entry is None else entry_reply(info.last_entry),
         ]  # fmt: skip
+    if info.retention is not None:
+        reply += _retention_fields(info.retention)
     return reply
+
+
+def _retention_fields(policy: Retention) -> list[Any]:
+    """rstore's retention policy of the stream, after Redis's fields (only when one applies):
+    the pattern that chose it, each limit that is set, the reference policy."""
+    fields: list[Any] = [b"retention-pattern", policy.pattern]
+    if policy.max_age_ms is not None:
+        fields += [b"retention-max-age-ms", policy.max_age_ms]
+    if policy.max_entries is not None:
+        fields += [b"retention-max-entries", policy.max_entries]
+    return [*fields, b"retention-ref", policy.ref.encode()]
 
 
 def _full_group(g: GroupInfo) -> list[Any]:

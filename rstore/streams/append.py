@@ -9,6 +9,9 @@ tail.  Identical rules give identical nodes, so ``radix-tree-keys`` and ``~`` tr
 stream (a pipeline): the entries that go into the stream's last node are appended in one call
 (:func:`rstore.codec.stream_append.append_auto`, in C when it is built); an entry that opens a
 node or is refused goes through :func:`add`.
+
+An XADD that opens a node applies the stream's retention policy, if it has one
+(:mod:`rstore.streams.retention`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from rstore.ids import ID, MAX_ID, increment
 from rstore.numbers import UINT64_MAX
 from rstore.storage.records import layout
 from rstore.storage.records.txn import Txn
+from rstore.streams import retention
 from rstore.streams.keyspace import StreamRef, create_stream, lookup_stream
 from rstore.streams.trim import TrimSpec, trim
 
@@ -85,9 +89,11 @@ def add(
     if stream is None:
         stream = create_stream(txn, name)
         meta = stream.meta
-    _append(txn, stream, new_id, fields_values, totelelen)
+    opened = _append(txn, stream, new_id, fields_values, totelelen)
     if trim_spec is not None:
         trim(txn, stream, trim_spec)
+    if opened:  # whole nodes are what a retention policy removes: look when one is added
+        retention.apply(txn, name, now_ms)
     return new_id
 
 
@@ -174,7 +180,8 @@ def stored_tail(txn: Txn, stream: StreamRef) -> bytes | bytearray | None:
 
 def _append(
     txn: Txn, stream: StreamRef, new_id: ID, fields_values: Sequence[bytes], totelelen: int
-) -> None:
+) -> bool:
+    """Append the entry to the tail node or a new one; whether a node was opened."""
     meta = stream.meta
     handle = stream.handle
     tail = stored_tail(txn, stream)
@@ -193,3 +200,4 @@ def _append(
         sn.append_entry(node, meta.tail_id, new_id, fields_values)
     count_entry(meta, new_id)
     txn.stream_put(handle, meta)
+    return tail is None

@@ -23,6 +23,7 @@ from rstore.errors import ResponseError
 from rstore.ids import ID, MAX_ID, format_id, parse_xadd_id
 from rstore.storage.records.layout import StreamMeta
 from rstore.storage.records.txn import Txn
+from rstore.streams import retention
 from rstore.streams.append import (
     STREAM_LISTPACK_MAX_SIZE,
     count_entry,
@@ -174,6 +175,8 @@ def add_many(
             add_note(f"entry {index} (stream {name!r}, id {shown!r}) was refused; nothing added")
         raise
     _release(txn, tails, stats)
+    for stream_name in stats:  # as XADD would have trimmed them (whole nodes)
+        retention.apply(txn, stream_name, now_ms)
     return stats
 
 

@@ -20,7 +20,7 @@ from rstore.model import ConsumerInfo, GroupInfo, PendingEntry, StreamInfo
 from rstore.storage.records import group_records
 from rstore.storage.records.layout import GroupMeta
 from rstore.storage.records.txn import Txn
-from rstore.streams import idempotency
+from rstore.streams import idempotency, retention
 from rstore.streams.keyspace import StreamRef
 from rstore.streams.lag import group_lag
 from rstore.streams.read import first_entry, last_entry, read_range
@@ -77,6 +77,7 @@ def stream_info(
         last_entry=last,
         entries=entries,
         idempotency=idempotency.info(txn, stream.handle, now_ms),
+        retention=retention.policy_for(txn, key),
     )
 
 

@@ -52,6 +52,9 @@ class TrimSpec:
     approx: bool = False
     limit: int | None = None
     policy: Policy = Policy.KEEPREF
+    #: a retention policy's trim (rstore's own): approximate trimming under DELREF or ACKED
+    #: removes the whole nodes the policy lets go, where Redis 8.2.3's commands trim nothing
+    retention: bool = False
 
 
 def default_limit(config: StoreConfig) -> int:
@@ -71,7 +74,7 @@ def effective_limit(spec: TrimSpec, config: StoreConfig) -> int:
 
 def trim(txn: Txn, stream: StreamRef, spec: TrimSpec) -> int:
     """Trim ``stream``; returns the number of entries removed."""
-    if spec.approx and spec.policy is not Policy.KEEPREF:
+    if spec.approx and spec.policy is not Policy.KEEPREF and not spec.retention:
         return 0  # Redis 8.2.3 removes whole nodes under KEEPREF only
     meta = stream.meta
     handle = stream.handle

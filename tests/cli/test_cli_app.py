@@ -129,6 +129,7 @@ def test_help_and_version(runner: CliRunner) -> None:
         "upgrade",
         "compact",
         "salvage",
+        "retention",
         "exec",
         "serve",
     ]

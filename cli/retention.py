@@ -1,0 +1,185 @@
+"""``rstore retention``: set, show and clear the retention policies of a store
+(``Store.set_retention``; docs/retention.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from rstore import Retention, parse_duration_ms
+
+from .context import StoreOpener, json_option, pass_opener, unescape_option
+from .format import table_lines, token
+from .jsonout import echo_json
+from .params import to_bytes
+from .refs import POLICIES
+
+__all__ = ["COMMANDS"]
+
+_COLUMNS = ("PATTERN", "MAX-AGE", "MAX-ENTRIES", "REF")
+
+
+class _Ordered(click.Group):
+    """Lists its subcommands in the order they were added."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
+
+def _age(text: str | None) -> int | None:
+    if text is None:
+        return None
+    ms = parse_duration_ms(text)
+    if ms is None:
+        raise click.BadParameter(
+            f"{text!r} is not a duration (90s, 15m, 1h30m, 7d, 2w)", param_hint="--max-age"
+        )
+    return ms
+
+
+def _shown_age(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)):
+        if ms and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+def _as_json(policy: Retention) -> dict[str, Any]:
+    return {
+        "pattern": policy.pattern.decode("utf-8", "surrogateescape"),
+        "max_age_ms": policy.max_age_ms,
+        "max_entries": policy.max_entries,
+        "ref": policy.ref,
+    }
+
+
+@click.group("retention", cls=_Ordered, short_help="Set, show and clear retention policies.")
+def retention_command() -> None:
+    """Limits that streams keep without any producer passing MAXLEN or MINID: a maximum age
+    and a maximum number of entries, per stream or key pattern, with a reference policy
+    (acked: never drop what a consumer group has not acknowledged).  rstore's own, modelled
+    on NATS JetStream's and Kafka's limits; whole nodes go, as with ~ trimming, when an XADD
+    opens a node.  See docs/retention.md.
+
+    \b
+    Examples:
+      rstore retention set orders --max-age 7d --ref acked
+      rstore retention set 'logs:*' --max-entries 1000000
+      rstore retention show
+      rstore retention clear 'logs:*'
+    """
+
+
+@retention_command.command("set", short_help="Set the policy of a stream or pattern.")
+@click.argument("pattern")
+@click.option("--max-age", metavar="DURATION", help="Drop entries older than this (7d, 12h).")
+@click.option(
+    "--max-entries", type=click.IntRange(min=0), metavar="N", help="Keep at most N entries."
+)
+@click.option(
+    "--ref",
+    type=click.Choice(POLICIES, case_sensitive=False),
+    default="keepref",
+    show_default=True,
+    help="keepref leaves removed entries in groups' pending lists, delref removes them there, "
+    "acked removes only entries every group has read and acknowledged.",
+)
+@json_option
+@unescape_option
+@pass_opener
+def set_command(
+    opener: StoreOpener,
+    pattern: str,
+    max_age: str | None,
+    max_entries: int | None,
+    ref: str,
+    as_json: bool,
+    unescape: bool,
+) -> None:
+    """Set the retention policy of the streams matching PATTERN (a Redis glob such as
+    'logs:*', or a stream's name), replacing the one it had, and apply it now; print what it
+    removed.  A stream follows the policy of its exact name, else of the longest pattern
+    matching it.
+
+    \b
+    Examples:
+      rstore retention set orders --max-age 7d --ref acked
+      rstore retention set 'sensors:*' --max-age 30d --max-entries 5000000
+    """
+    if max_age is None and max_entries is None:
+        raise click.UsageError("give --max-age, --max-entries or both")
+    age_ms = _age(max_age)
+    key = to_bytes(pattern, unescape, "PATTERN")
+    with opener.open(create=True) as store:
+        removed = store.set_retention(
+            key, max_age_ms=age_ms, max_entries=max_entries, ref=ref.lower()
+        )
+    if as_json:
+        echo_json({"pattern": pattern, "removed": {token(k): n for k, n in removed.items()}})
+        return
+    total = sum(removed.values())
+    streams = "1 stream" if len(removed) == 1 else f"{len(removed)} streams"
+    click.echo(f"set for {streams}; {total} entries removed now")
+    for name, n in removed.items():
+        if n:
+            click.echo(f"  {token(name)}: {n}")
+
+
+@retention_command.command("show", short_help="List the policies.")
+@json_option
+@pass_opener
+def show_command(opener: StoreOpener, as_json: bool) -> None:
+    """List the store's retention policies: pattern, maximum age, maximum entries and
+    reference policy ('-' for a limit that is not set).
+
+    \b
+    Examples:
+      rstore retention show
+      rstore retention show --json
+    """
+    with opener.open(create=False) as store:
+        policies = store.retention_policies()
+    if as_json:
+        echo_json([_as_json(p) for p in policies])
+        return
+    if not policies:
+        click.echo("no retention policies", err=True)
+        return
+    rows = [
+        [p.pattern, _shown_age(p.max_age_ms), "-" if p.max_entries is None else p.max_entries,
+         p.ref]
+        for p in policies
+    ]  # fmt: skip
+    for line in table_lines(_COLUMNS, rows):
+        click.echo(line)
+
+
+@retention_command.command("clear", short_help="Remove the policy of a pattern.")
+@click.argument("pattern")
+@json_option
+@unescape_option
+@pass_opener
+def clear_command(opener: StoreOpener, pattern: str, as_json: bool, unescape: bool) -> None:
+    """Remove the retention policy set for PATTERN (exactly as it was given to set).  A
+    pattern without one is an error, exit status 1.
+
+    \b
+    Examples:
+      rstore retention clear orders
+      rstore retention clear 'logs:*'
+    """
+    key = to_bytes(pattern, unescape, "PATTERN")
+    with opener.open(create=False) as store:
+        cleared = store.clear_retention(key)
+    if as_json:
+        echo_json(cleared)
+    if not cleared:
+        raise click.ClickException(f"no retention policy for {token(key)}")
+    if not as_json:
+        click.echo("cleared")
+
+
+COMMANDS: list[click.Command] = [retention_command]

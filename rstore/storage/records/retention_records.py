@@ -1,0 +1,56 @@
+"""Retention policies on disk: one ``meta`` record per pattern, ``b"retention:"`` + the pattern.
+
+The value: u64 maximum age in ms + 1 and u64 maximum entries + 1 (0: no such limit), then a
+u8 reference policy (0 KEEPREF, 1 DELREF, 2 ACKED).  Patterns are at most
+:data:`MAX_PATTERN` bytes (an LMDB key is at most 511).  FLUSHALL keeps them: they are the
+store's settings, not its data.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from rstore.storage.records import layout
+from rstore.storage.records.txn import Txn
+
+__all__ = ["MAX_PATTERN", "PREFIX", "Packed", "delete", "get", "items", "put"]
+
+PREFIX = b"retention:"
+MAX_PATTERN = 400
+_META = layout.DB_META
+_VALUE = struct.Struct(">QQB")
+
+#: (max age ms or None, max entries or None, policy code)
+Packed = tuple[int | None, int | None, int]
+
+
+def _pack(value: Packed) -> bytes:
+    age, entries, code = value
+    return _VALUE.pack(0 if age is None else age + 1, 0 if entries is None else entries + 1, code)
+
+
+def _unpack(raw: bytes) -> Packed:
+    age, entries, code = _VALUE.unpack(raw)
+    if code > 2:
+        raise ValueError(f"unknown reference policy {code}")
+    return (int(age) - 1 if age else None, int(entries) - 1 if entries else None, int(code))
+
+
+def put(txn: Txn, pattern: bytes, value: Packed) -> None:
+    txn.put(_META, PREFIX + pattern, _pack(value))
+
+
+def get(txn: Txn, pattern: bytes) -> Packed | None:
+    key = PREFIX + pattern
+    raw = txn.get(_META, key)
+    return None if raw is None else txn.decode(_META, key, _unpack, raw)
+
+
+def delete(txn: Txn, pattern: bytes) -> bool:
+    return txn.delete(_META, PREFIX + pattern)
+
+
+def items(txn: Txn) -> list[tuple[bytes, Packed]]:
+    """Every policy, ``(pattern, value)`` in pattern order."""
+    n = len(PREFIX)
+    return [(k[n:], txn.decode(_META, k, _unpack, v)) for k, v in txn.items(_META, PREFIX)]
