@@ -163,4 +163,69 @@ def ack_command(
         click.echo(str(acked))
 
 
-COMMANDS: list[click.Command] = [read_group_command, ack_command]
+@click.command("nack", short_help="Give pending entries back to their group.")
+@click.argument("stream")
+@click.argument("group")
+@click.argument("ids", nargs=-1, required=True, metavar="ID...")
+@click.option(
+    "--mode",
+    type=click.Choice(("fail", "silent", "fatal"), case_sensitive=False),
+    default="fail",
+    show_default=True,
+    help="fail: processing failed (delivery count kept); silent: the worker is stopping, not "
+    "the message's fault (count lowered by one); fatal: the message can never be processed "
+    "(count set to its maximum, so a max-deliveries rule dead-letters it).",
+)
+@click.option(
+    "--retry-count",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Set the delivery count to N instead.",
+)
+@click.option("--force", is_flag=True, help="Also release entries of STREAM that are not pending.")
+@json_option
+@unescape_option
+@pass_opener
+def nack_command(
+    opener: StoreOpener,
+    stream: str,
+    group: str,
+    ids: tuple[str, ...],
+    mode: str,
+    retry_count: int | None,
+    force: bool,
+    as_json: bool,
+    unescape: bool,
+) -> None:
+    """Give entries pending in GROUP back to it (XNACK, Redis 8.8): they lose their owner, and
+    the next claim (claim, autoclaim, or XREADGROUP ... CLAIM) takes them at once, whatever its
+    minimum idle time; print how many were released.  IDs that are not pending count 0.
+
+    \b
+    Examples:
+      rstore nack orders billing 1700000000000-0
+      rstore nack orders billing 1700000000000-0 --mode fatal
+      rstore nack orders billing 1700000000000-0 --retry-count 0 --json
+    """
+    argv = [
+        b"XNACK",
+        to_bytes(stream, unescape, "STREAM"),
+        to_bytes(group, unescape, "GROUP"),
+        mode.upper().encode(),
+        b"IDS",
+        str(len(ids)).encode(),
+        *(to_bytes(i) for i in ids),
+    ]
+    if retry_count is not None:
+        argv += [b"RETRYCOUNT", str(retry_count).encode()]
+    if force:
+        argv.append(b"FORCE")
+    with opener.open(create=False) as store:
+        released = store.execute(*argv)
+    if as_json:
+        echo_json(released)
+    else:
+        click.echo(str(released))
+
+
+COMMANDS: list[click.Command] = [read_group_command, ack_command, nack_command]

@@ -54,6 +54,7 @@ COMMAND_INDEX: dict[str, str] = {
     "group": "groups",
     "read-group": "consume",
     "ack": "consume",
+    "nack": "consume",
     "pending": "pending",
     "claim": "pending",
     "autoclaim": "pending",

@@ -50,9 +50,21 @@ IDMP_NO_IID = "ERR syntax error, IDMP requires a non-empty idempotent ID"
 IDMPAUTO_NO_PID = "ERR syntax error, IDMPAUTO requires a non-empty producer ID"
 IDMP_EXPLICIT_ID = "ERR syntax error, IDMP/IDMPAUTO can be used only with auto-generated IDs"
 XCFGSET_NOTHING = "ERR At least one parameter must be specified"
+XIDMPRECORD_NO_PID = "ERR producer ID must be non-empty"
+XIDMPRECORD_NO_IID = "ERR idempotent ID must be non-empty"
+XIDMPRECORD_NO_ENTRY = "ERR No such message in stream"
+XIDMPRECORD_OTHER_ID = "ERR IID already exists for this producer with a different stream ID"
 XCFGSET_TWICE = "ERR {name} specified multiple times"
 IDMP_DURATION_RANGE = "ERR IDMP-DURATION must be between 1 and 86400 seconds"
 IDMP_MAXSIZE_RANGE = "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"
+
+# XNACK (Redis 8.8)
+XNACK_MODE = "ERR mode must be SILENT, FAIL, or FATAL"
+XNACK_NO_IDS = "ERR syntax error, expected IDS keyword"
+XNACK_NUMIDS = "ERR numids must be a positive integer"
+XNACK_NUMIDS_MISMATCH = "ERR number of IDs doesn't match numids"
+XNACK_RETRYCOUNT = "ERR Invalid RETRYCOUNT value, must be >= 0"
+XNACK_OPTION = "ERR Unrecognized XNACK option '{token}'"
 
 # XDELEX / XACKDEL (Redis 8.2)
 NUMIDS_NOT_POSITIVE = "ERR Number of IDs must be a positive integer"

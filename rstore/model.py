@@ -109,12 +109,15 @@ class GroupState:
 @dataclass(frozen=True, slots=True)
 class PendingEntry:
     """One entry of a group's PEL.  ``consumer`` is its owner where the source says so (a
-    store); in an RDB file the owner is given by the consumers' lists, and it is ``None``."""
+    store); in an RDB file the owner is given by the consumers' lists, and it is ``None``.
+    ``released``: XNACK gave it back to the group (Redis 8.8): it has no owner (``consumer``
+    is ``b""``) and no delivery time (``0``)."""
 
     id: ID
     delivery_time_ms: int
     delivery_count: int
     consumer: bytes | None = None
+    released: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,12 +206,14 @@ class ConsumerInfo:
 class GroupInfo:
     """A group as reports show it: its state, its lag (``None`` when it cannot be known, see
     :mod:`rstore.streams.lag`), and when asked its consumers and the first entries of its PEL
-    (with their owners)."""
+    (with their owners) and how many of its pending entries XNACK released (``None`` when
+    not asked)."""
 
     state: GroupState
     lag: int | None
     consumers: tuple[ConsumerInfo, ...] = ()
     pending: tuple[PendingEntry, ...] = ()
+    released: int | None = None
 
     @property
     def entries_read(self) -> int | None:

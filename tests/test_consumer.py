@@ -319,3 +319,30 @@ def test_a_consumer_on_a_decoding_store_deals_in_bytes(tmp_path: Path) -> None:
         assert [m.fields for m in seen] == [{b"n": str(i).encode()} for i in range(3)]
         assert all(isinstance(m.stream, bytes) for m in seen)
         assert s.xpending(STREAM, GROUP)["pending"] == 0
+
+
+def test_a_second_ctrl_c_gives_the_message_back_at_once(store: rstore.Store) -> None:
+    """XNACK SILENT: released, one delivery less, and the next claim of another worker takes
+    it without waiting claim_idle_ms."""
+    m = store.xadd(STREAM, {"n": 1})
+    b = make_consumer(store, "b")
+
+    def interrupted(msg: rstore.Message) -> None:
+        raise KeyboardInterrupt
+
+    b.run(interrupted)
+    [pending] = store.xpending_range(STREAM, GROUP, "-", "+", 10)
+    assert (pending["message_id"], pending["consumer"], pending["times_delivered"]) == (m, b"", 0)
+    c = make_consumer(store, "c", claim_idle_ms=3_600_000)
+    msg = next(c.messages())
+    assert (msg.id, msg.deliveries) == (m, 1)
+
+
+def test_nack_fatal_marks_a_poison_message(store: rstore.Store) -> None:
+    m = store.xadd(STREAM, {"n": 1})
+    b = make_consumer(store, "b", dead_letter=DEAD, max_deliveries=5)
+    assert b.nack(next(b.messages()), mode="FATAL") == 1
+    c = make_consumer(store, "c", dead_letter=DEAD, max_deliveries=5, claim_idle_ms=3_600_000)
+    handed = consume(c, until=lambda: store.exists(DEAD) == 1)
+    assert handed == []  # dead-lettered at its next delivery, never handed out
+    assert [f[b"rstore:id"] for _, f in store.xrange(DEAD)] == [m]

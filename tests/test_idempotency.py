@@ -491,3 +491,23 @@ def test_salvage_says_idempotency_is_not_carried(tmp_path: Path) -> None:
     with rstore.Store(tmp_path / "dst") as store:
         assert idmp(store)["iids-added"] == 0
         assert store.xlen("s") == 1
+
+
+def test_xidmprecord_records_an_iid_for_an_entry(store: rstore.Store) -> None:
+    """Redis 8.8's XIDMPRECORD (what its AOF rewrite writes): afterwards an XADD of that iid is
+    a duplicate of the entry."""
+    entry = store.xadd("s", {"f": "v"})
+    assert store.execute("XIDMPRECORD", "s", "p", "i", entry) == "OK"
+    assert store.execute("XIDMPRECORD", "s", "p", "i", entry) == "OK"  # the same: no change
+    assert store.xadd("s", {"f": "w"}, idmp=("p", b"i")) == entry
+    other = store.xadd("s", {"f": "x"})
+    for args, line in (
+        (("p", "i", other), "ERR IID already exists for this producer with a different stream ID"),
+        (("p", "j", "9-0"), "ERR No such message in stream"),
+        (("", "i", entry), "ERR producer ID must be non-empty"),
+        (("p", "", entry), "ERR idempotent ID must be non-empty"),
+        (("p", "i", "bad"), INVALID_ID),
+    ):
+        assert refused(store, "XIDMPRECORD", "s", *args) == line
+    assert refused(store, "XIDMPRECORD", "nokey", "p", "i", entry) == "ERR no such key"
+    assert idmp(store)["iids-added"] == 1

@@ -1,4 +1,4 @@
-"""redis-py's XACK, XPENDING methods (the command: :mod:`rstore.commands.pending`)."""
+"""redis-py's XACK, XNACK, XPENDING methods (the command: :mod:`rstore.commands.pending`)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,33 @@ class PendingCommands(ClientBase):
     def xack(self, name: Any, groupname: Any, *ids: Any) -> Any:
         """Acknowledge entries; the number that were pending."""
         return self._command([b"XACK", name, groupname, *ids])
+
+    def xnack(
+        self,
+        name: Any,
+        groupname: Any,
+        mode: str,
+        *ids: Any,
+        retrycount: int | None = None,
+        force: bool = False,
+    ) -> Any:
+        """Give pending entries back to the group (Redis 8.8): they lose their owner and the
+        next claim of any minimum idle time (XREADGROUP CLAIM first) takes them.  ``mode``:
+        ``SILENT`` (the delivery count goes down by one), ``FAIL`` (kept) or ``FATAL`` (set to
+        its maximum); ``retrycount`` sets it instead; ``force`` also releases entries of the
+        stream that are not pending.  Returns how many were released."""
+        if not ids:
+            raise DataError("XNACK requires at least one message ID")
+        if mode not in {"SILENT", "FAIL", "FATAL"}:
+            raise DataError("XNACK mode must be one of: SILENT, FAIL, FATAL")
+        pieces: list[Any] = [b"XNACK", name, groupname, mode, b"IDS", len(ids), *ids]
+        if retrycount is not None:
+            if retrycount < 0:
+                raise DataError("XNACK retrycount must be >= 0")
+            pieces += [b"RETRYCOUNT", retrycount]
+        if force:
+            pieces.append(b"FORCE")
+        return self._command(pieces)
 
     def xpending(self, name: Any, groupname: Any) -> Any:
         """``{"pending": n, "min": id, "max": id, "consumers": [{"name", "pending"}...]}``."""

@@ -1,15 +1,17 @@
-"""XCFGSET (Redis 8.6): a stream's idempotency settings; the semantics are in
+"""XCFGSET (Redis 8.6), a stream's idempotency settings, and XIDMPRECORD (Redis 8.8), which
+records an idempotent ID for an entry (what Redis's AOF rewrite writes); the semantics are in
 :mod:`rstore.streams.idempotency`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from rstore import messages
+from rstore import ids, messages
 from rstore.commands.argv import keyword, parse_int
 from rstore.commands.registry import Context, command
 from rstore.streams import idempotency
 from rstore.streams.keyspace import lookup_stream
+from rstore.streams.lookup import EntryLookup
 
 __all__: list[str] = []
 
@@ -44,4 +46,25 @@ def xcfgset(ctx: Context, argv: list[bytes]) -> Any:
     idempotency.configure(
         ctx.txn, stream.handle, given.get(b"idmp-duration"), given.get(b"idmp-maxsize")
     )
+    return "OK"
+
+
+@command("xidmprecord", 5, write=True, summary="Record an idempotent ID of an entry (Redis 8.8)")
+def xidmprecord(ctx: Context, argv: list[bytes]) -> Any:
+    entry_id = ids.parse_id(argv[4], strict=True)
+    pid, iid = argv[2], argv[3]
+    if not pid:
+        raise messages.error(messages.XIDMPRECORD_NO_PID)
+    if not iid:
+        raise messages.error(messages.XIDMPRECORD_NO_IID)
+    stream = lookup_stream(ctx.txn, argv[1])
+    if stream is None:
+        raise messages.error(messages.NO_SUCH_KEY)
+    if EntryLookup(ctx.txn, stream).get(entry_id) is None:
+        raise messages.error(messages.XIDMPRECORD_NO_ENTRY)
+    known = idempotency.recorded_entry(ctx.txn, stream.handle, pid, iid, ctx.now_ms)
+    if known is None:
+        idempotency.record(ctx.txn, stream.handle, pid, iid, entry_id)
+    elif known != entry_id:
+        raise messages.error(messages.XIDMPRECORD_OTHER_ID)
     return "OK"

@@ -113,6 +113,7 @@ def _full_group(g: GroupInfo) -> list[Any]:
         b"entries-read", g.entries_read,
         b"lag", g.lag,
         b"pel-count", g.state.pel_count,
+        b"nacked-count", g.released or 0,
         b"pending",
         [[format_id(p.id), p.consumer, p.delivery_time_ms, as_signed64(p.delivery_count)]
          for p in g.pending],

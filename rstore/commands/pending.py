@@ -1,7 +1,8 @@
-"""XACK and XPENDING."""
+"""XACK, XNACK and XPENDING."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rstore import ids, messages
@@ -12,6 +13,7 @@ from rstore.numbers import UINT64_MAX, as_signed64
 from rstore.storage.records.layout import GroupMeta
 from rstore.streams import groups
 from rstore.streams.keyspace import StreamRef, lookup_stream
+from rstore.streams.nack import Mode, release
 from rstore.streams.pending import ack, pending_range, pending_summary
 
 
@@ -41,6 +43,45 @@ def xack(ctx: Context, argv: list[bytes]) -> Any:
         return 0
     id_list = parse_ids(argv[3:])
     return ack(ctx.txn, stream, group, id_list)
+
+
+@command("xnack", -7, write=True, summary="Give pending entries back to their group (Redis 8.8)")
+def xnack(ctx: Context, argv: list[bytes]) -> Any:
+    mode = Mode.parse(keyword(argv[3]))
+    if mode is None:
+        raise messages.error(messages.XNACK_MODE)
+    id_args: list[bytes] | None = None
+    retry_count: int | None = None
+    force = False
+    i, argc = 4, len(argv)
+    while i < argc:
+        kw, more = keyword(argv[i]), argc - 1 - i
+        if kw == b"ids" and more:
+            numids = parse_int(argv[i + 1], messages.XNACK_NUMIDS)
+            if numids <= 0:
+                raise messages.error(messages.XNACK_NUMIDS)
+            if numids > more - 1:
+                raise messages.error(messages.XNACK_NUMIDS_MISMATCH)
+            id_args = argv[i + 2 : i + 2 + numids]
+            i += 2 + numids
+        elif kw == b"retrycount" and more:
+            retry_count = parse_int(argv[i + 1])
+            if retry_count < 0:
+                raise messages.error(messages.XNACK_RETRYCOUNT)
+            i += 2
+        elif kw == b"force":
+            force = True
+            i += 1
+        else:
+            raise messages.error(messages.XNACK_OPTION, token=messages.sanitize(argv[i]))
+    if id_args is None:
+        raise messages.error(messages.XNACK_NO_IDS)
+    id_list = parse_ids(id_args)
+    stream, group = lookup_group(ctx, argv[1], argv[2])
+    return release(
+        ctx.txn, stream, group, id_list, mode, retry_count=retry_count, force=force,
+        now_us=time.time_ns() // 1000,
+    )  # fmt: skip
 
 
 @command("xpending", -3, public=_public_summary, summary="Inspect pending entries of a group")
@@ -84,7 +125,7 @@ def xpending(ctx: Context, argv: list[bytes]) -> Any:
         [
             ids.format_id(p.id),
             p.consumer,
-            max(ctx.now_ms - p.delivery_time_ms, 0),
+            -1 if p.released else max(ctx.now_ms - p.delivery_time_ms, 0),
             as_signed64(p.delivery_count),
         ]
         for p in found

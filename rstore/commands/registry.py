@@ -106,14 +106,14 @@ COMMAND_MODULES: dict[bytes, str] = {
     **dict.fromkeys((b"ping", b"echo", b"config"), "server"),
     **dict.fromkeys((b"xlen", b"xrange", b"xrevrange", b"xread"), "read"),
     b"xadd": "append",
-    b"xcfgset": "idempotency",
+    **dict.fromkeys((b"xcfgset", b"xidmprecord"), "idempotency"),
     b"xtrim": "trim",
     **dict.fromkeys((b"xdel", b"xdelex", b"xackdel"), "delete"),
     b"xsetid": "setid",
     **dict.fromkeys((b"xclaim", b"xautoclaim"), "claim"),
     b"xgroup": "groups",
     b"xinfo": "info",
-    **dict.fromkeys((b"xack", b"xpending"), "pending"),
+    **dict.fromkeys((b"xack", b"xnack", b"xpending"), "pending"),
     b"xreadgroup": "readgroup",
 }
 

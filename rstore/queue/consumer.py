@@ -197,6 +197,16 @@ class Consumer:
             return 0
         return int(self.store.xack(self.stream, self.group, *(m.id for m in messages)))
 
+    def nack(self, *messages: Message, mode: str = "FAIL") -> int:
+        """Give messages back to the group (XNACK, Redis 8.8): the next claim of any worker
+        takes them at once instead of after ``claim_idle_ms``.  ``mode``: ``FAIL`` (the
+        delivery count stays), ``SILENT`` (not the message's fault: one delivery less) or
+        ``FATAL`` (the count at its maximum: dead-lettered at its next delivery when
+        ``max_deliveries`` is set).  The number that were still pending."""
+        if not messages:
+            return 0
+        return int(self.store.xnack(self.stream, self.group, mode, *(m.id for m in messages)))
+
     def dead_letter(self, msg: Message, reason: str = "") -> bool:
         """Move ``msg`` to the dead-letter stream and acknowledge it, atomically -- if it is
         still pending to this consumer.  Returns False, writing nothing, when it is not (it
@@ -230,8 +240,9 @@ class Consumer:
 
         * Ctrl-C while waiting for messages stops at once;
         * a first Ctrl-C while the handler runs lets it finish and its message be acknowledged,
-          then stops; a second one stops at once, the message left pending (it is delivered
-          again, to this consumer's next run under the same name or to one that claims it).
+          then stops; a second one stops at once and gives the message back to the group
+          (XNACK SILENT: one delivery less), so that the next claim of any worker takes it at
+          once.
 
         This holds SIGINT's handler while ``run`` runs, in the main thread and only while it
         is Python's default one (:class:`rstore.HeldInterrupts`): a program that set its own
@@ -244,12 +255,24 @@ class Consumer:
                 held.hold()  # a first Ctrl-C from here waits for this message's outcome
                 try:
                     self._handle(handler, msg)
+                except KeyboardInterrupt:
+                    self._give_back(msg)
+                    raise
                 finally:
                     held.release()
         except KeyboardInterrupt:
             log.info("stopped by Ctrl-C")
         finally:
             held.uninstall()
+
+    def _give_back(self, msg: Message) -> None:
+        """A second Ctrl-C stopped the handler: the worker is going, not the message's fault --
+        release it (XNACK SILENT) for the next claim instead of leaving it to wait
+        ``claim_idle_ms``; if that fails it stays pending, as before."""
+        try:
+            self.nack(msg, mode="SILENT")
+        except Exception:  # best effort while stopping: it stays pending
+            log.warning("could not release %r %r; left pending", msg.stream, msg.id)
 
     def _handle(self, handler: Callable[[Message], Any], msg: Message) -> None:
         try:

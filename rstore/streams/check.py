@@ -106,11 +106,17 @@ def _check_groups(txn: Txn, stream: StreamRef) -> list[str]:
         owners: dict[bytes, int] = {}
         pel = list(group_records.pel_entries(txn, group))
         for entry_id, (_, _, owner) in pel:
+            if owner is None:  # released by XNACK: no consumer holds it
+                continue
             owners[owner] = owners.get(owner, 0) + 1
             if entry_id not in set(
                 group_records.consumer_pel_ids(txn, group, owner, entry_id, entry_id)
             ):
                 problems.append(f"{where}: {entry_id} missing from {owner!r}'s list")
+        released = {eid for eid, (_, _, owner) in pel if owner is None}
+        for entry_id, _, _ in group_records.released_entries(txn, group):
+            if entry_id not in released:
+                problems.append(f"{where}: {entry_id} listed as released, not so recorded")
         if len(pel) != group.pel_count:
             problems.append(f"{where}: pel count {group.pel_count} but {len(pel)} entries")
         consumers = group_records.consumers_of(txn, group)

@@ -23,6 +23,7 @@ from rstore.storage.records.txn import Txn
 from rstore.streams.groups import ensure_consumer
 from rstore.streams.keyspace import StreamRef
 from rstore.streams.lookup import EntryLookup
+from rstore.streams.nack import FATAL_COUNT
 
 __all__ = ["ClaimOptions", "IdleClaimed", "autoclaim", "claim", "claim_idle"]
 
@@ -52,22 +53,23 @@ class _Counts:
         self.consumer = consumer
         self.others: dict[bytes, int] = {}  # entries each other consumer lost
 
-    def take_from(self, owner: bytes | None) -> None:
-        """A NACK moves from ``owner`` (None: new NACK) to the claiming consumer."""
+    def take_from(self, owner: bytes | None, *, new: bool = False) -> None:
+        """A NACK moves from ``owner`` (``None``: a released entry, or with ``new`` a NACK
+        that did not exist) to the claiming consumer."""
         if owner == self.consumer.name:
             return
         self.consumer.pel_count += 1
-        if owner is None:
+        if new:
             self.group.pel_count += 1
-        else:
+        elif owner is not None:
             self.others[owner] = self.others.get(owner, 0) + 1
 
-    def drop(self, owner: bytes) -> None:
-        """A NACK of ``owner`` is removed from the PEL."""
+    def drop(self, owner: bytes | None) -> None:
+        """A NACK of ``owner`` (``None``: released) is removed from the PEL."""
         self.group.pel_count -= 1
         if owner == self.consumer.name:
             self.consumer.pel_count -= 1
-        else:
+        elif owner is not None:
             self.others[owner] = self.others.get(owner, 0) + 1
 
     def save(self, txn: Txn, stream: StreamRef) -> None:
@@ -108,6 +110,7 @@ def claim(
                 counts.drop(nack[2])
             continue
         owner: bytes | None
+        new = nack is None
         if nack is None:
             if not opts.force:
                 continue
@@ -121,9 +124,10 @@ def claim(
         elif not opts.justid:
             delivery_count = (delivery_count + 1) & U64  # uint64 in Redis
         group_records.nack_put(
-            txn, group, entry_id, (delivery_time, delivery_count, consumer.name), owner
-        )
-        counts.take_from(owner)
+            txn, group, entry_id, (delivery_time, delivery_count, consumer.name), owner,
+            was_released=owner is None and not new,
+        )  # fmt: skip
+        counts.take_from(owner, new=new)
         consumer.active_time = now_ms
         out.append((entry_id, None if opts.justid else fields, delivery_count))
     counts.save(txn, stream)
@@ -167,7 +171,10 @@ def autoclaim(
         if min_idle_ms and now_ms - delivery_time < min_idle_ms:
             continue
         new_count = delivery_count if justid else (delivery_count + 1) & U64
-        group_records.nack_put(txn, group, entry_id, (now_ms, new_count, consumer.name), owner)
+        group_records.nack_put(
+            txn, group, entry_id, (now_ms, new_count, consumer.name), owner,
+            was_released=owner is None,
+        )  # fmt: skip
         counts.take_from(owner)
         consumer.active_time = now_ms
         claimed.append((entry_id, None if justid else fields, new_count))
@@ -194,15 +201,17 @@ def claim_idle(
     """XREADGROUP ... CLAIM (Redis 8.4): the group's pending entries idle for ``min_idle_ms``
     or more, of any consumer, the longest-idle first (ties in ID order), claimed for
     ``consumer`` as XCLAIM would; ``wanted(candidates)`` says how many of them the reply takes
-    (COUNT, MAXCOUNT, MAXSIZE).  Entries deleted from the stream are skipped and stay pending."""
-    idle = sorted(
+    (COUNT, MAXCOUNT, MAXSIZE).  Entries XNACK released come first, in the order they were
+    released (their delivery times are below zero), whatever ``min_idle_ms``.  Entries deleted
+    from the stream are skipped and stay pending."""
+    candidates = sorted(
         (nack[0], entry_id, nack)
         for entry_id, nack in group_records.pel_entries(txn, group)
         if now_ms - nack[0] >= min_idle_ms
     )
     lookup = EntryLookup(txn, stream)
     found = []
-    for _, entry_id, nack in idle:
+    for _, entry_id, nack in candidates:
         fields = lookup.get(entry_id)
         if fields is not None:
             found.append((entry_id, fields, nack))
@@ -210,10 +219,15 @@ def claim_idle(
     counts = _Counts(group, consumer)
     out: list[IdleClaimed] = []
     for entry_id, fields, (delivery_time, delivery_count, owner) in found:
-        deliveries = min(delivery_count + 1, U64)
-        group_records.nack_put(txn, group, entry_id, (now_ms, deliveries, consumer.name), owner)
+        # Redis 8.4+ stops the count at LLONG_MAX (where XNACK FATAL puts it)
+        deliveries = delivery_count if delivery_count >= FATAL_COUNT else delivery_count + 1
+        group_records.nack_put(
+            txn, group, entry_id, (now_ms, deliveries, consumer.name), owner,
+            was_released=owner is None,
+        )  # fmt: skip
         counts.take_from(owner)
-        out.append((entry_id, fields, max(now_ms - delivery_time, 0), delivery_count))
+        idle = now_ms if owner is None else max(now_ms - delivery_time, 0)  # released: time 0
+        out.append((entry_id, fields, idle, delivery_count))
     if out:
         consumer.active_time = now_ms
     counts.save(txn, stream)

@@ -22,6 +22,7 @@ runs all of it in one transaction: any problem raises and nothing is kept.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from rstore.codec.node_validate import node_facts
@@ -47,6 +48,7 @@ from rstore.storage.records.txn import Txn
 from rstore.streams import keyspace
 from rstore.streams.keyspace import StreamRef, discard_stream, new_unbound_stream
 from rstore.streams.lag import estimate_entries_read
+from rstore.streams.pending import pending_entry
 
 __all__ = ["import_stream", "restore_stream", "snapshot_stream", "stream_keys"]
 
@@ -74,11 +76,43 @@ def snapshot_stream(txn: Txn, stream: StreamRef) -> StreamSnapshot:
 
 
 def _group(txn: Txn, g: GroupMeta) -> GroupSnapshot:
+    released = list(group_records.released_entries(txn, g)) if g.pel_count else []
+    if released:
+        return _with_released(txn, g, released)
     return GroupSnapshot(
         state=g.state(),
         pending=bulk_read.pending(txn, g),
         consumers=(_consumer(txn, g, c) for c in group_records.consumers_of(txn, g)),
     )
+
+
+#: The consumer that RDB files hold the released entries of no consumer still in the group by.
+RELEASED_OWNER = b"rstore:released"
+
+
+def _with_released(txn: Txn, g: GroupMeta, released: list[tuple[ID, int, bytes]]) -> GroupSnapshot:
+    """A group with entries XNACK released, as RDB files before version 13 can hold it: no
+    entry there is without an owner, so each released one is written pending to the consumer it
+    was released from (or, when that one is gone, to :data:`RELEASED_OWNER`), with delivery
+    time 0 -- the next XCLAIM or XAUTOCLAIM of any minimum idle time takes it, as it would
+    here."""
+    consumers = group_records.consumers_of(txn, g)
+    names = {c.name for c in consumers}
+    extra: dict[bytes, list[ID]] = {}
+    for entry_id, _, last_owner in released:
+        extra.setdefault(last_owner if last_owner in names else RELEASED_OWNER, []).append(entry_id)
+    snapshots = []
+    for c in consumers:
+        ids = sorted([*bulk_read.owned_ids(txn, g, c.name), *extra.get(c.name, [])])
+        snapshots.append(ConsumerSnapshot(replace(c.state(), pel_count=len(ids)), ids))
+    orphans = extra.get(RELEASED_OWNER, []) if RELEASED_OWNER not in names else []
+    if orphans:
+        snapshots.append(
+            ConsumerSnapshot(ConsumerState(RELEASED_OWNER, 0, 0, len(orphans)), orphans)
+        )
+    pending = [pending_entry(eid, nack) for eid, nack in group_records.pel_entries(txn, g)]
+    state = replace(g.state(), consumer_count=len(snapshots))
+    return GroupSnapshot(state=state, pending=pending, consumers=snapshots)
 
 
 def _consumer(txn: Txn, g: GroupMeta, c: ConsumerMeta) -> ConsumerSnapshot:

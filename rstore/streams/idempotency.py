@@ -28,7 +28,15 @@ from rstore.storage.records import idmp_records as records
 from rstore.storage.records.idmp_records import IdmpState
 from rstore.storage.records.txn import Txn
 
-__all__ = ["Producer", "auto_iid", "configure", "duplicate_of", "info", "record"]
+__all__ = [
+    "Producer",
+    "auto_iid",
+    "configure",
+    "duplicate_of",
+    "info",
+    "record",
+    "recorded_entry",
+]
 
 MAX_DURATION = 86400
 MAX_MAXSIZE = 10000
@@ -100,6 +108,18 @@ def duplicate_of(txn: Txn, handle: int, pid: bytes, iid: bytes, now_ms: int) -> 
     if found is not None:
         state.duplicates += 1
     records.state_put(txn, handle, state)
+    return None if found is None else found.entry_id
+
+
+def recorded_entry(txn: Txn, handle: int, pid: bytes, iid: bytes, now_ms: int) -> ID | None:
+    """The entry ``pid``'s ``iid`` is recorded for, or ``None`` (XIDMPRECORD: no duplicate is
+    counted; iids whose time is over are forgotten first)."""
+    state = records.state_get(txn, handle)
+    if state is None:
+        return None
+    _expire(txn, handle, state, now_ms)
+    records.state_put(txn, handle, state)
+    found = records.recorded(txn, handle, records.digest(pid), iid)
     return None if found is None else found.entry_id
 
 

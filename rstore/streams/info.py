@@ -23,6 +23,7 @@ from rstore.storage.records.txn import Txn
 from rstore.streams import idempotency, retention
 from rstore.streams.keyspace import StreamRef
 from rstore.streams.lag import group_lag
+from rstore.streams.pending import pending_entry
 from rstore.streams.read import first_entry, last_entry, read_range
 
 __all__ = ["consumer_infos", "group_infos", "radix_tree_nodes", "stream_info"]
@@ -98,11 +99,13 @@ def group_infos(
         if consumers:
             members = tuple(consumer_infos(txn, g, pending=pending))
         first_pending: tuple[PendingEntry, ...] = ()
+        released = None
         if pending is not None:
             entries = _take(group_records.pel_entries(txn, g), pending)
-            first_pending = tuple(PendingEntry(eid, t, n, who) for eid, (t, n, who) in entries)
+            first_pending = tuple(pending_entry(eid, nack) for eid, nack in entries)
+            released = sum(1 for _ in group_records.released_entries(txn, g))
         yield GroupInfo(g.state(), group_lag(meta, g.last_id, g.entries_read), members,
-                        first_pending)  # fmt: skip
+                        first_pending, released)  # fmt: skip
 
 
 def consumer_infos(

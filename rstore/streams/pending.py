@@ -11,7 +11,7 @@ from rstore.storage.records.layout import GroupMeta
 from rstore.storage.records.txn import Txn
 from rstore.streams.keyspace import StreamRef
 
-__all__ = ["PendingSummary", "ack", "pending_range", "pending_summary"]
+__all__ = ["PendingSummary", "ack", "pending_entry", "pending_range", "pending_summary"]
 
 
 def ack(txn: Txn, stream: StreamRef, group: GroupMeta, ids: list[ID]) -> int:
@@ -20,6 +20,8 @@ def ack(txn: Txn, stream: StreamRef, group: GroupMeta, ids: list[ID]) -> int:
     acked = sum(per_owner.values())
     if acked:
         for owner, n in per_owner.items():
+            if owner is None:  # released by XNACK: in no consumer's count
+                continue
             consumer = group_records.consumer_get(txn, group, owner)
             if consumer is not None:
                 consumer.pel_count -= n
@@ -55,6 +57,14 @@ def pending_summary(txn: Txn, group: GroupMeta) -> PendingSummary:
     return PendingSummary(group.pel_count, first, last, owners)
 
 
+def pending_entry(entry_id: ID, nack: group_records.Nack) -> PendingEntry:
+    """A PEL record as :class:`PendingEntry` shows it (a released one: no owner, time 0)."""
+    delivery_time, delivery_count, owner = nack
+    if owner is None:
+        return PendingEntry(entry_id, 0, delivery_count, b"", released=True)
+    return PendingEntry(entry_id, delivery_time, delivery_count, owner)
+
+
 def pending_range(
     txn: Txn,
     group: GroupMeta,
@@ -77,10 +87,10 @@ def pending_range(
     else:
         ids = group_records.consumer_pel_ids(txn, group, consumer, start, end)
         nacks = ((eid, group_records.owned_nack(txn, group, eid, consumer)) for eid in ids)
-    for entry_id, (delivery_time, delivery_count, owner) in nacks:
-        if min_idle_ms and now_ms - delivery_time < min_idle_ms:
+    for entry_id, nack in nacks:
+        if min_idle_ms and now_ms - nack[0] < min_idle_ms:  # a released one: always idle enough
             continue
-        out.append(PendingEntry(entry_id, delivery_time, delivery_count, owner))
+        out.append(pending_entry(entry_id, nack))
         if len(out) >= count:
             break
     return out

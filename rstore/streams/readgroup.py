@@ -164,7 +164,7 @@ def read_new(
             )
             last_id = entry_id
     group.last_id = entries[-1][0]
-    others: dict[bytes, int] = {}  # NACKs taken from other consumers
+    others: dict[bytes | None, int] = {}  # NACKs taken from other consumers (None: released)
     if not noack:
         # A NACK at or after the first delivered ID exists only if the group was moved back
         # (XGROUP SETID) or XCLAIM FORCE created one ahead; usually one look settles it.
@@ -182,9 +182,11 @@ def read_new(
     return entries
 
 
-def _release(txn: Txn, group: GroupMeta, taken: dict[bytes, int]) -> None:
+def _release(txn: Txn, group: GroupMeta, taken: dict[bytes | None, int]) -> None:
     """Lower the pending counts of consumers whose NACKs moved elsewhere."""
     for name, n in taken.items():
+        if name is None:  # released entries: no consumer counted them
+            continue
         other = group_records.consumer_get(txn, group, name)
         if other is not None:
             other.pel_count -= n

@@ -337,6 +337,8 @@ class _GroupRebuild:
         for item in self.stream.source.records(layout.DB_CONSUMER_PEL, self.prefix, self.end):
             if isinstance(item, Problem) or len(item[0]) < 8 + 2 + 16:
                 continue  # the index is rebuilt from the group PEL: nothing of it is needed
+            if item[0][8:10] == b"\xff\xff":
+                continue  # the released entries (XNACK): salvaged as their last owner's
             key = item[0]
             raw, part = key[-16:], key[10:-16]
             if raw in read or raw in rebuilt:

@@ -40,10 +40,14 @@ __all__ = [
     "nack_delete",
     "nack_get",
     "nack_put",
+    "nack_release",
     "pel_entries",
+    "released_entries",
 ]
 
-Nack = tuple[int, int, bytes]  # delivery_time_ms, delivery_count, consumer name
+#: delivery_time_ms, delivery_count, owner -- ``None`` for an entry XNACK released (its
+#: delivery time is then below zero: :data:`rstore.storage.records.layout.RELEASED_BASE`)
+Nack = tuple[int, int, bytes | None]
 
 
 # ----------------------------------------------------------------------------- groups
@@ -162,7 +166,20 @@ def consumers_of(txn: Txn, group: GroupMeta) -> list[ConsumerMeta]:
 
 
 def _nack(txn: Txn, key: bytes, value: bytes) -> Nack:
-    return txn.decode(_PEL, key, layout.unpack_nack, value)
+    delivery_time, count, owner = txn.decode(_PEL, key, layout.unpack_nack, value)
+    released = delivery_time < 0 and _in_released_index(txn, key)
+    return delivery_time, count, None if released else owner
+
+
+def _in_released_index(txn: Txn, pel_key: bytes) -> bool:
+    """Whether the ``pel`` record at ``pel_key`` is in its group's released index."""
+    return txn.get(_OWNED, pel_key[:8] + b"\xff\xff" + pel_key[8:]) is not None
+
+
+def _released(txn: Txn, key: bytes, value: bytes | memoryview) -> bool:
+    """Whether the ``pel`` record ``key`` -> ``value`` is of a released entry: a delivery time
+    below zero (the sign bit, big-endian) and the released index says so."""
+    return bool(value[0] & 0x80) and _in_released_index(txn, key)
 
 
 def owned_nack(txn: Txn, group: GroupMeta, entry_id: ID, owner: bytes) -> Nack:
@@ -192,17 +209,23 @@ def nack_put(
     entry_id: ID,
     nack: Nack,
     previous_owner: bytes | None,
+    *,
+    was_released: bool = False,
 ) -> None:
     """Store a NACK; keep the per-consumer index in step when the owner changes.
 
-    ``previous_owner`` is the owner before this call (``None`` for a new NACK).
+    ``previous_owner`` is the owner before this call (``None`` for a new NACK, or with
+    ``was_released`` for a released one, which leaves the released index).
     """
     delivery_time, delivery_count, owner = nack
+    assert owner is not None, "nack_release stores released entries"
     txn.put(
         _PEL,
         layout.pel_key(group.handle, entry_id),
         layout.pack_nack(delivery_time, delivery_count, owner),
     )
+    if was_released:
+        txn.delete(_OWNED, layout.released_key(group.handle, entry_id))
     if previous_owner != owner:
         tail = layout.ID_PACK(*entry_id)
         if previous_owner is not None:
@@ -210,11 +233,53 @@ def nack_put(
         txn.put(_OWNED, layout.consumer_pel_prefix(group.handle, owner) + tail, b"")
 
 
-def nack_delete(txn: Txn, group: GroupMeta, entry_id: ID, owner: bytes) -> None:
-    """Remove a NACK from the group PEL and from its owner's index."""
+def nack_release(
+    txn: Txn,
+    group: GroupMeta,
+    entry_id: ID,
+    order: int,
+    delivery_count: int,
+    holder: bytes | None,
+    last_owner: bytes | None,
+) -> None:
+    """Store the NACK of ``entry_id`` as released by XNACK: no owner, ``order`` its place among
+    the released (their delivery times), ``last_owner`` the consumer it was released from
+    (``None``: the one the record names already).  ``holder`` is its owner until now
+    (``None``: released already, or a new NACK)."""
+    key = layout.pel_key(group.handle, entry_id)
+    if last_owner is None:
+        old = txn.get(_PEL, key)
+        last_owner = b"" if old is None else bytes(old[layout.NACK_HEADER_SIZE :])
+    txn.put(_PEL, key, layout.pack_nack(layout.RELEASED_BASE + order, delivery_count, last_owner))
+    txn.put(_OWNED, layout.released_key(group.handle, entry_id), b"")
+    if holder is not None:
+        txn.delete(_OWNED, layout.consumer_pel_prefix(group.handle, holder) + key[8:])
+
+
+def released_entries(txn: Txn, group: GroupMeta) -> Iterator[tuple[ID, int, bytes]]:
+    """The group's entries XNACK released, in ID order: ``(ID, delivery count, the consumer
+    they were released from -- empty when none)``."""
+    for key, _ in list(txn.items(_OWNED, layout.released_prefix(group.handle))):
+        entry_id = layout.id_from_key_tail(key)
+        pel_key = layout.pel_key(group.handle, entry_id)
+        value = txn.get(_PEL, pel_key)
+        if value is None:
+            raise txn.inconsistent(
+                _PEL, f"group {group.name!r} lists {entry_id} as released, which it lacks"
+            )
+        _, count, last_owner = txn.decode(_PEL, pel_key, layout.unpack_nack, value)
+        yield entry_id, count, last_owner
+
+
+def nack_delete(txn: Txn, group: GroupMeta, entry_id: ID, owner: bytes | None) -> None:
+    """Remove a NACK from the group PEL and from its owner's index (``None``: a released
+    entry, in no consumer's list)."""
     key = layout.pel_key(group.handle, entry_id)
     txn.delete(_PEL, key)
-    txn.delete(_OWNED, layout.consumer_pel_prefix(group.handle, owner) + key[8:])
+    if owner is None:
+        txn.delete(_OWNED, layout.released_key(group.handle, entry_id))
+    else:
+        txn.delete(_OWNED, layout.consumer_pel_prefix(group.handle, owner) + key[8:])
 
 
 def nacks_deliver(
@@ -225,11 +290,12 @@ def nacks_deliver(
     now_ms: int,
     *,
     may_exist: bool,
-) -> tuple[int, dict[bytes, int]]:
+) -> tuple[int, dict[bytes | None, int]]:
     """Make ``owner`` the holder of fresh NACKs (delivery count 1, time ``now_ms``) for
     ``ids``.  With ``may_exist`` a NACK already there (after XGROUP SETID moved the group
     back) is taken over.  Returns how many NACKs are new, and how many were taken from each
-    other consumer.  Without ``may_exist`` (the usual delivery) the two records of each NACK
+    other consumer (``None``: released entries, which no consumer held).  Without
+    ``may_exist`` (the usual delivery) the two records of each NACK
     are sealed and written as runs (:func:`rstore.storage.records.sealed.nacks_write`)."""
     put, get, delete, pack = txn.put, txn.get, txn.delete, layout.ID_PACK
     handle = group.handle
@@ -242,7 +308,7 @@ def nacks_deliver(
     value = layout.pack_nack(now_ms, 1, owner)
     skip = layout.NACK_HEADER_SIZE
     new = 0
-    taken: dict[bytes, int] = {}
+    taken: dict[bytes | None, int] = {}
     for entry_id in ids:
         tail = pack(*entry_id)
         key = prefix + tail
@@ -250,6 +316,11 @@ def nacks_deliver(
         put(_PEL, key, value)
         if old is None:
             new += 1
+            put(_OWNED, owned_prefix + tail, b"")
+            continue
+        if _released(txn, key, old):
+            taken[None] = taken.get(None, 0) + 1
+            delete(_OWNED, layout.released_key(handle, entry_id))
             put(_OWNED, owned_prefix + tail, b"")
             continue
         previous = bytes(old[skip:])
@@ -260,18 +331,23 @@ def nacks_deliver(
     return new, taken
 
 
-def nacks_pop(txn: Txn, group: GroupMeta, ids: Iterable[ID]) -> dict[bytes, int]:
+def nacks_pop(txn: Txn, group: GroupMeta, ids: Iterable[ID]) -> dict[bytes | None, int]:
     """Remove the NACKs of ``ids`` that exist (from the group PEL and their owners' indexes);
-    how many each owner lost.  IDs without a NACK, or repeated, are skipped."""
+    how many each owner lost (``None``: released entries).  IDs without a NACK, or repeated,
+    are skipped."""
     pack, handle = layout.ID_PACK, group.handle
     prefix = layout.pack_u64(handle)
     tails = [pack(*entry_id) for entry_id in ids]
     values = txn.pop_many(_PEL, [prefix + tail for tail in tails])
     skip = layout.NACK_HEADER_SIZE
-    per_owner: dict[bytes, int] = {}
+    per_owner: dict[bytes | None, int] = {}
     owned: list[bytes] = []
     for tail, value in zip(tails, values):
         if value is None:
+            continue
+        if _released(txn, prefix + tail, value):
+            per_owner[None] = per_owner.get(None, 0) + 1
+            owned.append(prefix + b"\xff\xff" + tail)
             continue
         owner = value[skip:]
         owned.append(layout.consumer_pel_prefix(handle, owner) + tail)

@@ -472,6 +472,27 @@ class ConsumerMeta:
         return cls(name, seen, active, pel_count)
 
 
+#: A ``pel`` record that XNACK released (Redis 8.8) has no owner and is in no consumer's list:
+#: its delivery time is below zero -- this base plus its place among the group's released
+#: entries (released earlier: smaller) -- and the name after it is the consumer it was released
+#: from (empty when none), which RDB files before version 14 name as its owner.  A delivery
+#: time below zero can also come from a file (Redis keeps any 64-bit time), so what marks an
+#: entry released is its record in the released index: a ``consumer_pel`` key with the length
+#: 0xFFFF, which no consumer's name part has (at most :data:`MAX_INLINE_MEMBER` bytes).
+RELEASED_BASE = -(1 << 62)
+_RELEASED_PART = b"\xff\xff"
+
+
+def released_key(group_handle: int, entry_id: ID) -> bytes:
+    """The ``consumer_pel`` key saying that ``entry_id`` of the group was released."""
+    return _U64.pack(group_handle) + _RELEASED_PART + ID_PACK(*entry_id)
+
+
+def released_prefix(group_handle: int) -> bytes:
+    """The ``consumer_pel`` key prefix of the group's released entries."""
+    return _U64.pack(group_handle) + _RELEASED_PART
+
+
 def pack_nack(delivery_time_ms: int, delivery_count: int, consumer: bytes) -> bytes:
     """``pel`` value: delivery time (ms), delivery count, owning consumer's name."""
     return _NACK.pack(delivery_time_ms, delivery_count) + consumer
