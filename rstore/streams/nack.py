@@ -16,9 +16,8 @@ pending entry with count 0, RETRYCOUNT's, or FATAL's), without moving the last-d
 
 from __future__ import annotations
 
-from enum import Enum
-
 from rstore.ids import ID
+from rstore.keywords import KeywordEnum
 from rstore.storage.records import group_records
 from rstore.storage.records.layout import GroupMeta
 from rstore.storage.records.txn import Txn
@@ -34,19 +33,12 @@ FATAL_COUNT = (1 << 63) - 1
 _ORDER_SHIFT = 10
 
 
-class Mode(Enum):
+class Mode(KeywordEnum):
     """XNACK's mode, by its keyword."""
 
     SILENT = b"silent"
     FAIL = b"fail"
     FATAL = b"fatal"
-
-    @classmethod
-    def parse(cls, keyword: bytes) -> Mode | None:
-        for mode in cls:
-            if mode.value == keyword:
-                return mode
-        return None
 
 
 def _count(mode: Mode, before: int, retry_count: int | None) -> int:

@@ -14,9 +14,8 @@ delivered).  The policies:
 
 from __future__ import annotations
 
-from enum import Enum
-
 from rstore.ids import ID
+from rstore.keywords import KeywordEnum
 from rstore.storage.records import group_records
 from rstore.storage.records.layout import GroupMeta
 from rstore.storage.records.txn import Txn
@@ -26,20 +25,12 @@ from rstore.streams.pending import ack
 __all__ = ["Policy", "References"]
 
 
-class Policy(Enum):
+class Policy(KeywordEnum):
     """A reference policy, by its keyword."""
 
     KEEPREF = b"keepref"
     DELREF = b"delref"
     ACKED = b"acked"
-
-    @classmethod
-    def parse(cls, keyword: bytes) -> Policy | None:
-        """The policy a lower-cased keyword names, or ``None``."""
-        for policy in cls:
-            if policy.value == keyword:
-                return policy
-        return None
 
 
 class References:
