@@ -205,7 +205,7 @@ def test_every_reply_text_is_in_messages() -> None:
 #: third-party packages listed for its layer, and the rstore modules whose prefixes are listed.
 _LAYER0 = ("rstore.errors", "rstore.messages", "rstore.ids", "rstore.numbers", "rstore.glob",
            "rstore.model", "rstore.version", "rstore.interrupts", "rstore.logs",
-           "rstore.atomic_files", "rstore.renames")  # fmt: skip
+           "rstore.atomic_files", "rstore.renames", "rstore.keywords")  # fmt: skip
 _IMPORT_TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # layer: (rstore modules it may import, third-party packages it may import)
     "layer0": (_LAYER0, ()),
