@@ -100,26 +100,26 @@ def _expire(txn: Txn, handle: int, state: IdmpState, now_ms: int) -> None:
 def duplicate_of(txn: Txn, handle: int, pid: bytes, iid: bytes, now_ms: int) -> ID | None:
     """The entry ID that an earlier XADD of ``iid`` by ``pid`` added, counted as a duplicate,
     or ``None`` when it is not remembered (iids whose time is over are forgotten first)."""
-    state = records.state_get(txn, handle)
-    if state is None:
-        return None
-    _expire(txn, handle, state, now_ms)
-    found = records.recorded(txn, handle, records.digest(pid), iid)
-    if found is not None:
-        state.duplicates += 1
-    records.state_put(txn, handle, state)
-    return None if found is None else found.entry_id
+    return _find(txn, handle, pid, iid, now_ms, duplicate=True)
 
 
 def recorded_entry(txn: Txn, handle: int, pid: bytes, iid: bytes, now_ms: int) -> ID | None:
     """The entry ``pid``'s ``iid`` is recorded for, or ``None`` (XIDMPRECORD: no duplicate is
     counted; iids whose time is over are forgotten first)."""
+    return _find(txn, handle, pid, iid, now_ms, duplicate=False)
+
+
+def _find(
+    txn: Txn, handle: int, pid: bytes, iid: bytes, now_ms: int, *, duplicate: bool
+) -> ID | None:
     state = records.state_get(txn, handle)
     if state is None:
         return None
     _expire(txn, handle, state, now_ms)
-    records.state_put(txn, handle, state)
     found = records.recorded(txn, handle, records.digest(pid), iid)
+    if found is not None and duplicate:
+        state.duplicates += 1
+    records.state_put(txn, handle, state)
     return None if found is None else found.entry_id
 
 

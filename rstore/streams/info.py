@@ -103,7 +103,7 @@ def group_infos(
         if pending is not None:
             entries = _take(group_records.pel_entries(txn, g), pending)
             first_pending = tuple(pending_entry(eid, nack) for eid, nack in entries)
-            released = sum(1 for _ in group_records.released_entries(txn, g))
+            released = group_records.released_count(txn, g)
         yield GroupInfo(g.state(), group_lag(meta, g.last_id, g.entries_read), members,
                         first_pending, released)  # fmt: skip
 

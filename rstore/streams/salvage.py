@@ -337,7 +337,7 @@ class _GroupRebuild:
         for item in self.stream.source.records(layout.DB_CONSUMER_PEL, self.prefix, self.end):
             if isinstance(item, Problem) or len(item[0]) < 8 + 2 + 16:
                 continue  # the index is rebuilt from the group PEL: nothing of it is needed
-            if item[0][8:10] == b"\xff\xff":
+            if item[0][8:10] == layout.RELEASED_PART:
                 continue  # the released entries (XNACK): salvaged as their last owner's
             key = item[0]
             raw, part = key[-16:], key[10:-16]

@@ -42,6 +42,7 @@ __all__ = [
     "nack_put",
     "nack_release",
     "pel_entries",
+    "released_count",
     "released_entries",
 ]
 
@@ -173,7 +174,7 @@ def _nack(txn: Txn, key: bytes, value: bytes) -> Nack:
 
 def _in_released_index(txn: Txn, pel_key: bytes) -> bool:
     """Whether the ``pel`` record at ``pel_key`` is in its group's released index."""
-    return txn.get(_OWNED, pel_key[:8] + b"\xff\xff" + pel_key[8:]) is not None
+    return txn.get(_OWNED, pel_key[:8] + layout.RELEASED_PART + pel_key[8:]) is not None
 
 
 def _released(txn: Txn, key: bytes, value: bytes | memoryview) -> bool:
@@ -271,6 +272,11 @@ def released_entries(txn: Txn, group: GroupMeta) -> Iterator[tuple[ID, int, byte
         yield entry_id, count, last_owner
 
 
+def released_count(txn: Txn, group: GroupMeta) -> int:
+    """How many of the group's entries XNACK released (their index records, counted)."""
+    return sum(1 for _ in txn.items(_OWNED, layout.released_prefix(group.handle)))
+
+
 def nack_delete(txn: Txn, group: GroupMeta, entry_id: ID, owner: bytes | None) -> None:
     """Remove a NACK from the group PEL and from its owner's index (``None``: a released
     entry, in no consumer's list)."""
@@ -347,7 +353,7 @@ def nacks_pop(txn: Txn, group: GroupMeta, ids: Iterable[ID]) -> dict[bytes | Non
             continue
         if _released(txn, prefix + tail, value):
             per_owner[None] = per_owner.get(None, 0) + 1
-            owned.append(prefix + b"\xff\xff" + tail)
+            owned.append(prefix + layout.RELEASED_PART + tail)
             continue
         owner = value[skip:]
         owned.append(layout.consumer_pel_prefix(handle, owner) + tail)

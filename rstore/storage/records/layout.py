@@ -480,17 +480,18 @@ class ConsumerMeta:
 #: entry released is its record in the released index: a ``consumer_pel`` key with the length
 #: 0xFFFF, which no consumer's name part has (at most :data:`MAX_INLINE_MEMBER` bytes).
 RELEASED_BASE = -(1 << 62)
-_RELEASED_PART = b"\xff\xff"
+#: the length field of the released index's keys, where a consumer's name length goes
+RELEASED_PART = b"\xff\xff"
 
 
 def released_key(group_handle: int, entry_id: ID) -> bytes:
     """The ``consumer_pel`` key saying that ``entry_id`` of the group was released."""
-    return _U64.pack(group_handle) + _RELEASED_PART + ID_PACK(*entry_id)
+    return _U64.pack(group_handle) + RELEASED_PART + ID_PACK(*entry_id)
 
 
 def released_prefix(group_handle: int) -> bytes:
     """The ``consumer_pel`` key prefix of the group's released entries."""
-    return _U64.pack(group_handle) + _RELEASED_PART
+    return _U64.pack(group_handle) + RELEASED_PART
 
 
 def pack_nack(delivery_time_ms: int, delivery_count: int, consumer: bytes) -> bytes:
