@@ -580,7 +580,7 @@ def header(f: dict[str, Any]) -> str:
         f"# rstore C extensions loaded: {', '.join(f['c_extensions']) or 'none'}"
         + (" (RSTORE_NO_SPEEDUPS set)" if f["no_speedups"] else ""),
         "# stores of format " + " and ".join(str(n) for n in f["store_formats"])
-        + " (3: the write-ahead log, the default; 2: RSTORE_BENCH_WAL=0)",
+        + " (4: the default, with the write-ahead log; 2: RSTORE_BENCH_WAL=0, without)",
         f"# machine: {f['cpu']}, {f['cores']} cores, Linux {f['kernel']}, load average "
         + ", ".join(f"{x:.2f}" for x in f["load_average"]),
     ])  # fmt: skip

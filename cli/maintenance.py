@@ -59,13 +59,15 @@ def check_command(opener: StoreOpener, as_json: bool) -> None:
 @json_option
 @pass_opener
 def upgrade_command(opener: StoreOpener, as_json: bool) -> None:
-    """Bring the store to the current on-disk format, format 3: a write-ahead log, and a
-    checksum on every record.  Every command that may write a store does this when it first
-    opens it; this one does only that, for every database of the store (or --db N alone).  A
-    format-2 store gets its log; a format-1 store also has every record rewritten with its
-    checksum.  Either way in one step: a crash leaves the store as it was or upgraded.  It
-    needs the store to itself (an older rstore may be writing it): other processes must close
-    it first.  A current store is left as it is.
+    """Bring the store to the current on-disk format, format 4: a write-ahead log, a
+    checksum on every record, and streams that count their bytes.  Every command that may
+    write a store does this when it first opens it; this one does only that, for every
+    database of the store (or --db N alone).  A format-3 store only records the new format (a
+    stream counts its bytes when first asked); a format-2 store gets its log; a format-1 store
+    also has every record rewritten with its checksum.  Either way in one step: a crash
+    leaves the store as it was or upgraded.  Formats 1 and 2 need the store to itself (an
+    older rstore may be writing it): other processes must close it first.  A current store is
+    left as it is.
 
     \b
     Examples:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from rstore import Retention, parse_duration_ms
+from rstore import Retention, parse_duration_ms, parse_size
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .format import table_lines, token
@@ -17,7 +17,7 @@ from .refs import POLICIES
 
 __all__ = ["COMMANDS"]
 
-_COLUMNS = ("PATTERN", "MAX-AGE", "MAX-ENTRIES", "REF")
+_COLUMNS = ("PATTERN", "MAX-AGE", "MAX-ENTRIES", "MAX-BYTES", "REF")
 
 
 class _Ordered(click.Group):
@@ -38,6 +38,18 @@ def _age(text: str | None) -> int | None:
     return ms
 
 
+def _size(text: str | None) -> int | None:
+    if text is None:
+        return None
+    size = parse_size(text)
+    if size is None:
+        raise click.BadParameter(
+            f"{text!r} is not a size (500mb, 1gb: powers of 1024; 500m, 1g: of 1000)",
+            param_hint="--max-bytes",
+        )
+    return size
+
+
 def _shown_age(ms: int | None) -> str:
     if ms is None:
         return "-"
@@ -47,26 +59,31 @@ def _shown_age(ms: int | None) -> str:
     return f"{ms}ms"
 
 
+def _shown(limit: int | None) -> str | int:
+    return "-" if limit is None else limit
+
+
 def _as_json(policy: Retention) -> dict[str, Any]:
     return {
         "pattern": policy.pattern.decode("utf-8", "surrogateescape"),
         "max_age_ms": policy.max_age_ms,
         "max_entries": policy.max_entries,
+        "max_bytes": policy.max_bytes,
         "ref": policy.ref,
     }
 
 
 @click.group("retention", cls=_Ordered, short_help="Set, show and clear retention policies.")
 def retention_command() -> None:
-    """Limits that streams keep without any producer passing MAXLEN or MINID: a maximum age
-    and a maximum number of entries, per stream or key pattern, with a reference policy
-    (acked: never drop what a consumer group has not acknowledged).  rstore's own, modelled
-    on NATS JetStream's and Kafka's limits; whole nodes go, as with ~ trimming, when an XADD
-    opens a node.  See docs/retention.md.
+    """Limits that streams keep without any producer passing MAXLEN or MINID: a maximum age,
+    a maximum number of entries and a maximum size, per stream or key pattern, with a
+    reference policy (acked: never drop what a consumer group has not acknowledged).
+    rstore's own, modelled on NATS JetStream's and Kafka's limits; whole nodes go, as with
+    ~ trimming, when an XADD opens a node.  See docs/retention.md.
 
     \b
     Examples:
-      rstore retention set orders --max-age 7d --ref acked
+      rstore retention set orders --max-age 7d --max-bytes 1G --ref acked
       rstore retention set 'logs:*' --max-entries 1000000
       rstore retention show
       rstore retention clear 'logs:*'
@@ -78,6 +95,11 @@ def retention_command() -> None:
 @click.option("--max-age", metavar="DURATION", help="Drop entries older than this (7d, 12h).")
 @click.option(
     "--max-entries", type=click.IntRange(min=0), metavar="N", help="Keep at most N entries."
+)
+@click.option(
+    "--max-bytes",
+    metavar="SIZE",
+    help="Keep the stream's nodes near this size: 1g is 10^9 bytes, 1gb 2^30 (Redis's units).",
 )
 @click.option(
     "--ref",
@@ -95,6 +117,7 @@ def set_command(
     pattern: str,
     max_age: str | None,
     max_entries: int | None,
+    max_bytes: str | None,
     ref: str,
     as_json: bool,
     unescape: bool,
@@ -102,20 +125,25 @@ def set_command(
     """Set the retention policy of the streams matching PATTERN (a Redis glob such as
     'logs:*', or a stream's name), replacing the one it had, and apply it now; print what it
     removed.  A stream follows the policy of its exact name, else of the longest pattern
-    matching it.
+    matching it.  --max-bytes counts the listpack bytes of the stream's nodes (rstore info
+    shows them as retention-node-bytes); whole nodes go from the head while the rest still
+    holds that many, so a stream stays within two nodes of it (the head node, and the tail
+    node filling until the next XADD opens a node and applies the policy).
 
     \b
     Examples:
-      rstore retention set orders --max-age 7d --ref acked
+      rstore retention set orders --max-age 7d --max-bytes 1G --ref acked
       rstore retention set 'sensors:*' --max-age 30d --max-entries 5000000
+      rstore retention set 'logs:*' --max-bytes 512mb
     """
-    if max_age is None and max_entries is None:
-        raise click.UsageError("give --max-age, --max-entries or both")
+    if max_age is None and max_entries is None and max_bytes is None:
+        raise click.UsageError("give --max-age, --max-entries, --max-bytes, or more than one")
     age_ms = _age(max_age)
+    size = _size(max_bytes)
     key = to_bytes(pattern, unescape, "PATTERN")
     with opener.open(create=True) as store:
         removed = store.set_retention(
-            key, max_age_ms=age_ms, max_entries=max_entries, ref=ref.lower()
+            key, max_age_ms=age_ms, max_entries=max_entries, ref=ref.lower(), max_bytes=size
         )
     if as_json:
         echo_json({"pattern": pattern, "removed": {token(k): n for k, n in removed.items()}})
@@ -132,8 +160,8 @@ def set_command(
 @json_option
 @pass_opener
 def show_command(opener: StoreOpener, as_json: bool) -> None:
-    """List the store's retention policies: pattern, maximum age, maximum entries and
-    reference policy ('-' for a limit that is not set).
+    """List the store's retention policies: pattern, maximum age, maximum entries, maximum
+    bytes and reference policy ('-' for a limit that is not set).
 
     \b
     Examples:
@@ -149,8 +177,7 @@ def show_command(opener: StoreOpener, as_json: bool) -> None:
         click.echo("no retention policies", err=True)
         return
     rows = [
-        [p.pattern, _shown_age(p.max_age_ms), "-" if p.max_entries is None else p.max_entries,
-         p.ref]
+        [p.pattern, _shown_age(p.max_age_ms), _shown(p.max_entries), _shown(p.max_bytes), p.ref]
         for p in policies
     ]  # fmt: skip
     for line in table_lines(_COLUMNS, rows):

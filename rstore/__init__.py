@@ -65,6 +65,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
         StreamInfo,
         StreamState,
     )
+    from rstore.numbers import parse_size
     from rstore.pipeline import Pipeline
     from rstore.queue.consumer import Consumer, Message
     from rstore.ranges import iter_range, iter_range_pages
@@ -161,6 +162,7 @@ _LAZY: dict[str, str] = {
     "parse_range_bound": "rstore.ids",
     "parse_time_ms": "rstore.ids",
     "parse_xadd_id": "rstore.ids",
+    "parse_size": "rstore.numbers",
     "RDBSummary": "rstore.snapshot.inspection",
     "StreamInfo": "rstore.model",
     "IdempotencyInfo": "rstore.model",
@@ -364,6 +366,7 @@ __all__ = [
     "parse_duration_ms",
     "parse_range_bound",
     "parse_rate",
+    "parse_size",
     "parse_speed",
     "parse_time_ms",
     "parse_xadd_id",

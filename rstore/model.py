@@ -227,16 +227,18 @@ class Retention:
     """A retention policy (rstore's own; Redis has none): limits that streams whose name
     matches ``pattern`` (a Redis glob, or the exact name) keep without any producer passing
     MAXLEN or MINID.  ``max_age_ms``: entries whose ID time is older go; ``max_entries``: the
-    oldest entries beyond that many go; ``None``: no such limit.  ``ref`` is the reference
-    policy of the trimming: ``keepref`` (consumer groups' pending entries keep naming removed
-    entries), ``delref`` (they are dropped from them) or ``acked`` (only entries every group
-    has read and acknowledged go).  Whole nodes go, as with ``~`` trimming
+    oldest entries beyond that many go; ``max_bytes``: the oldest nodes go while the stream's
+    nodes hold more listpack bytes than that without them; ``None``: no such limit.  ``ref``
+    is the reference policy of the trimming: ``keepref`` (consumer groups' pending entries
+    keep naming removed entries), ``delref`` (they are dropped from them) or ``acked`` (only
+    entries every group has read and acknowledged go).  Whole nodes go, as with ``~`` trimming
     (``docs/retention.md``)."""
 
     pattern: bytes
     max_age_ms: int | None = None
     max_entries: int | None = None
     ref: str = "keepref"
+    max_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,7 +261,8 @@ class StreamInfo:
     store or an RDB file).  ``nodes`` is Redis's ``radix-tree-keys``; ``last_entry_id`` the
     last entry physically stored, deleted or not.  Some fields belong to one source only:
     ``radix_tree_nodes``, ``first_entry``, ``last_entry``, ``entries`` (FULL),
-    ``idempotency`` and ``retention`` (the policy that applies, if any) to XINFO;
+    ``idempotency``, ``retention`` (the policy that applies, if any) and ``node_bytes`` (the
+    listpack bytes of its nodes, given when that policy has a maximum in bytes) to XINFO;
     ``db``, ``expire_ms`` and ``bytes`` to files."""
 
     key: bytes
@@ -274,6 +277,7 @@ class StreamInfo:
     entries: tuple[Entry, ...] | None = None
     idempotency: IdempotencyInfo | None = None
     retention: Retention | None = None
+    node_bytes: int | None = None
     db: int = 0
     expire_ms: int | None = None
     bytes: int = 0

@@ -74,3 +74,24 @@ def string2ull(s: bytes) -> int | None:
     if v is not None:
         return v if v >= 0 else None
     return strtoull(s)
+
+
+_MEMORY_UNITS = {
+    "": 1, "b": 1, "k": 1000, "kb": 1024, "m": 1000**2, "mb": 1024**2, "g": 1000**3,
+    "gb": 1024**3,
+}  # fmt: skip
+
+
+def parse_size(text: str | bytes) -> int | None:
+    """A size in bytes written as Redis's configuration writes memory (``maxmemory``): digits,
+    then optionally a unit, any case -- ``b``; ``k``, ``m``, ``g`` (powers of 1000); ``kb``,
+    ``mb``, ``gb`` (powers of 1024).  ``1G`` is 10**9, ``1gb`` 2**30; ``None`` when ``text``
+    is not one, or is beyond 63 bits."""
+    if isinstance(text, bytes):
+        text = text.decode("ascii", "replace")
+    digits = len(text) - len(text.lstrip("0123456789"))
+    unit = _MEMORY_UNITS.get(text[digits:].lower())
+    if not digits or unit is None:
+        return None
+    size = int(text[:digits]) * unit
+    return size if size <= INT64_MAX else None

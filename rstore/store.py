@@ -68,8 +68,9 @@ class Store(RedisCommands):
         mount, a snapshot on read-only media); see ``docs/durability.md`` for what reading a
         store without access to its lock file means.
     :param wal: deprecated and ignored (a :class:`DeprecationWarning`): every store is written
-        through its write-ahead log (store format 3).  A store of an older format (2, or 1)
-        is brought to format 3 by the first open that may write it (``docs/format.md``).
+        through its write-ahead log (store format 3 and later).  A store of an older format
+        (3, 2 or 1) is brought to the current one by the first open that may write it
+        (``docs/format.md``).
     :param decode_responses: as in redis-py: the redis-py-style methods, ``execute_command``
         and pipelines give every bulk string as ``str`` decoded with ``encoding`` /
         ``encoding_errors`` (``dump`` still gives ``bytes``; :meth:`execute` and
@@ -501,20 +502,32 @@ class Store(RedisCommands):
         max_age_ms: int | None = None,
         max_entries: int | None = None,
         ref: str = "keepref",
+        max_bytes: int | None = None,
     ) -> dict[bytes, int]:
         """Keep the streams whose name matches ``pattern`` (a Redis glob, or the exact name)
         within limits, without any producer passing MAXLEN or MINID (rstore's own; see
         :class:`rstore.Retention` and ``docs/retention.md``): entries older than
-        ``max_age_ms`` (by their ID's time) and beyond the newest ``max_entries`` go, whole
-        nodes at a time, under the reference policy ``ref`` (``keepref``, ``delref``, or
-        ``acked``: never what a consumer group has not acknowledged).  Replaces the pattern's
-        policy; applied now to the streams it governs, then by every XADD that opens a node.
-        Returns the entries removed now, per stream."""
+        ``max_age_ms`` (by their ID's time) and beyond the newest ``max_entries`` go, and the
+        oldest while the rest would still hold ``max_bytes`` bytes of nodes
+        (:meth:`stream_bytes`), whole nodes at a time, under the reference policy ``ref``
+        (``keepref``, ``delref``, or ``acked``: never what a consumer group has not
+        acknowledged).  Replaces the pattern's policy; applied now to the streams it
+        governs, then by every XADD that opens a node.  Returns the entries removed now, per
+        stream."""
         from rstore.model import Retention  # noqa: PLC0415 - loaded on first use
         from rstore.streams import retention  # noqa: PLC0415
 
-        policy = Retention(encode_arg(pattern), max_age_ms, max_entries, ref)
+        policy = Retention(encode_arg(pattern), max_age_ms, max_entries, ref, max_bytes)
         return self._live_env().write(lambda txn: retention.set_policy(txn, policy, now_ms()))
+
+    def stream_bytes(self, name: str | bytes) -> int:
+        """The bytes of the stream's node listpacks, as a retention policy's ``max_bytes``
+        counts them (the entries' encoded size, deleted ones still in their nodes included;
+        the file holds them plus LMDB's pages); 0 when there is no such stream."""
+        from rstore.streams import retention  # noqa: PLC0415 - loaded on first use
+
+        key = encode_arg(name)
+        return self._live_env().read(lambda txn: retention.node_bytes(txn, key))
 
     def clear_retention(self, pattern: str | bytes) -> bool:
         """Remove the retention policy of ``pattern``; whether there was one."""

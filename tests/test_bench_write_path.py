@@ -40,7 +40,7 @@ def run_script(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def check_consistent(result: dict[str, Any]) -> None:
     """The figures of one case agree with its module list and its call sequence."""
     assert result.keys() >= CASE_KEYS
-    assert result["store_format"] == 3  # the default store: the write-ahead log
+    assert result["store_format"] == rstore.FORMAT_VERSION  # the default store: the write-ahead log
     modules = result["module_calls"]
     assert result["python_calls"] == sum(m["calls"] for m in modules) > 0
     assert result["modules"] == len(modules) == len({m["module"] for m in modules})

@@ -175,3 +175,91 @@ def test_max_entries_bounds(tmp_path_factory: pytest.TempPathFactory, limit: int
         else:
             assert limit <= length < limit + 2 * node
         assert ids(store, "s") == list(range(count - length + 1, count + 1))
+
+
+# ----------------------------------------------------------------------------- maximum bytes
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    limit=st.integers(0, 6000),
+    sizes=st.lists(st.integers(0, 300), max_size=120),
+    node=st.sampled_from([200, 1000, 4096]),
+)
+def test_max_bytes_bounds(tmp_path_factory: pytest.TempPathFactory, limit: int,
+                          sizes: list[int], node: int) -> None:  # fmt: skip
+    """After any XADDs the stream keeps its newest entries, and its nodes hold at least
+    ``limit`` bytes (or all it was given) and less than ``limit`` plus the two nodes it may
+    keep above it: the head node it did not take, and the tail filling until one opens."""
+    path = tmp_path_factory.mktemp("bytes")
+    with rstore.Store(path, sync=False, node_max_bytes=node, node_max_entries=0) as store:
+        store.set_retention("s", max_bytes=limit)
+        for i, size in enumerate(sizes, 1):
+            store.xadd("s", {"n": i, "v": "x" * size}, id=f"{i}-0")
+        length, held = store.xlen("s"), store.stream_bytes("s")
+        assert ids(store, "s") == list(range(len(sizes) - length + 1, len(sizes) + 1))
+        biggest = max([node, *(s + 40 for s in sizes)])  # a node holds one entry at least
+        assert held < limit + 2 * biggest or length == len(sizes)
+        assert store.check() == []  # the byte count is the sum of the node sizes
+
+
+def test_max_bytes_with_acked_keeps_what_a_group_has_not_acknowledged(
+    store: rstore.Store,
+) -> None:
+    add(store, "q", 1, 200)
+    store.xgroup_create("q", "g", "0")
+    delivered = store.xreadgroup("g", "c", {"q": ">"}, count=100)[0][1]
+    store.xack("q", "g", *[entry_id for entry_id, _ in delivered[:55]])
+    removed = store.set_retention("q", max_bytes=0, ref="acked")
+    assert removed == {b"q": 50}  # the nodes of 1-50; 51-60 holds unacknowledged entries
+    assert ids(store, "q") == list(range(51, 201))
+
+
+def test_node_bytes_follow_every_change(tmp_path: Path) -> None:
+    """Each way nodes change keeps the count: the sum of the node listpacks' sizes."""
+
+    def listpack_bytes(store: rstore.Store, key: bytes) -> int:
+        return store.view(lambda v: sum(len(node) for _, node in v.nodes(key)))
+
+    with rstore.Store(tmp_path / "s", node_max_entries=10) as store:
+        add(store, "a", 1, 95)
+        add(store, "e", 1, 35)
+        first = store.stream_bytes("a")
+        store.xdel("a", "5-0", "95-0")
+        store.xtrim("a", maxlen=42)  # exact: tombstones inside a node
+        store.xtrim("a", maxlen=20, approximate=True)  # whole nodes
+        nodes = store.view(lambda v: list(v.nodes(b"e")))
+        store.append_nodes((b"b", master, node) for master, node in nodes)
+        store.execute("RESTORE", "c", 0, store.execute("DUMP", "a"))
+        store.execute("RENAME", "c", "d")
+        store.append_entries(("d", f"{i}-0", ["n", str(i)]) for i in range(96, 300))
+        store.delete("e")
+        assert store.check() == []
+    with rstore.Store(tmp_path / "s") as store:
+        assert store.check() == []
+        for key in (b"a", b"b", b"d"):
+            assert store.stream_bytes(key) == listpack_bytes(store, key) > 0
+        assert store.stream_bytes("a") < first
+        assert store.stream_bytes("e") == 0
+
+
+def test_a_format_3_store_counts_a_stream_when_first_asked(tmp_path: Path) -> None:
+    """Format 3 kept no byte count: a read-only open counts from the nodes; the first open
+    that may write records format 4, and each stream is counted when a policy or a caller
+    first asks, then kept."""
+    from store_formats import downgrade
+
+    path = tmp_path / "s"
+    with rstore.Store(path, node_max_entries=10) as store:
+        add(store, "a", 1, 100)
+        counted = store.stream_bytes("a")
+    downgrade(str(path), 3)
+    with rstore.Store(path, readonly=True) as store:
+        assert (store.format, store.stream_bytes("a")) == (3, counted)
+    with rstore.Store(path, node_max_entries=10) as store:
+        assert store.format == rstore.FORMAT_VERSION
+        add(store, "a", 101, 120)  # not counted yet: nothing to add to
+        store.set_retention("a", max_bytes=counted // 2)
+        assert counted // 2 <= store.stream_bytes("a") < counted
+        add(store, "a", 121, 200)
+        assert store.check() == []

@@ -78,11 +78,11 @@ def _digests(path: Path) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize("version", [3, 2, 1])
+@pytest.mark.parametrize("version", [4, 3, 2, 1])
 def test_a_sound_store_of_any_format_is_copied_whole(tmp_path: Path, version: int) -> None:
     src, dst = tmp_path / "src", tmp_path / "dst"
     _populate(src)
-    if version < 3:
+    if version < rstore.FORMAT_VERSION:
         downgrade(str(src), version)
     expected = _state(src)
     before = _digests(src)
@@ -93,7 +93,7 @@ def test_a_sound_store_of_any_format_is_copied_whole(tmp_path: Path, version: in
     assert _state(dst) == expected
     assert rstore.check_store(dst) == []
     with rstore.Store(dst, create=False) as store:
-        assert store.format == 3  # the new store has the default format
+        assert store.format == rstore.FORMAT_VERSION  # the new store has the default format
     assert report.entries == sum(len(v[0]) for k, v in expected.items() if k.startswith("b'"))
 
 

@@ -80,6 +80,8 @@ def xinfo_stream(ctx: Context, argv: list[bytes]) -> Any:
         ]  # fmt: skip
     if info.retention is not None:
         reply += _retention_fields(info.retention)
+        if info.node_bytes is not None:
+            reply += [b"retention-node-bytes", info.node_bytes]
     return reply
 
 
@@ -91,6 +93,8 @@ def _retention_fields(policy: Retention) -> list[Any]:
         fields += [b"retention-max-age-ms", policy.max_age_ms]
     if policy.max_entries is not None:
         fields += [b"retention-max-entries", policy.max_entries]
+    if policy.max_bytes is not None:
+        fields += [b"retention-max-bytes", policy.max_bytes]
     return [*fields, b"retention-ref", policy.ref.encode()]
 
 

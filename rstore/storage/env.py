@@ -147,6 +147,18 @@ class Env:
         self.flushes_after_commit = self.sync_mode and self._wal is not None
         if opened.upgraded is not None:
             self.upgraded = opened.upgraded
+        if not self.readonly and self.format < layout.FORMAT_VERSION:
+            self._count_node_bytes()
+
+    def _count_node_bytes(self) -> None:
+        """Format 3 to 4: from now on stream records count their nodes' bytes; those written
+        before say nothing of them (``StreamMeta.node_bytes`` is ``None``) and are counted when
+        first asked for, so recording the format is the whole upgrade.  An older rstore that
+        still has the store open refuses the records written since (their size is not its)."""
+        self.write(lambda txn: txn.record_format(layout.FORMAT_VERSION))
+        logs.info(logs.STORAGE, "%s: upgraded from store format %d to %d", self.path,
+                  self.format, layout.FORMAT_VERSION)  # fmt: skip
+        self.format = layout.FORMAT_VERSION
 
     def _checkpoint_step(self) -> float | None:
         """One look of the checkpointer thread (inside the gate: a close or a map resize

@@ -56,12 +56,13 @@ def check_store(txn: Txn) -> list[str]:
 def check_stream(txn: Txn, stream: StreamRef) -> list[str]:
     meta = stream.meta
     problems: list[str] = []
-    length = nodes = 0
+    length = nodes = size = 0
     first_live = None
     previous = None
     last_master = None
     for master_id, node in txn.iter_nodes(stream.handle):
         nodes += 1
+        size += len(node)
         last_master = master_id
         try:
             validate_node(node, master_id, deep=True)
@@ -86,6 +87,8 @@ def check_stream(txn: Txn, stream: StreamRef) -> list[str]:
         problems.append(f"length {meta.length} but {length} live entries")
     if nodes != meta.node_count:
         problems.append(f"node count {meta.node_count} but {nodes} nodes")
+    if meta.node_bytes is not None and size != meta.node_bytes:
+        problems.append(f"node bytes {meta.node_bytes} but {size} bytes of nodes")
     if nodes and last_master != meta.tail_id:
         problems.append(f"tail {meta.tail_id} but last node {last_master}")
     if (first_live or (0, 0)) != meta.first_id:

@@ -66,6 +66,8 @@ def stream_info(
     else:
         first = first_entry(txn, stream)
         last = last_entry(txn, stream)
+    policy = retention.policy_for(txn, key)
+    limited = policy is not None and policy.max_bytes is not None
     return StreamInfo(
         key=key,
         state=meta.state(),
@@ -78,7 +80,8 @@ def stream_info(
         last_entry=last,
         entries=entries,
         idempotency=idempotency.info(txn, stream.handle, now_ms),
-        retention=retention.policy_for(txn, key),
+        retention=policy,
+        node_bytes=txn.stream_bytes(stream.handle) if limited else None,
     )
 
 

@@ -22,15 +22,15 @@ from rstore.streams.keyspace import StreamRef, keys, lookup_stream
 from rstore.streams.references import Policy
 from rstore.streams.trim import TrimSpec, trim
 
-__all__ = ["apply", "clear", "policies", "policy_for", "set_policy"]
+__all__ = ["apply", "clear", "node_bytes", "policies", "policy_for", "set_policy"]
 
 _CODES = {Policy.KEEPREF: 0, Policy.DELREF: 1, Policy.ACKED: 2}
 _POLICIES = {code: policy for policy, code in _CODES.items()}
 
 
 def _retention(pattern: bytes, packed: records.Packed) -> Retention:
-    age, entries, code = packed
-    return Retention(pattern, age, entries, _POLICIES[code].value.decode())
+    age, entries, code, size = packed
+    return Retention(pattern, age, entries, _POLICIES[code].value.decode(), size)
 
 
 def policies(txn: Txn) -> list[Retention]:
@@ -58,10 +58,14 @@ def set_policy(txn: Txn, policy: Retention, now_ms: int) -> dict[bytes, int]:
     ref = Policy.parse(policy.ref.lower().encode())
     if ref is None:
         raise ValueError(f"ref must be keepref, delref or acked, not {policy.ref!r}")
-    for what, value in (("max_age_ms", policy.max_age_ms), ("max_entries", policy.max_entries)):
+    limits = (
+        ("max_age_ms", policy.max_age_ms), ("max_entries", policy.max_entries),
+        ("max_bytes", policy.max_bytes),
+    )  # fmt: skip
+    for what, value in limits:
         if value is not None and not 0 <= value < (1 << 63):
             raise ValueError(f"{what} must be a non-negative integer, not {value!r}")
-    packed = (policy.max_age_ms, policy.max_entries, _CODES[ref])
+    packed = (policy.max_age_ms, policy.max_entries, _CODES[ref], policy.max_bytes)
     records.put(txn, policy.pattern, packed)
     stored = _retention(policy.pattern, packed)
     names = set(keys(txn, policy.pattern))
@@ -77,6 +81,13 @@ def set_policy(txn: Txn, policy: Retention, now_ms: int) -> dict[bytes, int]:
 def clear(txn: Txn, pattern: bytes) -> bool:
     """Remove the policy of ``pattern``; whether there was one."""
     return records.delete(txn, pattern)
+
+
+def node_bytes(txn: Txn, name: bytes) -> int:
+    """The listpack bytes of the stream ``name``'s nodes (what a maximum in bytes counts);
+    0 when there is no such stream."""
+    stream = lookup_stream(txn, name)
+    return 0 if stream is None else txn.stream_bytes(stream.handle)
 
 
 def apply(txn: Txn, name: bytes, now_ms: int, *, unlimited: bool = False) -> int:
@@ -101,4 +112,7 @@ def _specs(policy: Retention, stream: StreamRef, now_ms: int, unlimited: bool) -
         oldest: ID = (max(now_ms - policy.max_age_ms, 0), 0)
         specs.append(TrimSpec("minid", minid=oldest, approx=True, limit=limit, policy=ref,
                               retention=True))  # fmt: skip
+    if policy.max_bytes is not None:
+        specs.append(TrimSpec("maxbytes", maxbytes=policy.max_bytes, approx=True, limit=limit,
+                              policy=ref, retention=True))  # fmt: skip
     return specs

@@ -147,7 +147,7 @@ def _read_metas(source: SalvageSource, cat: Catalog) -> None:
             cat.problem(item)  # the streams concerned say their metadata is lost
             continue
         key, value = item
-        if len(key) != 8 or len(value) != layout.STREAM_META_SIZE:
+        if len(key) != 8 or len(value) not in layout.STREAM_META_SIZES:
             cat.problem(_bad(layout.DB_STREAMS, key))
             continue
         cat.metas[layout.unpack_u64(key)] = StreamMeta.unpack(value)

@@ -2,10 +2,12 @@
 
 For each node from the head, in order:
 
-1. MAXLEN: stop once ``length <= maxlen``.
+1. MAXLEN: stop once ``length <= maxlen``; a retention policy's maximum in bytes: once the
+   stream's nodes hold no more listpack bytes than it (``StreamMeta.node_bytes``).
 2. With a limit in force, stop before a node whose live count would take the removed total past it.
 3. Remove the whole node when MAXLEN leaves enough entries without it, or (MINID) when the last
-   entry physically stored in it -- tombstone or not -- is below ``minid``; under the ``ACKED``
+   entry physically stored in it -- tombstone or not -- is below ``minid``, or (bytes) when the
+   nodes after it still hold the maximum; under the ``ACKED``
    policy only when no group references any of its live entries.
 4. Otherwise an approximate trim (``~``) stops here: it never splits a node.
 5. An exact trim tombstones entries inside this node until the target is met (under ``ACKED``
@@ -46,8 +48,11 @@ class TrimSpec:
     ``limit`` is the LIMIT argument as given (``None`` when absent); see :func:`effective_limit`.
     """
 
-    strategy: Literal["maxlen", "minid"]
+    strategy: Literal["maxlen", "minid", "maxbytes"]
     maxlen: int = 0
+    #: ``maxbytes`` (retention's, approximate only): whole nodes go while the stream's nodes
+    #: would still hold this many listpack bytes without them (StreamMeta.node_bytes)
+    maxbytes: int = 0
     minid: ID = (0, 0)
     approx: bool = False
     limit: int | None = None
@@ -80,6 +85,7 @@ def trim(txn: Txn, stream: StreamRef, spec: TrimSpec) -> int:
     handle = stream.handle
     limit = effective_limit(spec, txn.config())
     by_maxlen = spec.strategy == "maxlen"
+    size = txn.stream_bytes(handle) if spec.strategy == "maxbytes" else None
     refs = None if spec.policy is Policy.KEEPREF else References(txn, stream)
     acked = spec.policy is Policy.ACKED
     removed = 0
@@ -87,6 +93,8 @@ def trim(txn: Txn, stream: StreamRef, spec: TrimSpec) -> int:
     after: ID | None = None  # under ACKED: the last node kept, which the walk goes past
     while meta.node_count > 0:
         if by_maxlen and meta.length <= spec.maxlen:
+            break
+        if size is not None and size <= spec.maxbytes:
             break
         found = _next_node(txn, handle, after)
         if found is None:
@@ -99,6 +107,8 @@ def trim(txn: Txn, stream: StreamRef, spec: TrimSpec) -> int:
             break
         if by_maxlen:
             whole = meta.length - entries >= spec.maxlen
+        elif size is not None:
+            whole = size - len(node) >= spec.maxbytes
         else:
             whole = sn.last_entry_id(node, master_id) < spec.minid
         live = [] if refs is None else _live_ids(node, master_id)
@@ -107,12 +117,14 @@ def trim(txn: Txn, stream: StreamRef, spec: TrimSpec) -> int:
                 for entry_id in live:
                     refs.drop(entry_id)
             txn.node_delete(handle, master_id)
+            if size is not None:
+                size -= len(node)
             meta.node_count -= 1
             meta.length -= entries
             removed += entries
             changed = True  # a node of tombstones only may go while removing no entry
             continue
-        if spec.approx:
+        if spec.approx or size is not None:
             break
         taken, done = _trim_inside(txn, stream, master_id, node, spec, refs)
         removed += taken

@@ -322,7 +322,7 @@ def test_upgrade_and_read_only(tmp_path: Path) -> None:
     upgraded = runner.invoke(cli, ["--store", str(store), "upgrade", "--json"])
     assert upgraded.exit_code == 0, upgraded.output
     assert json.loads(upgraded.stdout) == {
-        "upgraded": True, "format_before": 1, "format": 3, "records": 5,
+        "upgraded": True, "format_before": 1, "format": rstore.FORMAT_VERSION, "records": 5,
         "databases": [{"db": 0, "format_before": 1, "records": 5}],
     }  # fmt: skip
     refused = runner.invoke(cli, ["--store", str(store), "--read-only", "upgrade"])
@@ -331,20 +331,20 @@ def test_upgrade_and_read_only(tmp_path: Path) -> None:
     assert again.output == "already current: nothing to do\n"
     downgrade_to_format_1(str(store))
     upgraded = runner.invoke(cli, ["--store", str(store), "upgrade"])
-    assert upgraded.stdout == "upgraded from format 1 to 3; 5 records rewritten with checksums\n"
+    assert upgraded.stdout == "upgraded from format 1 to 4; 5 records rewritten with checksums\n"
     with rstore.Store(store) as s:  # a second database, both in format 2: both upgraded
         s.database(4).xadd("four", {"a": "1"})
     for path in (store, store / "db4"):
         downgrade(str(path), 2)
     upgraded = runner.invoke(cli, ["--store", str(store), "upgrade"])
     assert upgraded.stdout == (
-        "database 0: upgraded from format 2 to 3\ndatabase 4: upgraded from format 2 to 3\n"
+        "database 0: upgraded from format 2 to 4\ndatabase 4: upgraded from format 2 to 4\n"
     )
     downgrade(str(store), 2)
     # Any command that may write opens it for writing, and so upgrades it: `len` too.
     assert runner.invoke(cli, ["--store", str(store), "len", "orders"]).output == "1\n"
     with rstore.Store(store, readonly=True) as s:
-        assert s.format == 3
+        assert s.format == rstore.FORMAT_VERSION
     read_only = runner.invoke(cli, ["--store", str(store), "--read-only", "add", "orders", "c=3"])
     assert read_only.exit_code == 1 and "read-only" in read_only.output
     late = runner.invoke(cli, ["add", "orders", "c=3", "--store", str(store), "--read-only"])

@@ -203,7 +203,8 @@ def test_inspect_of_a_store_lists_its_databases(
 ) -> None:
     lines = run("inspect").stdout.splitlines()
     assert lines[:3] == [
-        f"{store_path}: store in format 3 (write-ahead log), 2 databases, 3 streams",
+        f"{store_path}: store in format {rstore.FORMAT_VERSION} (write-ahead log), "
+        "2 databases, 3 streams",
         "db 0: 1 stream, 2 entries",
         "db 3: 2 streams, 2 entries",
     ]

@@ -21,21 +21,44 @@ def test_set_applies_now_show_lists_clear_removes(run: Run, store: rstore.Store)
     assert result.exit_code == 0, result.stderr
     assert result.stdout == "set for 1 stream; 200 entries removed now\n  orders: 200\n"
     assert store.xlen("orders") == 100
-    run("retention", "set", "logs:*", "--max-age", "36h")
+    run("retention", "set", "logs:*", "--max-age", "36h", "--max-bytes", "1G")
     assert run("retention", "show").stdout == (
-        "PATTERN  MAX-AGE  MAX-ENTRIES  REF\n"
-        "logs:*   36h      -            keepref\n"
-        "orders   -        100          acked\n"
+        "PATTERN  MAX-AGE  MAX-ENTRIES  MAX-BYTES   REF\n"
+        "logs:*   36h      -            1000000000  keepref\n"
+        "orders   -        100          -           acked\n"
     )
     assert json.loads(run("retention", "show", "--json").stdout) == [
-        {"pattern": "logs:*", "max_age_ms": 129_600_000, "max_entries": None, "ref": "keepref"},
-        {"pattern": "orders", "max_age_ms": None, "max_entries": 100, "ref": "acked"},
-    ]
+        {"pattern": "logs:*", "max_age_ms": 129_600_000, "max_entries": None,
+         "max_bytes": 10**9, "ref": "keepref"},
+        {"pattern": "orders", "max_age_ms": None, "max_entries": 100, "max_bytes": None,
+         "ref": "acked"},
+    ]  # fmt: skip
     assert "retention-max-entries: 100" in run("info", "orders").stdout
     assert run("retention", "clear", "orders").stdout == "cleared\n"
     result = run("retention", "clear", "orders")
     assert (result.exit_code, result.stderr) == (1, "Error: no retention policy for orders\n")
-    assert store.retention_policies() == [rstore.Retention(b"logs:*", 129_600_000, None)]
+    assert store.retention_policies() == [
+        rstore.Retention(b"logs:*", 129_600_000, None, max_bytes=10**9)
+    ]
+
+
+def test_max_bytes_keeps_a_stream_within_two_nodes_of_it(run: Run, store: rstore.Store) -> None:
+    for i in range(2000):
+        store.xadd("orders", {"n": i, "pad": "x" * 40})
+    assert store.stream_bytes("orders") > 100_000
+    result = run("retention", "set", "orders", "--max-bytes", "20kb", "--json")
+    assert result.exit_code == 0, result.stderr
+    removed = json.loads(result.stdout)["removed"]["orders"]
+    assert store.xlen("orders") == 2000 - removed
+    for i in range(2000):  # each XADD that opens a node applies it again
+        store.xadd("orders", {"n": i, "pad": "x" * 40})
+    size = store.stream_bytes("orders")
+    # at most two nodes (node-max-bytes) above: the head node it did not take, because the
+    # rest would then hold less, and the tail node filling until the next one opens
+    assert 20 * 1024 <= size <= 20 * 1024 + 2 * 4096
+    info = run("info", "orders").stdout
+    assert "retention-max-bytes: 20480\n" in info
+    assert f"retention-node-bytes: {size}\n" in info
 
 
 def test_set_json(run: Run, store: rstore.Store) -> None:
@@ -47,7 +70,8 @@ def test_set_json(run: Run, store: rstore.Store) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["set", "s"], "give --max-age, --max-entries or both"),
+        (["set", "s"], "give --max-age, --max-entries, --max-bytes, or more than one"),
+        (["set", "s", "--max-bytes", "1.5G"], "'1.5G' is not a size"),
         (["set", "s", "--max-age", "7x"], "'7x' is not a duration"),
         (["set", "s", "--max-entries", "-1"], "--max-entries"),
         (["set", "s", "--max-entries", "1", "--ref", "maybe"], "--ref"),

@@ -117,7 +117,7 @@ def test_the_new_store_has_the_current_format(tmp_path: Path) -> None:
     assert result.stderr.startswith("note: --wal/--no-wal are deprecated and ignored")
     for made in ("default", "no-wal"):
         with rstore.Store(tmp_path / made, readonly=True) as s:
-            assert s.format == 3
+            assert s.format == rstore.FORMAT_VERSION
 
 
 def test_progress_on_request(tmp_path: Path) -> None:

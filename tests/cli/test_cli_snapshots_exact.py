@@ -96,7 +96,8 @@ def test_inspect_a_known_store_and_its_file_exactly(
     ]}  # fmt: skip
 
     assert run("inspect").stdout == (
-        f"{store_path}: store in format 3 (write-ahead log), 1 database, 1 stream\n"
+        f"{store_path}: store in format {rstore.FORMAT_VERSION} (write-ahead log), "
+        "1 database, 1 stream\n"
         "db 0: 1 stream, 3 entries\n"
         "stream events (db 0): length 3, 1 node\n"
         "  first 1-0, last 4-0, last generated 4-0, entries added 4, max deleted 4-0\n"

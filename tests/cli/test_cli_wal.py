@@ -34,12 +34,15 @@ def test_a_new_store_has_the_log_whatever_the_flag(
         assert result.exit_code == 0, result.output
         assert result.stderr == (NOTE if flag else "")
     with rstore.Store(store_path, create=False) as store:
-        assert (store.format, store.wal, store.xlen("s")) == (3, True, 2)
+        assert (store.format, store.wal, store.xlen("s")) == (rstore.FORMAT_VERSION, True, 2)
     assert (store_path / "wal.log").is_file()
     report = json.loads(run("inspect", "--json").stdout)
-    assert (report["format"], report["wal"]) == (3, True)
+    assert (report["format"], report["wal"]) == (rstore.FORMAT_VERSION, True)
     first_line = run("inspect").stdout.splitlines()[0]
-    assert first_line == f"{store_path}: store in format 3 (write-ahead log), 1 database, 1 stream"
+    assert first_line == (
+        f"{store_path}: store in format {rstore.FORMAT_VERSION} (write-ahead log), "
+        "1 database, 1 stream"
+    )
 
 
 def test_a_format_2_store_is_read_as_it_is_and_upgraded_by_a_writer(

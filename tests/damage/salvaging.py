@@ -60,7 +60,7 @@ def violations(original: Entries, report: rstore.SalvageReport, dst: Path) -> li
     entries and the ``report`` (empty: nothing)."""
     problems = [f"check: {p}" for p in rstore.check_store(dst)]
     with rstore.Store(dst, readonly=True, create=False) as store:
-        if store.format != 3:
+        if store.format != rstore.FORMAT_VERSION:
             problems.append(f"the new store is in format {store.format}")
     got = entries_of(dst)
     by_name = {s.name: s for s in report.streams}

@@ -50,7 +50,7 @@ def _assert_written_through_the_log(store: rstore.Store, sync: bool) -> None:
     each commit (made or skipped because another flush covered it), ``sync=False`` never."""
     flags = _lmdb_flags(store)
     env = store._live_env()
-    assert (store.format, store.wal) == (3, True)
+    assert (store.format, store.wal) == (rstore.FORMAT_VERSION, True)
     assert flags["sync"] is False and env._wal is not None
     assert env.flushes_after_commit is sync
     assert flags["map_async"] is False and flags["writemap"] is False
@@ -73,13 +73,13 @@ def test_sync_setting_reaches_lmdb(path: str, sync: bool) -> None:
                 pytest.warns(DeprecationWarning, match=r"Store\(wal=\.\.\.\) is deprecated"),
                 rstore.Store(path, sync=sync, wal=wal) as same,  # already open in this process
             ):
-                assert same.format == 3
+                assert same.format == rstore.FORMAT_VERSION
     for wal in (False, True):
         with (
             pytest.warns(DeprecationWarning, match=r"Store\(wal=\.\.\.\) is deprecated"),
             rstore.Store(path, sync=sync, wal=wal) as store,  # opened afresh
         ):
-            assert store.format == 3 and store.xlen(KEY) == 1
+            assert store.format == rstore.FORMAT_VERSION and store.xlen(KEY) == 1
     older = legacy_store(path + "-format2")
     with rstore.Store(older, sync=sync) as store:  # upgraded by this open
         _assert_written_through_the_log(store, sync)

@@ -1,4 +1,4 @@
-"""Bringing a store of an older format (2, or 1) to format 3 is crash-safe at every step.
+"""Bringing a store of an older format (2, or 1) to the current format is crash-safe at every step.
 
 The first writable open upgrades (rstore/storage/engine/upgrade.py, wal_recovery.create), under the
 log's open lock: ``wal.log`` created without its header; one LMDB transaction records format 3
@@ -45,6 +45,8 @@ from . import helpers_upgrade as hu
 from .children import Children, collect, recv
 
 PAGE = 4096
+#: What an upgrade brings a store to.
+CURRENT = rstore.FORMAT_VERSION
 
 #: Where the upgrading process is killed, in the order it gets there:
 #: "sealing" -- format 1, part of its records sealed in the transaction (its progress report);
@@ -126,7 +128,7 @@ def legacy(tmp_path_factory: pytest.TempPathFactory) -> Legacy:
     sealed = rstore.upgrade_store(baseline)
     assert sealed > 2000  # the records of ~1,000 pending entries and more
     with rstore.Store(baseline, readonly=True) as store:
-        assert store.format == 3 and hu.contents(store) == expected
+        assert store.format == rstore.FORMAT_VERSION and hu.contents(store) == expected
     return made._replace(sealed=sealed)
 
 
@@ -203,9 +205,9 @@ def test_an_upgrade_killed_at_each_step_is_read_then_finished(
         with pytest.raises(rstore.StorageError, match="the machine restarted since the store"):
             rstore.Store(path, readonly=True)
     else:  # (a)
-        assert _read_only(path) == (3 if step in COMMITTED else version, legacy.expected)
+        assert _read_only(path) == (CURRENT if step in COMMITTED else version, legacy.expected)
     with rstore.Store(path) as store:  # (b)
-        assert store.format == 3
+        assert store.format == rstore.FORMAT_VERSION
         # Records this open rewrote: a format-1 store's all, when its transaction had not
         # committed; else none, or all again (an upgrade may also be done over) -- never part.
         if version == 1 and step not in COMMITTED:
@@ -221,7 +223,7 @@ def test_an_upgrade_killed_at_each_step_is_read_then_finished(
     _new_boot(monkeypatch)  # the log the upgrade gave it brings every write back
     with rstore.Store(path) as store:
         assert hu.contents(store) == expected and store.check() == []
-    assert _read_only(path) == (3, expected)
+    assert _read_only(path) == (rstore.FORMAT_VERSION, expected)
 
 
 @pytest.mark.parametrize("version", [1, 2])
@@ -234,9 +236,9 @@ def test_each_open_that_goes_on_with_an_upgrade_killed_in_turn(
     for v, step in STEPS:
         if v == version and step not in HEADED:
             _killed_upgrading(path, step)
-            assert _read_only(path) == (3 if step in COMMITTED else version, legacy.expected)
+            assert _read_only(path) == (CURRENT if step in COMMITTED else version, legacy.expected)
     with rstore.Store(path) as store:
-        assert store.format == 3 and store.check() == []
+        assert store.format == rstore.FORMAT_VERSION and store.check() == []
         assert hu.contents(store) == legacy.expected
     assert _header(path) is not None
 
@@ -357,9 +359,9 @@ def test_power_loss_during_the_upgrade_commit(
         shutil.copytree(path, image)  # every file as the kill left it, but data.mdb's pages
         (image / "data.mdb").write_bytes(b"".join(pages))
         committed = metas <= on_disk
-        assert _read_only(str(image)) == (3 if committed else version, legacy.expected), trial
+        assert _read_only(str(image)) == (CURRENT if committed else version, legacy.expected), trial
         with rstore.Store(image) as store:
-            assert store.format == 3 and store.check() == [], trial
+            assert store.format == rstore.FORMAT_VERSION and store.check() == [], trial
             assert hu.contents(store) == legacy.expected, trial
             resealed = version == 1 and not committed
             assert store.upgrade() == (legacy.sealed if resealed else 0), trial
@@ -398,7 +400,7 @@ def test_a_store_another_process_has_open_is_not_upgraded(
     assert wal.LOG_FILE not in os.listdir(path)  # the log the refused open made, removed
     assert _read_only(path) == (2, legacy.expected)
     with rstore.Store(path) as store:
-        assert store.format == 3 and store.check() == []
+        assert store.format == rstore.FORMAT_VERSION and store.check() == []
         assert hu.contents(store) == legacy.expected
 
 
@@ -415,7 +417,7 @@ def test_two_processes_opening_for_writing_at_once_both_succeed(
         children.start(hu.open_for_writing, path, start, who, results)
     seen = collect(results, 2, children)
     children.join()
-    assert [seen[who][0] for who in range(2)] == [3, 3]
+    assert [seen[who][0] for who in range(2)] == [rstore.FORMAT_VERSION] * 2
     assert sorted(seen[who][1] for who in range(2)) == [0, legacy.sealed if version == 1 else 0]
     assert [seen[who][2] for who in range(2)] == [legacy.expected] * 2
     assert _header(path) is not None and LEGACY_SHARED_FILE not in os.listdir(path)

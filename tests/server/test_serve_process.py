@@ -74,7 +74,7 @@ def test_serve_upgrades_an_older_store_and_ignores_no_wal(store_dir: Path) -> No
     assert code == 0, err
     assert "--wal/--no-wal are deprecated and ignored" in err
     with rstore.Store(store_dir, readonly=True) as store:
-        assert (store.format, store.wal, store.xlen("s")) == (3, True, 2)
+        assert (store.format, store.wal, store.xlen("s")) == (rstore.FORMAT_VERSION, True, 2)
 
 
 def test_sigterm_stops_cleanly(store_dir: Path, tmp_path: Path) -> None:

@@ -40,6 +40,22 @@ def state(path: Path) -> dict[int, Records]:
         return {n: records(store.database(n)) for n in store.databases()}
 
 
+def uncounted(states: dict[int, Records]) -> dict[int, Records]:
+    """``states`` with the stream records as a store of an older format holds them, until
+    each is counted (no byte count: ``StreamMeta.node_bytes`` None)."""
+    out = {}
+    for n, records_of in states.items():
+        rows = []
+        for key, value in records_of[layout.DB_STREAMS]:
+            payload = layout.unseal(key, value)
+            assert payload is not None
+            meta = layout.StreamMeta.unpack(payload)
+            meta.node_bytes = None
+            rows.append((key, layout.seal(key, meta.pack())))
+        out[n] = {**records_of, layout.DB_STREAMS: rows}
+    return out
+
+
 def populate(path: Path, *, deleted: int = 60_000) -> None:
     """The damage campaign's store (groups, consumers, pending entries, tombstones, trims, long
     names) in ``path``, a second database (3), a batch record and a stream of ``deleted``

@@ -138,7 +138,7 @@ def test_a_format_1_store_is_read_read_only_and_upgraded_by_a_writer(store_path:
         assert s.check() == []
     assert not os.path.exists(os.path.join(store_path, "wal.log"))  # reading changed nothing
     with rstore.Store(store_path) as s:  # the first open that may write upgrades it
-        assert (s.format, s.wal, s.readonly) == (3, True, False)
+        assert (s.format, s.wal, s.readonly) == (rstore.FORMAT_VERSION, True, False)
         assert s.upgrade() > 400  # every record rewritten with its checksum
         assert (s.xrange("big"), s.xpending("big", "workers"), s.xinfo_stream("big")) == before
         assert s.check() == []

@@ -54,7 +54,7 @@ def test_wal_is_deprecated_and_every_store_has_the_log(tmp_path: Path) -> None:
         with pytest.warns(DeprecationWarning, match="wal=.* deprecated and ignored"):
             store = rstore.Store(path, wal=value)
         with store:
-            assert (store.format, store.wal) == (3, True)
+            assert (store.format, store.wal) == (rstore.FORMAT_VERSION, True)
         assert (path / "wal.log").is_file()
 
 
@@ -67,13 +67,13 @@ def test_a_format_2_store_is_read_as_it_is_and_upgraded_by_a_writer(tmp_path: Pa
         assert (s.format, s.wal, _seen(s)) == (2, False, seen)
     assert not (path / "wal.log").exists()
     with rstore.Store(path) as s:
-        assert (s.format, s.wal, s.upgrade(), _seen(s)) == (3, True, 0, seen)
+        assert (s.format, s.wal, s.upgrade(), _seen(s)) == (rstore.FORMAT_VERSION, True, 0, seen)
         s.xack("orders", "billing", "1-0")
         assert s.check() == []
-    assert _format_record(path) == 3
+    assert _format_record(path) == rstore.FORMAT_VERSION
     assert not (path / "durable.shm").exists()
     with rstore.Store(path) as s:  # the next open finds it current
-        assert (s.format, s.upgrade()) == (3, 0)
+        assert (s.format, s.upgrade()) == (rstore.FORMAT_VERSION, 0)
         assert len(s.xpending_range("orders", "billing", "-", "+", 100)) == 4
 
 
@@ -112,7 +112,7 @@ def test_an_upgrade_cut_short_is_read_and_finished(tmp_path: Path, committed: bo
     with rstore.Store(path, readonly=True) as s:
         assert (s.format, _seen(s)) == (3 if committed else 2, seen)
     with rstore.Store(path) as s:
-        assert (s.format, _seen(s)) == (3, seen)
+        assert (s.format, _seen(s)) == (rstore.FORMAT_VERSION, seen)
         s.xadd("orders", {"after": "upgrade"})
         assert s.check() == []
     with rstore.Store(path, readonly=True) as s:

@@ -13,7 +13,8 @@ meta     ``b"idmp:"`` + u64 handle + kind + ...          a stream's idempotency 
                                                       (:mod:`rstore.storage.records.idmp_records`)
 meta     ``b"next_handle"``                            u64 next free stream handle
 keys     u64 crc64(name) + name (or + sha256(name))    u8 type, u8 flags, u64 handle [+ name]
-streams  u64 handle                                    :class:`StreamMeta` (96 bytes)
+streams  u64 handle                                    :class:`StreamMeta` (104 bytes; 96
+                                                      before format 4: no byte count)
 nodes    u64 handle + u64 master ms + u64 master seq   the node listpack, byte-identical to Redis
 groups   u64 stream handle + group name                :class:`GroupMeta`
 consumers u64 group handle + consumer name             :class:`ConsumerMeta`
@@ -47,12 +48,15 @@ from rstore.codec.crc64 import crc64
 from rstore.model import ID, INVALID_ENTRIES_READ, ConsumerState, GroupState, StreamState
 
 FORMAT_MAGIC = b"rstore"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 #: The first format with checksums (format 1, without, is read, and sealed when upgraded).
 FIRST_SEALED_FORMAT = 2
 #: The first format written through the write-ahead log (``wal.log``): the only one written;
 #: a store of an older format is read, and upgraded by the first open that may write it.
 FIRST_LOGGED_FORMAT = 3
+#: The first format whose stream records may count the bytes of their nodes
+#: (:attr:`StreamMeta.node_bytes`); a format-3 store becomes format 4 by recording it.
+FIRST_COUNTED_FORMAT = 4
 
 DB_META = b"meta"
 DB_KEYS = b"keys"
@@ -110,11 +114,14 @@ _CONFIG = struct.Struct(">QQ")
 _CONFIG_MORE = struct.Struct(">BQQ")  # flags, idmp duration, idmp maxsize
 _CONFIG_NO_COMPRESSION = 1  # the flags byte of the config record
 _FORMAT = struct.Struct(">6sI")
-_META = struct.Struct(">12Q")
+_META = struct.Struct(">13Q")
+_META_UNCOUNTED = struct.Struct(">12Q")  # written before format 4, and for an uncounted stream
 
 
 #: A u64, big-endian (the struct's own method: no Python call on the write path).
 pack_u64: Callable[[int], bytes] = _U64.pack
+#: The u64 that starts a key (a handle), as a 1-tuple (the struct's own method, likewise).
+unpack_u64_from: Callable[[bytes], tuple[int]] = _U64.unpack_from
 
 
 def unpack_u64(b: bytes) -> int:
@@ -264,7 +271,10 @@ def long_name_matches(value: bytes, name: bytes) -> bool:
 class StreamMeta:
     """Stream-level state, named after Redis's ``stream`` struct.
 
-    Mutable: a write transaction caches it and writes it back once at commit.
+    Mutable: a write transaction caches it and writes it back once at commit.  ``node_bytes``
+    (rstore's own) is the sum of the sizes of the stream's node listpacks, kept by the storage
+    layer (:class:`~rstore.storage.records.txn.Txn`) as it writes nodes; ``None`` when not
+    counted yet (a record written before format 4: counted when first asked for).
     """
 
     __slots__ = (
@@ -274,6 +284,7 @@ class StreamMeta:
         "last_id",
         "length",
         "max_deleted_entry_id",
+        "node_bytes",
         "node_count",
         "tail_id",
     )
@@ -288,6 +299,7 @@ class StreamMeta:
         node_count: int = 0,
         tail_id: ID = (0, 0),
         group_count: int = 0,
+        node_bytes: int | None = 0,
     ) -> None:
         self.length = length  # live entries
         self.last_id = last_id  # largest ID ever added (or set by XSETID)
@@ -297,9 +309,10 @@ class StreamMeta:
         self.node_count = node_count  # nodes ("radix-tree-keys")
         self.tail_id = tail_id  # master ID of the last node (valid when node_count > 0)
         self.group_count = group_count  # consumer groups
+        self.node_bytes = node_bytes  # listpack bytes of all nodes (None: not counted)
 
     def pack(self) -> bytes:
-        return _META.pack(
+        fields = (
             self.length,
             self.last_id[0],
             self.last_id[1],
@@ -313,6 +326,9 @@ class StreamMeta:
             self.tail_id[1],
             self.group_count,
         )
+        if self.node_bytes is None:
+            return _META_UNCOUNTED.pack(*fields)
+        return _META.pack(*fields, self.node_bytes)
 
     def state(self) -> StreamState:
         """The same facts as a plain value (:mod:`rstore.model`)."""
@@ -323,8 +339,10 @@ class StreamMeta:
 
     @classmethod
     def unpack(cls, b: bytes) -> StreamMeta:
-        v = _META.unpack(b)
-        return cls(v[0], (v[1], v[2]), (v[3], v[4]), (v[5], v[6]), v[7], v[8], (v[9], v[10]), v[11])
+        v = _META_UNCOUNTED.unpack(b) if len(b) == _META_UNCOUNTED.size else _META.unpack(b)
+        node_bytes = v[12] if len(v) > 12 else None
+        return cls(v[0], (v[1], v[2]), (v[3], v[4]), (v[5], v[6]), v[7], v[8], (v[9], v[10]), v[11],
+                   node_bytes)  # fmt: skip
 
     def __repr__(self) -> str:
         fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
@@ -336,7 +354,8 @@ class StreamMeta:
     __hash__ = None  # type: ignore[assignment]
 
 
-STREAM_META_SIZE = _META.size
+#: The sizes of a stream record: counted (format 4), and not.
+STREAM_META_SIZES = (_META.size, _META_UNCOUNTED.size)
 
 
 def node_key(handle: int, master_id: ID) -> bytes:

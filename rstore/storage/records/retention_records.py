@@ -1,7 +1,8 @@
 """Retention policies on disk: one ``meta`` record per pattern, ``b"retention:"`` + the pattern.
 
 The value: u64 maximum age in ms + 1 and u64 maximum entries + 1 (0: no such limit), then a
-u8 reference policy (0 KEEPREF, 1 DELREF, 2 ACKED).  Patterns are at most
+u8 reference policy (0 KEEPREF, 1 DELREF, 2 ACKED), then u64 maximum bytes + 1 (absent in
+records written before the maximum in bytes was: no such limit).  Patterns are at most
 :data:`MAX_PATTERN` bytes (an LMDB key is at most 511).  FLUSHALL keeps them: they are the
 store's settings, not its data.
 """
@@ -18,22 +19,33 @@ __all__ = ["MAX_PATTERN", "PREFIX", "Packed", "delete", "get", "items", "put"]
 PREFIX = b"retention:"
 MAX_PATTERN = 400
 _META = layout.DB_META
-_VALUE = struct.Struct(">QQB")
+_VALUE = struct.Struct(">QQBQ")
+_VALUE_BEFORE_BYTES = struct.Struct(">QQB")
 
-#: (max age ms or None, max entries or None, policy code)
-Packed = tuple[int | None, int | None, int]
+#: (max age ms or None, max entries or None, policy code, max bytes or None)
+Packed = tuple[int | None, int | None, int, int | None]
 
 
 def _pack(value: Packed) -> bytes:
-    age, entries, code = value
-    return _VALUE.pack(0 if age is None else age + 1, 0 if entries is None else entries + 1, code)
+    age, entries, code, size = value
+    return _VALUE.pack(_limit(age), _limit(entries), code, _limit(size))
+
+
+def _limit(value: int | None) -> int:
+    return 0 if value is None else value + 1
 
 
 def _unpack(raw: bytes) -> Packed:
-    age, entries, code = _VALUE.unpack(raw)
+    if len(raw) == _VALUE_BEFORE_BYTES.size:
+        raw += bytes(8)
+    age, entries, code, size = _VALUE.unpack(raw)
     if code > 2:
         raise ValueError(f"unknown reference policy {code}")
-    return (int(age) - 1 if age else None, int(entries) - 1 if entries else None, int(code))
+    return (_given(age), _given(entries), int(code), _given(size))
+
+
+def _given(stored: int) -> int | None:
+    return int(stored) - 1 if stored else None
 
 
 def put(txn: Txn, pattern: bytes, value: Packed) -> None:

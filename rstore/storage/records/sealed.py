@@ -101,7 +101,9 @@ def nodes_write(txn: Txn, handle: int, nodes: list[tuple[Any, ...]]) -> None:
     if not txn.sealed or txn.holds_nodes:
         txn.nodes_write(handle, [(node[0], node[1]) for node in nodes])
         return
-    _put_sealed(txn, layout.DB_NODES, node_items(handle, nodes))
+    items = node_items(handle, nodes)
+    if items:
+        txn.nodes_add_sealed(handle, items)
 
 
 def nacks_write(

@@ -21,6 +21,11 @@ Everything rstore stores goes through this class; the LMDB transaction itself st
   transaction of the process (:meth:`Txn.carry`, the ``prior`` of the next), valid when no
   other writer, of any process, committed in between: then every record is still exactly what
   LMDB holds, and the next XADD to the same stream reads nothing from LMDB.
+* **Node bytes.**  Every node written or deleted goes through this class, which keeps each
+  stream's :attr:`StreamMeta.node_bytes` (the sum of its listpacks' sizes, for retention's
+  maximum in bytes) as it goes: a node made dirty remembers the size LMDB holds of it, and its
+  flush adds the difference.  A stream whose record predates format 4 is counted when first
+  asked for (:meth:`Txn.stream_bytes`); until then nothing is added to it.
 * Keyspace changes are written through at once (they are rare and SCAN iterates them).
 """
 
@@ -59,6 +64,7 @@ class Txn:
         "_keys",
         "_meta",
         "_names",
+        "_node_base",
         "_path",
         "_raw",
         "relaxed",
@@ -91,6 +97,7 @@ class Txn:
         self._path = path  # the data file, for error messages
         self._dirty_meta: set[int] = set()
         self._dirty_nodes: dict[bytes, bytearray] = {}
+        self._node_base: dict[bytes, int] = {}  # dirty node -> the size LMDB holds of it
         self._config: StoreConfig | None
         self._keys: dict[bytes, KeyRecord | None]
         self._names: dict[int, bytes]  # stream handle -> key name, as far as seen
@@ -268,6 +275,7 @@ class Txn:
     def drop_all_data(self) -> None:
         """Empty every data sub-database (FLUSHALL); format, config and handles stay."""
         self._dirty_nodes.clear()
+        self._node_base.clear()
         self._clean_nodes.clear()
         self._dirty_meta.clear()
         self._meta.clear()
@@ -292,6 +300,11 @@ class Txn:
     def set_config(self, config: StoreConfig) -> None:
         self.put(layout.DB_META, layout.META_CONFIG, config.pack())
         self._config = config
+
+    def record_format(self, version: int) -> None:
+        """Record the store's format version (the one record without a checksum)."""
+        self.wrote = True
+        self._raw.put(layout.META_FORMAT, layout.pack_format(version), db=self._dbs[layout.DB_META])
 
     def new_handle(self) -> int:
         raw = self.get(layout.DB_META, layout.META_NEXT_HANDLE)
@@ -359,16 +372,61 @@ class Txn:
         return meta
 
     def stream_put(self, handle: int, meta: StreamMeta) -> None:
-        """Mark ``meta`` (possibly a new object) as the stream's state; written at flush."""
+        """Mark ``meta`` (possibly a new object) as the stream's state; written at flush.  Its
+        ``node_bytes`` is this class's: a new object takes the count of the one it replaces."""
+        held = self._meta.get(handle)
+        if held is not meta:
+            meta.node_bytes = (held if held is not None else self.stream_get(handle)).node_bytes
         self._meta[handle] = meta
         self._dirty_meta.add(handle)
+
+    def stream_bytes(self, handle: int) -> int:
+        """The bytes of the stream's node listpacks (:attr:`StreamMeta.node_bytes`), counted
+        from its nodes when its record predates format 4 (and kept, in a write transaction)."""
+        self._flush_nodes()
+        meta = self.stream_get(handle)
+        if meta.node_bytes is None:
+            prefix = layout.pack_u64(handle)
+            cur = self._raw.cursor(db=self._dbs[layout.DB_NODES])
+            total = 0
+            if cur.set_range(prefix):
+                for key, value in cur.iternext():
+                    if key[:8] != prefix:
+                        break
+                    total += self._payload_size(value)
+            meta.node_bytes = total
+            if self.write:
+                self._dirty_meta.add(handle)
+        return meta.node_bytes
+
+    def _count_bytes(self, handle: int, delta: int) -> None:
+        """Add ``delta`` to the stream's node bytes (nothing while they are not counted)."""
+        if delta:
+            meta = self.stream_get(handle)
+            if meta.node_bytes is not None:
+                meta.node_bytes += delta
+                self._dirty_meta.add(handle)
+
+    def _payload_size(self, value: bytes | memoryview) -> int:
+        return len(value) - layout.CHECKSUM_SIZE if self.sealed else len(value)
+
+    def _stored_size(self, key: bytes) -> int:
+        """The size of the node LMDB holds at ``key`` now (0: none)."""
+        base = self._node_base.get(key)
+        if base is not None:
+            return base
+        clean = self._clean_nodes.get(key)
+        if clean is not None:
+            return len(clean)
+        value = self._raw.get(key, db=self._dbs[layout.DB_NODES])
+        return 0 if value is None else self._payload_size(value)
 
     def stream_delete(self, handle: int) -> None:
         """Remove the stream's metadata and every node (groups: see the groups module)."""
         self._meta.pop(handle, None)
         self._dirty_meta.discard(handle)
         prefix = layout.pack_u64(handle)
-        for cache in (self._dirty_nodes, self._clean_nodes):
+        for cache in (self._dirty_nodes, self._clean_nodes, self._node_base):
             for key in [k for k in cache if k.startswith(prefix)]:
                 del cache[key]
         self.delete(layout.DB_STREAMS, prefix)
@@ -414,32 +472,45 @@ class Txn:
                     return None
                 value = self._node_payload(key, raw)
             node = bytearray(value)
-            self._track(key, node)
+            self._track(key, node, len(value))
         return node
 
     def node_put(self, handle: int, master_id: ID, node: bytearray) -> None:
         """Store a (new or replaced) node; written back at flush."""
-        self._track(layout.node_key(handle, master_id), node)
+        key = layout.node_key(handle, master_id)
+        self._track(key, node, None if key in self._dirty_nodes else self._stored_size(key))
 
     def node_write(self, handle: int, master_id: ID, node: bytes | bytearray) -> None:
         """Store a node now, keeping no copy of it (bulk loads: memory stays bounded by what
         the caller holds, not by what the transaction wrote)."""
         key = layout.node_key(handle, master_id)
-        self._dirty_nodes.pop(key, None)
-        self._clean_nodes.pop(key, None)
+        stored = self._forget_node(key)
         self.put(layout.DB_NODES, key, node)
+        self._count_bytes(handle, len(node) - stored)
 
-    def _track(self, key: bytes, node: bytearray) -> None:
+    def _track(self, key: bytes, node: bytearray, stored: int | None) -> None:
+        """Hold ``node`` dirty; ``stored``: the size LMDB holds at ``key`` (``None``: it is
+        dirty already, and its size then is known)."""
         self._clean_nodes.pop(key, None)
         if len(self._dirty_nodes) >= _MAX_DIRTY_NODES and key not in self._dirty_nodes:
-            self._flush_nodes()
+            self._flush_nodes()  # other nodes: what LMDB holds at ``key`` is unchanged
+        if stored is not None:
+            self._node_base[key] = stored
         self._dirty_nodes[key] = node
+
+    def _forget_node(self, key: bytes) -> int:
+        """Drop ``key`` from the caches; the size LMDB holds of it."""
+        stored = self._stored_size(key)
+        self._dirty_nodes.pop(key, None)
+        self._node_base.pop(key, None)
+        self._clean_nodes.pop(key, None)
+        return stored
 
     def node_delete(self, handle: int, master_id: ID) -> None:
         key = layout.node_key(handle, master_id)
-        self._dirty_nodes.pop(key, None)
-        self._clean_nodes.pop(key, None)
-        self.delete(layout.DB_NODES, key)
+        stored = self._forget_node(key)
+        if self.delete(layout.DB_NODES, key):
+            self._count_bytes(handle, -stored)
 
     def iter_nodes(
         self, handle: int, from_id: ID = (0, 0), *, reverse: bool = False
@@ -503,9 +574,17 @@ class Txn:
         self.wrote = True
         put, db, clean = self._raw.put, self._dbs[layout.DB_NODES], self._clean_nodes
         seal = layout.seal if self.sealed else None
+        base, metas, handle_of = self._node_base, self._meta, layout.unpack_u64_from
         for key, node in self._dirty_nodes.items():
             put(key, node if seal is None else seal(key, node), db=db)
             clean[key] = bytes(node)
+            delta = len(node) - base.pop(key, 0)
+            if delta:  # _count_bytes, inline: this runs for every write
+                handle = handle_of(key)[0]
+                meta = metas.get(handle) or self.stream_get(handle)
+                if meta.node_bytes is not None:
+                    meta.node_bytes += delta
+                    self._dirty_meta.add(handle)
         self._dirty_nodes.clear()
 
     def flush(self) -> None:
@@ -530,9 +609,29 @@ class Txn:
             self._raw.cursor(db=self._dbs[db]).putmulti(sealed)
 
     def nodes_write(self, handle: int, nodes: list[tuple[ID, bytes]]) -> None:
-        """:meth:`node_write` of each ``(master_id, listpack)`` of ``nodes``, in one call."""
+        """:meth:`node_write` of each ``(master_id, listpack)`` of ``nodes`` (ascending), in
+        one call."""
         items = [(layout.node_key(handle, mid), node) for mid, node in nodes]
-        for key, _ in items if self._dirty_nodes or self._clean_nodes else ():
-            self._dirty_nodes.pop(key, None)
-            self._clean_nodes.pop(key, None)
+        stored = self._stored_sizes([key for key, _ in items])
         self.put_many(layout.DB_NODES, items)
+        self._count_bytes(handle, sum(len(node) for _, node in items) - stored)
+
+    def nodes_add_sealed(self, handle: int, items: list[tuple[bytes, bytes]]) -> None:
+        """Store nodes sealed already (``(key, sealed listpack)``, ascending keys) in one
+        call, as :meth:`nodes_write` does."""
+        stored = self._stored_sizes([key for key, _ in items])
+        self.put_sealed(layout.DB_NODES, items)
+        size = layout.CHECKSUM_SIZE
+        self._count_bytes(handle, sum(len(value) - size for _, value in items) - stored)
+
+    def _stored_sizes(self, keys: list[bytes]) -> int:
+        """The size LMDB holds at ``keys`` (ascending; dropped from the caches), in all: one
+        seek tells when none is stored (nodes appended after a stream's last)."""
+        if not keys:
+            return 0
+        if self._dirty_nodes or self._clean_nodes:
+            return sum(self._forget_node(key) for key in keys)
+        cur = self._raw.cursor(db=self._dbs[layout.DB_NODES])
+        if not cur.set_range(keys[0]) or bytes(cur.key()) > keys[-1]:
+            return 0
+        return sum(self._stored_size(key) for key in keys)
