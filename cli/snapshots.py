@@ -31,6 +31,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: Which servers load a file of each RDB version, and what an older version leaves out.
 _LOADS_IN = {
+    14: "loads in Redis 8.8+ only, with what idempotent production remembers and the entries "
+    "XNACK released (--rdb-version 11 for Valkey and older Redis)",
+    13: "loads in Redis 8.6+ only, with what idempotent production remembers (entries XNACK "
+    "released are written pending to their last consumer)",
+    12: "loads in Redis 7.4+ (not Valkey); streams are written as in RDB 11",
     11: "loads in Redis 7.2+ and Valkey 7.2+ (Redis 7.0 needs --rdb-version 10, Redis 5.0-6.2 "
     "--rdb-version 9)",
     10: "loads in Redis 7.0+ and Valkey 7.2+ (consumers' active times are left out: RDB 10 has "
@@ -114,10 +119,11 @@ def _readable(path: str) -> None:
 @click.argument("file", type=click.Path(dir_okay=False, writable=True))
 @click.option(
     "--rdb-version",
-    type=click.Choice(["9", "10", "11"]),
+    type=click.Choice(["9", "10", "11", "12", "13", "14"]),
     default="11",
     show_default=True,
-    help="11 loads in Redis 7.2+ and Valkey 7.2+, 10 in Redis 7.0+, 9 in Redis 5.0+.",
+    help="11 loads in Redis 7.2+ and Valkey 7.2+, 10 in Redis 7.0+, 9 in Redis 5.0+; 13 and 14 "
+    "(Redis 8.6+, 8.8+) keep idempotency and released entries.",
 )
 @click.option(
     "--compress/--no-compress",
@@ -372,8 +378,10 @@ def _report_all(result: Any, as_json: bool) -> None:
 @click.argument("stream")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, allow_dash=True), default="-",
               show_default=True, help="Where to write the payload (- is stdout).")  # fmt: skip
-@click.option("--rdb-version", type=click.Choice(["9", "10", "11"]), default="11",
-              show_default=True, help="10 for Redis 7.0, 9 for Redis 5.0-6.2.")  # fmt: skip
+@click.option("--rdb-version", type=click.Choice(["9", "10", "11", "12", "13", "14"]),
+              default="11", show_default=True,
+              help="10 for Redis 7.0, 9 for Redis 5.0-6.2; 13 and 14 for Redis 8.6+ and 8.8+, "
+              "with idempotency and released entries.")  # fmt: skip
 @unescape_option
 @pass_opener
 def dump_command(

@@ -7,7 +7,7 @@ internals.  Names follow Redis's ``stream.h``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -25,10 +25,13 @@ __all__ = [
     "GroupInfo",
     "GroupSnapshot",
     "GroupState",
+    "IdempotentProducer",
+    "NackedEntries",
     "NodeRun",
     "NodeSpan",
     "PendingEntry",
     "PendingRun",
+    "StreamIdempotency",
     "StreamInfo",
     "StreamNode",
     "StreamSnapshot",
@@ -137,6 +140,35 @@ class ConsumerPending:
     id: ID
 
 
+@dataclass(frozen=True, slots=True)
+class NackedEntries:
+    """A group's entries XNACK released (Redis 8.8, RDB 14's NACK zone): in its PEL with no
+    owner, in the order they were released (the order claims take them in)."""
+
+    ids: tuple[ID, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotentProducer:
+    """A producer's iids held for idempotent XADD, each with the entry it added, oldest first."""
+
+    pid: bytes
+    entries: tuple[tuple[bytes, ID], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamIdempotency:
+    """What a stream remembers for idempotent production (Redis 8.6, RDB 13): its settings
+    (seconds, iids per producer), its producers by pid, and the iids ever recorded and the
+    duplicates ever answered."""
+
+    duration: int
+    maxsize: int
+    producers: tuple[IdempotentProducer, ...]
+    added: int
+    duplicates: int
+
+
 # Runs: consecutive records of one kind, read together (a restore reads a file so, with
 # ``RDBReader(runs=True)``, and its importer takes each run in one step instead of a record at a
 # time).  IDs in ``PendingRun`` and ``ConsumerPendingRun`` are raw: 16 bytes, big-endian ms then
@@ -180,6 +212,9 @@ class GroupSnapshot:
     state: GroupState
     pending: Iterable[PendingEntry]  # ascending; exactly state.pel_count
     consumers: Iterable[ConsumerSnapshot]  # by name; exactly state.consumer_count
+    #: the released entries, in release order (RDB 14): then in ``pending``, in no consumer's
+    #: list; empty when they are given to consumers instead (older RDB versions)
+    nacked: Sequence[ID] = ()
 
 
 @dataclass(frozen=True)
@@ -188,6 +223,7 @@ class StreamSnapshot:
     nodes: Iterable[StreamNode]  # ascending master IDs; exactly node_count
     state: StreamState
     groups: Iterable[GroupSnapshot]  # by name; exactly state.group_count
+    idempotency: StreamIdempotency | None = None  # RDB 13 and later
 
 
 # ----------------------------------------------------------------------------- reports

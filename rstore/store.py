@@ -387,8 +387,10 @@ class Store(RedisCommands):
         """redis-py's ``dump``: the key's DUMP payload, or ``None`` when it does not exist.
 
         ``rdb_version`` (an rstore extension) makes payloads older servers accept: 10 for
-        Redis 7.0, 9 for Redis 5.0-6.2; or 12, what Redis 7.4 to 8.2 write.  The default, 11,
-        is what DUMP itself returns (Valkey 8.0 refuses 12).
+        Redis 7.0, 9 for Redis 5.0-6.2; or newer ones: 12, what Redis 7.4 to 8.4 write; 13,
+        Redis 8.6's (with what idempotent production remembers); 14, Redis 8.8's (with the
+        entries XNACK released, ownerless).  The default, 11, is what DUMP itself returns
+        (Valkey 8.0 refuses 12 and later).
         """
         from rstore.commands.dump import dump_payload  # noqa: PLC0415 - loaded on first use
 
@@ -396,7 +398,7 @@ class Store(RedisCommands):
             result: bytes | None = super().dump(name)  # the DUMP command, decoding rules and all
             return result
         key = encode_arg(name)
-        return self._live_env().read(lambda txn: dump_payload(txn, key, rdb_version))
+        return self._live_env().read(lambda txn: dump_payload(txn, key, now_ms(), rdb_version))
 
     @renamed_keywords(checkpoint="bookmark")
     def append_entries(

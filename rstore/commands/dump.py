@@ -14,7 +14,9 @@ from rstore.streams.dump import restore_stream, snapshot_stream
 from rstore.streams.keyspace import lookup_stream
 
 
-def dump_payload(txn: Txn, key: bytes, rdb_version: int = DUMP_VERSION) -> bytes | None:
+def dump_payload(
+    txn: Txn, key: bytes, now_ms: int, rdb_version: int = DUMP_VERSION
+) -> bytes | None:
     """The DUMP payload of ``key`` (``None`` when it does not exist) in ``rdb_version``: 11,
     what DUMP returns, or others for other servers (``Store.dump``'s extension).  Strings are
     LZF-compressed when the store's ``rdbcompression`` is on, as the servers do."""
@@ -22,12 +24,13 @@ def dump_payload(txn: Txn, key: bytes, rdb_version: int = DUMP_VERSION) -> bytes
     if stream is None:
         return None
     compress = txn.config().rdb_compression
-    return encode_payload(snapshot_stream(txn, stream), compress=compress, version=rdb_version)
+    snap = snapshot_stream(txn, stream, nack_zone=rdb_version >= 14, now_ms=now_ms)
+    return encode_payload(snap, compress=compress, version=rdb_version)
 
 
 @command("dump", 2, summary="Serialize a key's value (RDB encoding, as Redis's DUMP)")
 def dump(ctx: Context, argv: list[bytes]) -> Any:
-    return dump_payload(ctx.txn, argv[1])
+    return dump_payload(ctx.txn, argv[1], ctx.now_ms)
 
 
 @command("restore", -4, write=True, summary="Create a key from a DUMP payload")

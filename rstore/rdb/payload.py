@@ -9,9 +9,10 @@ its version is at most :data:`RESTORE_VERSION` and its CRC matches (an all-zero 
 special here).  Bytes left between the value and the footer are ignored, as Redis does.
 
 DUMP writes version :data:`DUMP_VERSION`, 11: what Valkey 8.0 writes, and the newest version
-every server since Redis 7.2 and Valkey 7.2 restores.  RESTORE takes versions up to 12, what
-Redis 7.4 to 8.2 write (rstore answers as Redis 8.2.3, ``rstore.REDIS_VERSION``; Valkey 8.0
-refuses them); a stream is encoded alike in both.
+every server since Redis 7.2 and Valkey 7.2 restores.  RESTORE takes versions up to 14: 12,
+what Redis 7.4 to 8.4 write (a stream encoded as in 11), 13 (Redis 8.6: a stream's
+idempotency after its groups) and 14 (Redis 8.8: each group's released entries too); Valkey
+8.0 refuses them all.
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ from rstore.codec.crc64 import crc64
 from rstore.errors import CorruptRDBError, RStoreError
 from rstore.model import StreamSnapshot
 from rstore.rdb.decoding import Source
-from rstore.rdb.values import STREAM_TYPES, TYPE_NAMES, StreamRecord, read_stream
+from rstore.rdb.values import FIRST_VERSION, STREAM_TYPES, TYPE_NAMES, StreamRecord, read_stream
 from rstore.rdb.writer import STREAM_TYPE_FOR_VERSION, encode_stream
 
 __all__ = ["DUMP_VERSION", "RESTORE_VERSION", "PayloadError", "encode_payload", "read_payload"]
 
 DUMP_VERSION = 11  # what Valkey 8.0 writes and the newest it accepts
-RESTORE_VERSION = 12  # what Redis 8.2 writes and the newest it accepts
+RESTORE_VERSION = 14  # what Redis 8.8 writes and the newest it accepts
 
 
 class PayloadError(RStoreError):
@@ -38,8 +39,8 @@ class PayloadError(RStoreError):
 def encode_payload(
     snap: StreamSnapshot, *, compress: bool = True, version: int = DUMP_VERSION
 ) -> bytes:
-    """A payload in RDB ``version`` (12 for Redis 7.4 to 8.2, 11 for Valkey / Redis 7.2+, 10 for
-    Redis 7.0, 9 for 5-6.2)."""
+    """A payload in RDB ``version`` (14 for Redis 8.8, 13 for 8.6, 12 for Redis 7.4 to 8.4, 11
+    for Valkey / Redis 7.2+, 10 for Redis 7.0, 9 for 5-6.2)."""
     if version not in STREAM_TYPE_FOR_VERSION or version > RESTORE_VERSION:
         raise ValueError(f"DUMP payloads can be RDB versions 9 to {RESTORE_VERSION}, not {version}")
     rdb_type = STREAM_TYPE_FOR_VERSION[version]
@@ -70,6 +71,9 @@ def read_payload(payload: bytes) -> tuple[int, str, Iterator[StreamRecord] | Non
     rdb_type = src.byte()
     if rdb_type not in TYPE_NAMES:  # not a value type at all: Valkey's "Bad data format"
         raise CorruptRDBError(f"unknown value type {rdb_type}", 0)
+    version = int.from_bytes(payload[-10:-8], "little")
+    if version < FIRST_VERSION.get(rdb_type, 0):
+        raise CorruptRDBError(f"value type {rdb_type} in a version {version} payload", 0)
     name = TYPE_NAMES[rdb_type]
     if rdb_type not in STREAM_TYPES:
         return rdb_type, name, None

@@ -28,7 +28,14 @@ from rstore.codec.crc64 import crc64
 from rstore.errors import CorruptRDBError, UnsupportedRDBError, in_file
 from rstore.model import StreamState
 from rstore.rdb.decoding import Source
-from rstore.rdb.values import STREAM_TYPES, TYPE_NAMES, StreamRecord, read_stream, skip_value
+from rstore.rdb.values import (
+    FIRST_VERSION,
+    STREAM_TYPES,
+    TYPE_NAMES,
+    StreamRecord,
+    read_stream,
+    skip_value,
+)
 
 __all__ = [
     "MAX_VERSION",
@@ -47,8 +54,9 @@ __all__ = [
 ]
 
 MIN_VERSION = 9
-MAX_VERSION = 12
+MAX_VERSION = 14
 
+OP_KEY_META = 0xF3  # RDB 13: a key's module metadata, before its type byte
 OP_SLOT_INFO, OP_FUNCTION2, OP_FUNCTION_PRE_GA, OP_MODULE_AUX = 0xF4, 0xF5, 0xF6, 0xF7
 OP_IDLE, OP_FREQ, OP_AUX, OP_RESIZEDB = 0xF8, 0xF9, 0xFA, 0xFB
 OP_EXPIRETIME_MS, OP_EXPIRETIME, OP_SELECTDB, OP_EOF = 0xFC, 0xFD, 0xFE, 0xFF
@@ -175,7 +183,7 @@ class RDBReader:
         if not MIN_VERSION <= self.version <= MAX_VERSION:
             raise UnsupportedRDBError(
                 f"RDB version {self.version}; this rstore reads versions {MIN_VERSION} to "
-                f"{MAX_VERSION} (Redis 5.0 to 7.4, Valkey 7.2 and 8.0)",
+                f"{MAX_VERSION} (Redis 5.0 to 8.8, Valkey 7.2 and 8.0)",
                 5,
             )
 
@@ -222,7 +230,9 @@ class RDBReader:
                 src.length()
                 src.length()
                 src.length()
-            elif op in TYPE_NAMES or op > 25:
+            elif op == OP_KEY_META and self.version >= 13:
+                self._key_meta(at)
+            elif op in TYPE_NAMES or op > 27:
                 yield from self._key(op, db, expire_ms, idle, freq, at)
                 expire_ms = idle = freq = None
             else:
@@ -234,10 +244,16 @@ class RDBReader:
         if src.length() != 2:  # the "when" opcode must be an unsigned integer
             raise src.corrupt(f"module aux data of {name} has a bad header", at)
         src.length()
-        while True:  # typed fields until the module EOF opcode
+        self._module_fields(f"{name} aux data")
+        return ModuleAux(name, at)
+
+    def _module_fields(self, what: str) -> None:
+        """Skip a module's typed fields, up to and with the module EOF opcode."""
+        src = self.source
+        while True:
             opcode = src.length()
             if opcode == 0:
-                return ModuleAux(name, at)
+                return
             if opcode in (1, 2):
                 src.length()
             elif opcode == 3:
@@ -247,7 +263,15 @@ class RDBReader:
             elif opcode == 5:
                 src.skip_string()
             else:
-                raise src.corrupt(f"unknown module field opcode {opcode} in {name} aux data")
+                raise src.corrupt(f"unknown module field opcode {opcode} in {what}")
+
+    def _key_meta(self, at: int) -> None:
+        """Skip a key's module metadata (RDB 13): per class a 4-byte class spec and its typed
+        fields.  Streams carry none; a key that does is read without it."""
+        src = self.source
+        for _ in range(src.count("key metadata classes", 4 + 1)):
+            spec = int.from_bytes(src.read(4), "little")
+            self._module_fields(f"key metadata class {spec:08x}")
 
     def _key(
         self,
@@ -260,18 +284,15 @@ class RDBReader:
     ) -> Iterator[Event]:
         src = self.source
         src.key = None
-        if rdb_type > 25:
+        if rdb_type > 27 or self.version < FIRST_VERSION.get(rdb_type, 0):
             if self._checksum_fails():  # a damaged byte, not a newer server's value
                 raise CorruptRDBError(
                     f"wrong RDB checksum, and byte {at} holds value type {rdb_type}, which no "
                     "server writes: the file is damaged",
                     at,
                 )
-            raise UnsupportedRDBError(
-                f"RDB value type {rdb_type}"
-                + (" (the stream format of Redis 8.6)" if rdb_type == 26 else ""),
-                at,
-            )
+            what = f"RDB value type {rdb_type} in an RDB {self.version} file"
+            raise UnsupportedRDBError(what, at)
         key = src.string()
         src.key = key
         name = TYPE_NAMES[rdb_type]

@@ -1,14 +1,17 @@
 """RDB values: streams read record by record, every other type parsed past and summarised.
 
-Stream values (types 15, 19, 21), in file order::
+Stream values (types 15, 19, 21, 26, 27), in file order::
 
     nodes: count, then per node a 16-byte master-ID string and a listpack string
     length, last_id                                       (all types)
-    first_id, max_deleted_entry_id, entries_added         (19, 21)
+    first_id, max_deleted_entry_id, entries_added         (19 and later)
     groups: count, then per group
-        name, last_id, [entries_read (19, 21)], PEL size, PEL entries (raw ID, ms, count)
+        name, last_id, [entries_read (19+)], PEL size, PEL entries (raw ID, ms, count)
         consumers: count, then per consumer
-            name, seen_time, [active_time (21)], PEL size, raw IDs
+            name, seen_time, [active_time (21+)], PEL size, raw IDs
+        [NACK zone (27): count, raw IDs in release order]
+    [idempotency (26+): duration, maxsize, producers: count, then per producer its pid and
+        its iids: count, then per iid the iid and its entry ID; iids added, duplicates]
 
 The checks Redis makes while loading are made here, plus order checks (Redis writes nodes,
 PEL entries, groups and consumers in ascending order): then duplicates cannot hide, in
@@ -30,9 +33,12 @@ from rstore.model import (
     ConsumerPendingRun,
     ConsumerState,
     GroupState,
+    IdempotentProducer,
+    NackedEntries,
     NodeRun,
     PendingEntry,
     PendingRun,
+    StreamIdempotency,
     StreamNode,
     StreamState,
 )
@@ -49,16 +55,20 @@ __all__ = [
     "skip_value",
 ]
 
-STREAM_V1, STREAM_V2, STREAM_V3 = 15, 19, 21
-STREAM_TYPES = (STREAM_V1, STREAM_V2, STREAM_V3)
+STREAM_V1, STREAM_V2, STREAM_V3, STREAM_V4, STREAM_V5 = 15, 19, 21, 26, 27
+STREAM_TYPES = (STREAM_V1, STREAM_V2, STREAM_V3, STREAM_V4, STREAM_V5)
 
-# Every value type up to Redis 7.4 / Valkey 8.0 and what it holds.
+# Every value type up to Redis 8.8 (RDB 14) / Valkey 8.0 and what it holds.
 TYPE_NAMES = {
     0: "string", 1: "list", 2: "set", 3: "zset", 4: "hash", 5: "zset", 6: "module", 7: "module",
     9: "hash", 10: "list", 11: "set", 12: "zset", 13: "hash", 14: "list", 15: "stream",
     16: "hash", 17: "zset", 18: "list", 19: "stream", 20: "set", 21: "stream", 22: "hash",
-    23: "hash", 24: "hash", 25: "hash",
+    23: "hash", 24: "hash", 25: "hash", 26: "stream", 27: "stream",
 }  # fmt: skip
+#: The first RDB version of each newer stream type: a file of an older version cannot hold it.
+FIRST_VERSION = {STREAM_V4: 13, STREAM_V5: 14}
+#: Redis 8.6's bounds of a stream's idempotency settings, which its loader enforces.
+IDMP_DURATION_RANGE, IDMP_MAXSIZE_RANGE = (1, 86400), (1, 10000)
 
 StreamRecord = (
     StreamNode
@@ -67,6 +77,8 @@ StreamRecord = (
     | PendingEntry
     | ConsumerState
     | ConsumerPending
+    | NackedEntries
+    | StreamIdempotency
     | NodeRun
     | PendingRun
     | ConsumerPendingRun
@@ -79,7 +91,10 @@ StreamRecord = (
 # entry a raw ID, a time and a length; a consumer PEL entry a raw ID; a group a name, two ID
 # lengths and two counts at least; a consumer a name, a time (two from type 21) and a count.
 _NODE_BYTES, _NACK_BYTES, _ID_BYTES, _GROUP_BYTES = 2 + 2, 16 + 8 + 1, 16, 1 + 2 + 2
-_CONSUMER_BYTES = {STREAM_V1: 1 + 8 + 1, STREAM_V2: 1 + 8 + 1, STREAM_V3: 1 + 8 + 8 + 1}
+_CONSUMER_BYTES = {STREAM_V1: 1 + 8 + 1, STREAM_V2: 1 + 8 + 1, STREAM_V3: 1 + 8 + 8 + 1,
+                   STREAM_V4: 1 + 8 + 8 + 1, STREAM_V5: 1 + 8 + 8 + 1}  # fmt: skip
+# An IDMP producer is a pid and a count; an iid a string and two lengths.
+_PRODUCER_BYTES, _IID_BYTES = 1 + 1, 1 + 1 + 1
 
 
 def _signed(v: int) -> int:
@@ -231,6 +246,48 @@ def read_stream(
         yield GroupState(name, group_last, entries_read, pel_size, -1)
         yield from _group_pel(src, pel_size, runs)
         yield from _consumers(src, rdb_type, runs)
+        if rdb_type >= STREAM_V5:
+            yield _nack_zone(src)
+    if rdb_type >= STREAM_V4:
+        yield _idempotency(src)
+
+
+def _nack_zone(src: Source) -> NackedEntries:
+    """A group's released entries (type 27), in release order: each once."""
+    ids: dict[ID, None] = {}
+    for _ in range(src.count("released entries", _ID_BYTES)):
+        at = src.offset
+        entry_id = src.raw_id()
+        if entry_id in ids:
+            raise src.corrupt("Duplicated NACKed entry loading stream consumer group", at)
+        ids[entry_id] = None
+    return NackedEntries(tuple(ids))
+
+
+def _idempotency(src: Source) -> StreamIdempotency:
+    """The stream's idempotency block (types 26 and 27), checked as Redis 8.6 loads it:
+    settings within their bounds, each pid once (a repeated iid of a producer is skipped)."""
+    at = src.offset
+    duration, maxsize = src.length(), src.length()
+    for value, (low, high), what in ((duration, IDMP_DURATION_RANGE, "duration"),
+                                     (maxsize, IDMP_MAXSIZE_RANGE, "maxsize")):  # fmt: skip
+        if not low <= value <= high:
+            raise src.corrupt(f"stream idempotency {what} {value} is out of range", at)
+    producers: list[IdempotentProducer] = []
+    pids: set[bytes] = set()
+    for _ in range(src.count("idempotent producers", _PRODUCER_BYTES)):
+        at = src.offset
+        pid = src.string()
+        if pid in pids:
+            raise src.corrupt(f"Duplicated idempotent producer {pid!r}", at)
+        pids.add(pid)
+        entries: dict[bytes, ID] = {}
+        for _ in range(src.count("idempotent IDs", _IID_BYTES)):
+            iid = src.string()
+            entries.setdefault(iid, src.length_id())
+        producers.append(IdempotentProducer(pid, tuple(entries.items())))
+    producers.sort(key=lambda p: p.pid)
+    return StreamIdempotency(duration, maxsize, tuple(producers), src.length(), src.length())
 
 
 def _raw_id(raw: bytes) -> ID:

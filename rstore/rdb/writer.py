@@ -1,7 +1,8 @@
 """Writing RDB files and stream values.
 
 :func:`encode_stream` turns a :class:`~rstore.model.StreamSnapshot` into the bytes of an RDB
-stream value, as type 21 (RDB 11, Redis 7.2+ / Valkey), 19 (RDB 10, Redis 7.0) or 15
+stream value, as type 27 (RDB 14, Redis 8.8: released entries), 26 (RDB 13, Redis 8.6:
+idempotency), 21 (RDB 11 and 12, Redis 7.2+ / Valkey), 19 (RDB 10, Redis 7.0) or 15
 (RDB 9, Redis 5.0-6.2): nodes are copied verbatim -- they are Redis listpacks already --
 LZF-compressed when compression is on, like ``rdbcompression yes``.  :class:`RDBWriter` frames
 values into a file with the header, AUX fields, database selectors and the CRC64 trailer.
@@ -18,7 +19,7 @@ from rstore.codec.crc64 import crc64
 from rstore.codec.sealed_records import SealedRecords
 from rstore.codec.speedups import c_pack, c_pack_sealed
 from rstore.errors import InconsistentSnapshotError
-from rstore.model import StreamSnapshot
+from rstore.model import ID, StreamIdempotency, StreamSnapshot
 from rstore.rdb.encoding import (
     encode_id,
     encode_length,
@@ -30,7 +31,9 @@ from rstore.version import __version__
 
 __all__ = ["STREAM_TYPE_FOR_VERSION", "RDBWriter", "encode_stream"]
 
-STREAM_TYPE_FOR_VERSION = {9: 15, 10: 19, 11: 21, 12: 21}
+STREAM_TYPE_FOR_VERSION = {9: 15, 10: 19, 11: 21, 12: 21, 13: 26, 14: 27}
+#: What a stream that never used idempotent production holds (Redis's default settings).
+NO_IDEMPOTENCY = StreamIdempotency(100, 100, (), 0, 0)
 _NODES, _PENDING, _IDS = 0, 1, 2  # what the C extension's pack() packs
 T = TypeVar("T")
 
@@ -110,6 +113,7 @@ def encode_stream(snap: StreamSnapshot, rdb_type: int, *, compress: bool = True)
     """The RDB value of a stream, in chunks."""
     v2 = rdb_type >= 19
     v3 = rdb_type >= 21
+    v5 = rdb_type >= 27
     yield encode_length(snap.node_count)
     if c_pack is not None:
         yield from _packed(_NODES, snap.nodes, snap.node_count, "node count", compress)
@@ -162,6 +166,30 @@ def encode_stream(snap: StreamSnapshot, rdb_type: int, *, compress: bool = True)
                 ids = _exactly(consumer.ids, cs.pel_count, "consumer PEL")
                 for chunk in _batched(ids):
                     yield b"".join(encode_raw_id(i) for i in chunk)
+        if v5:
+            yield _nack_zone(group.nacked)
+    if rdb_type >= 26:
+        yield _idempotency(snap.idempotency or NO_IDEMPOTENCY, compress)
+
+
+def _nack_zone(ids: Iterable[ID]) -> bytes:
+    """A group's released entries (type 27), in release order."""
+    listed = list(ids)
+    return encode_length(len(listed)) + b"".join(encode_raw_id(i) for i in listed)
+
+
+def _idempotency(state: StreamIdempotency, compress: bool) -> bytes:
+    """The idempotency block (types 26 and 27): settings, producers by pid with their iids
+    oldest first, then the iids ever added and the duplicates answered."""
+    parts = [encode_length(state.duration), encode_length(state.maxsize),
+             encode_length(len(state.producers))]  # fmt: skip
+    for producer in state.producers:
+        parts += [encode_string(producer.pid, compress=compress),
+                  encode_length(len(producer.entries))]  # fmt: skip
+        for iid, entry_id in producer.entries:
+            parts += [encode_string(iid, compress=compress), encode_id(entry_id)]
+    parts += [encode_length(state.added), encode_length(state.duplicates)]
+    return b"".join(parts)
 
 
 def _batched(ids: Iterable[tuple[int, int]], size: int = 1024) -> Iterator[list[tuple[int, int]]]:
@@ -183,7 +211,7 @@ class RDBWriter:
 
     def __init__(self, f: BinaryIO, *, version: int = 11, compress: bool = True) -> None:
         if version not in STREAM_TYPE_FOR_VERSION:
-            raise ValueError(f"rstore writes RDB versions 9 to 12, not {version}")
+            raise ValueError(f"rstore writes RDB versions 9 to 14, not {version}")
         self._f = f
         self.version = version
         self.stream_type = STREAM_TYPE_FOR_VERSION[version]

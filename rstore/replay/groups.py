@@ -6,7 +6,11 @@ times and counts -- through :meth:`rstore.Store.inspect` and :func:`rstore.inspe
 (``pending=True``).  :func:`copy_groups` re-creates them on a target with commands that a store
 and a Redis/Valkey server both take: ``XGROUP CREATE key group last-id ENTRIESREAD n``,
 ``XGROUP CREATECONSUMER``, and per pending entry ``XCLAIM key group consumer 0 id TIME ms
-RETRYCOUNT n FORCE JUSTID`` (its delivery time and count kept).
+RETRYCOUNT n FORCE JUSTID`` (its delivery time and count kept).  An entry XNACK released (no
+owner: Redis 8.8) is released again with ``XNACK key group FAIL IDS n id... RETRYCOUNT n
+FORCE``, in ID order (the order they were released in is not kept); a target without XNACK
+(Valkey 8.0, Redis before 8.8) gets it pending to a consumer ``rstore:released`` at time 0,
+which any claim takes, as RDB files before version 14 hold it.
 
 What is not kept: a consumer's seen and active times (no command sets them: they are the copy's
 time), and pending entries whose entry is not in the target stream (XCLAIM ignores them, as a
@@ -28,6 +32,9 @@ __all__ = ["GroupsReport", "copy_groups", "groups_of_rdb", "groups_of_store"]
 
 ID = tuple[int, int]
 Groups = dict[bytes, tuple[GroupInfo, ...]]
+
+#: The consumer that holds released entries on a target without XNACK (as in RDB files).
+RELEASED_OWNER = b"rstore:released"
 
 
 class GroupsReport:
@@ -99,11 +106,41 @@ def copy_groups(
                     owners[p.id] = consumer.state.name
             for p in info.pending:
                 owner = p.consumer or owners.get(p.id)
-                if owner is None:
+                if owner is None or p.released:
                     continue
-                claimed = execute(
-                    b"XCLAIM", key, name, owner, 0, _id(p.id), b"TIME", p.delivery_time_ms,
-                    b"RETRYCOUNT", p.delivery_count, b"FORCE", b"JUSTID",
-                )  # fmt: skip
-                report.pending += len(claimed or ())
+                report.pending += _claim(execute, key, name, owner, p.id, p.delivery_time_ms,
+                                         p.delivery_count)  # fmt: skip
+            released = [p for p in info.pending if p.released]
+            if released:
+                report.pending += _release(execute, key, name, released)
     return report
+
+
+def _claim(
+    execute: Callable[..., Any], key: bytes, group: bytes, owner: bytes, entry_id: ID,
+    time_ms: int, count: int,
+) -> int:  # fmt: skip
+    claimed = execute(
+        b"XCLAIM", key, group, owner, 0, _id(entry_id), b"TIME", time_ms,
+        b"RETRYCOUNT", count, b"FORCE", b"JUSTID",
+    )  # fmt: skip
+    return len(claimed or ())
+
+
+def _release(execute: Callable[..., Any], key: bytes, group: bytes, pending: list[Any]) -> int:
+    """Release ``pending`` entries again (XNACK FORCE, one command per delivery count), or
+    on a target without XNACK leave them pending to :data:`RELEASED_OWNER` at time 0."""
+    by_count: dict[int, list[ID]] = {}
+    for p in pending:
+        by_count.setdefault(p.delivery_count, []).append(p.id)
+    done = 0
+    try:
+        for count, ids in by_count.items():
+            done += int(execute(b"XNACK", key, group, b"FAIL", b"IDS", len(ids),
+                                *map(_id, ids), b"RETRYCOUNT", count, b"FORCE"))  # fmt: skip
+        return done
+    except Exception as exc:  # a store's or redis-py's ResponseError
+        if "unknown command" not in str(exc).lower():
+            raise
+    return sum(_claim(execute, key, group, RELEASED_OWNER, p.id, 0, p.delivery_count)
+               for p in pending)  # fmt: skip

@@ -23,6 +23,7 @@ from rstore.model import (
     ConsumerState,
     GroupInfo,
     GroupState,
+    NackedEntries,
     PendingEntry,
     StreamInfo,
     StreamNode,
@@ -91,6 +92,7 @@ class _Group:
         self.lag = lag
         self.consumers: list[tuple[ConsumerState, list[ID]]] = []
         self.pel: list[PendingEntry] = []
+        self.released: set[ID] = set()  # in the PEL with no owner (RDB 14's NACK zone)
 
     def finish(self, pending: bool) -> GroupInfo:
         if not pending:
@@ -98,7 +100,11 @@ class _Group:
             return GroupInfo(self.state, self.lag, members)
         owner = {i: c.name for c, ids in self.consumers for i in ids}
         pel = tuple(
-            PendingEntry(p.id, p.delivery_time_ms, p.delivery_count, owner.get(p.id, p.consumer))
+            PendingEntry(p.id, 0, p.delivery_count, b"", released=True)
+            if p.id in self.released
+            else PendingEntry(
+                p.id, p.delivery_time_ms, p.delivery_count, owner.get(p.id, p.consumer)
+            )
             for p in self.pel
         )
         by_id = {p.id: p for p in pel}
@@ -147,6 +153,8 @@ class _StreamBuilder:
             self.groups[-1].pel.append(rec)
         elif self.pending and isinstance(rec, ConsumerPending):
             self.groups[-1].consumers[-1][1].append(rec.id)
+        elif self.pending and isinstance(rec, NackedEntries):
+            self.groups[-1].released.update(rec.ids)
 
     def finish(self, size: int = 0) -> StreamInfo:
         assert self.state is not None, "a stream without its state"
@@ -366,7 +374,7 @@ def inspect_store(
                 progress(done, total)
             if key is not None and name != key:
                 continue
-            snap = snapshot_stream(txn, stream)
+            snap = snapshot_stream(txn, stream, nack_zone=True)
             builder = _StreamBuilder(name, pending=pending)
             for node in snap.nodes:
                 builder.add(node)
@@ -381,6 +389,7 @@ def inspect_store(
                     if pending:
                         for entry_id in consumer.ids:
                             builder.add(ConsumerPending(entry_id))
+                builder.add(NackedEntries(tuple(group.nacked)))
             out.append(builder.finish())
         return out
 

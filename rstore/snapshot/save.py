@@ -96,6 +96,7 @@ def save_file(
 ) -> SaveReport:
     """Write the databases ``envs`` (``(number, env)`` in ascending order) to ``path``."""
     started = time.monotonic()
+    now = int(time.time() * 1000)  # which iids of idempotent production are still held
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     remove_stale_temporaries(path)
@@ -118,7 +119,8 @@ def save_file(
                 writer.select_db(db, count)
                 streams = entries = 0
                 for name, stream in stream_keys(txn):
-                    writer.stream(name, snapshot_stream(txn, stream))
+                    snap = snapshot_stream(txn, stream, nack_zone=rdb_version >= 14, now_ms=now)
+                    writer.stream(name, snap)
                     streams += 1
                     entries += stream.meta.length
                     if progress is not None:

@@ -7,7 +7,8 @@ constant memory.  The counts the writer needs up front come from the stored coun
 :mod:`rstore.streams.check` verifies); the writer checks them again against what it writes.
 
 **In** (:func:`import_stream`, :func:`restore_stream`): records arrive in RDB order -- nodes,
-the stream state, then per group its state, its PEL and its consumers with their PEL IDs --
+the stream state, then per group its state, its PEL, its consumers with their PEL IDs and (RDB
+14) its released entries, then (RDB 13) what idempotent production remembers --
 one by one or in runs (:class:`~rstore.model.NodeRun`, :class:`~rstore.model.PendingRun`,
 :class:`~rstore.model.ConsumerPendingRun`: what a restore's reader hands over, a read buffer
 at a time, each run taken in one step and written with one call).  Nodes are written as they
@@ -35,9 +36,11 @@ from rstore.model import (
     ConsumerState,
     GroupSnapshot,
     GroupState,
+    NackedEntries,
     NodeRun,
     PendingEntry,
     PendingRun,
+    StreamIdempotency,
     StreamNode,
     StreamSnapshot,
     StreamState,
@@ -45,7 +48,7 @@ from rstore.model import (
 from rstore.storage.records import bulk_read, group_records, layout, sealed
 from rstore.storage.records.layout import TYPE_STREAM, ConsumerMeta, GroupMeta, StreamMeta
 from rstore.storage.records.txn import Txn
-from rstore.streams import keyspace
+from rstore.streams import idempotency, keyspace
 from rstore.streams.keyspace import StreamRef, discard_stream, new_unbound_stream
 from rstore.streams.lag import estimate_entries_read
 from rstore.streams.pending import pending_entry
@@ -63,20 +66,27 @@ def stream_keys(txn: Txn) -> Iterator[tuple[bytes, StreamRef]]:
             yield name, StreamRef(rec.handle, txn.stream_get(rec.handle))
 
 
-def snapshot_stream(txn: Txn, stream: StreamRef) -> StreamSnapshot:
+def snapshot_stream(
+    txn: Txn, stream: StreamRef, *, nack_zone: bool = False, now_ms: int = 0
+) -> StreamSnapshot:
     """The whole stream, read lazily from ``txn`` (which must stay open while it is used).
     Nodes and PEL records come as :mod:`rstore.storage.records.bulk_read` hands them over: model
-    records when iterated, or sealed records for the RDB writer's C packer."""
+    records when iterated, or sealed records for the RDB writer's C packer.  ``nack_zone``: the
+    released entries stay without an owner (RDB 14), else each is given one (older versions);
+    ``now_ms`` tells which iids of idempotent production are still held (RDB 13)."""
     return StreamSnapshot(
         node_count=stream.meta.node_count,
         nodes=bulk_read.nodes(txn, stream.handle),
         state=stream.meta.state(),
-        groups=(_group(txn, g) for g in group_records.groups_of(txn, stream.handle)),
+        groups=(_group(txn, g, nack_zone) for g in group_records.groups_of(txn, stream.handle)),
+        idempotency=idempotency.snapshot(txn, stream.handle, now_ms),
     )
 
 
-def _group(txn: Txn, g: GroupMeta) -> GroupSnapshot:
+def _group(txn: Txn, g: GroupMeta, nack_zone: bool) -> GroupSnapshot:
     released = list(group_records.released_entries(txn, g)) if g.pel_count else []
+    if released and nack_zone:
+        return _with_nack_zone(txn, g)
     if released:
         return _with_released(txn, g, released)
     return GroupSnapshot(
@@ -113,6 +123,19 @@ def _with_released(txn: Txn, g: GroupMeta, released: list[tuple[ID, int, bytes]]
     pending = [pending_entry(eid, nack) for eid, nack in group_records.pel_entries(txn, g)]
     state = replace(g.state(), consumer_count=len(snapshots))
     return GroupSnapshot(state=state, pending=pending, consumers=snapshots)
+
+
+def _with_nack_zone(txn: Txn, g: GroupMeta) -> GroupSnapshot:
+    """A group with entries XNACK released, as RDB 14 holds it: in the PEL with delivery time
+    0 and in no consumer's list, then listed in the order they were released."""
+    entries = list(group_records.pel_entries(txn, g))
+    released = sorted((nack[0], eid) for eid, nack in entries if nack[2] is None)
+    return GroupSnapshot(
+        state=g.state(),
+        pending=[pending_entry(eid, nack) for eid, nack in entries],
+        consumers=(_consumer(txn, g, c) for c in group_records.consumers_of(txn, g)),
+        nacked=[eid for _, eid in released],
+    )
 
 
 def _consumer(txn: Txn, g: GroupMeta, c: ConsumerMeta) -> ConsumerSnapshot:
@@ -247,6 +270,24 @@ class _Importer:
             self.staging = self.txn.new_handle()
         group_records.stage_nacks(self.txn, self.staging, items[room:])
 
+    def nacked(self, rec: NackedEntries) -> None:
+        """The group's released entries (RDB 14), in release order: in its PEL, and named by
+        no consumer's list."""
+        group = self._group()
+        self.finish_consumer()
+        for place, entry_id in enumerate(rec.ids):
+            raw = _raw_id(*entry_id)
+            nack = self.staged.pop(raw, None)
+            if nack is None and self.staging:
+                nack = group_records.take_staged_nack(self.txn, self.staging, raw)
+            if nack is None:
+                raise self.fail(f"NACKed entry not found in group global PEL: {entry_id}")
+            group_records.nack_release(self.txn, group, entry_id, place, nack[1], None, b"")
+            group.pel_count += 1
+
+    def idempotent(self, rec: StreamIdempotency) -> None:
+        idempotency.load(self.txn, self.stream.handle, rec)
+
     def consumer_start(self, rec: ConsumerState) -> None:
         group = self._group()
         self.finish_consumer()
@@ -324,6 +365,8 @@ def import_stream(txn: Txn, name: bytes, records: Iterable[object]) -> StreamRef
         ConsumerState: imp.consumer_start,
         ConsumerPending: imp.consumer_pending,
         ConsumerPendingRun: imp.consumer_pending_run,
+        NackedEntries: imp.nacked,
+        StreamIdempotency: imp.idempotent,
     }
     try:
         for rec in records:

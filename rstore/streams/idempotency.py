@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rstore.ids import ID
-from rstore.model import IdempotencyInfo
+from rstore.model import IdempotencyInfo, IdempotentProducer, StreamIdempotency
 from rstore.storage.records import idmp_records as records
 from rstore.storage.records.idmp_records import IdmpState
 from rstore.storage.records.txn import Txn
@@ -33,9 +33,12 @@ __all__ = [
     "auto_iid",
     "configure",
     "duplicate_of",
+    "forget_stream",
     "info",
+    "load",
     "record",
     "recorded_entry",
+    "snapshot",
 ]
 
 MAX_DURATION = 86400
@@ -171,6 +174,39 @@ def info(txn: Txn, handle: int, now_ms: int) -> IdempotencyInfo:
         state.duration, state.maxsize, state.producers - gone, state.tracked - len(expired),
         state.added, state.duplicates,
     )  # fmt: skip
+
+
+def snapshot(txn: Txn, handle: int, now_ms: int) -> StreamIdempotency:
+    """What RDB 13 keeps of the stream (its settings, counters, and the iids held, those whose
+    time is over left out, as Redis 8.6 saves them), producers by pid."""
+    state = settings(txn, handle)
+    cutoff = now_ms - state.duration * 1000
+    producers = []
+    for pid, iids in records.held(txn, handle):
+        kept = tuple((iid, entry_id) for iid, entry_id in iids if entry_id[0] > cutoff)
+        if kept:
+            producers.append(IdempotentProducer(pid, kept))
+    producers.sort(key=lambda p: p.pid)
+    return StreamIdempotency(
+        state.duration, state.maxsize, tuple(producers), state.added, state.duplicates
+    )
+
+
+def load(txn: Txn, handle: int, saved: StreamIdempotency) -> None:
+    """Take a stream's idempotency from a file (RDB 13): the settings and counters, and each
+    producer's iids, oldest first (a producer keeps its newest ``maxsize``).  Recorded in the
+    order of their entries, which is the order they expire in."""
+    records.forget_producers(txn, handle)
+    records.state_put(txn, handle, IdmpState(saved.duration, saved.maxsize))
+    held = sorted(
+        ((entry_id, place, p.pid, iid) for p in saved.producers
+         for place, (iid, entry_id) in enumerate(p.entries)),
+    )  # fmt: skip
+    for entry_id, _, pid, iid in held:
+        record(txn, handle, pid, iid, entry_id)
+    state = settings(txn, handle)
+    state.added, state.duplicates = saved.added, saved.duplicates
+    records.state_put(txn, handle, state)
 
 
 def forget_stream(txn: Txn, handle: int) -> None:

@@ -124,3 +124,54 @@ def test_counts_of_one_are_singular(run: Run, store_path: Path, tmp_path: Path) 
     first, second = result.stdout.splitlines()
     assert first.startswith(f"replayed 1 entry to {tmp_path / 'copy'} in ")
     assert second == "copied 1 group, 1 consumer, 1 pending entry"
+
+
+def _seed_released(path: Path) -> None:
+    """Entries 2-0 and 4-0 released by XNACK (no owner), 3-0 held by alice."""
+    with rstore.Store(path) as a:
+        for i in range(1, 6):
+            a.execute("XADD", "s", f"{i}-0", "n", str(i))
+        a.execute("XGROUP", "CREATE", "s", "g", "0")
+        a.execute("XREADGROUP", "GROUP", "g", "alice", "COUNT", 4, "STREAMS", "s", ">")
+        a.execute("XACK", "s", "g", "1-0")
+        a.execute("XNACK", "s", "g", "FAIL", "IDS", 2, "4-0", "2-0", "RETRYCOUNT", 3)
+
+
+def test_released_entries_stay_released(run: Run, store_path: Path, tmp_path: Path) -> None:
+    _seed_released(store_path)
+    with rstore.Store(store_path) as src:
+        expected = _state(src.execute)
+        src.save(tmp_path / "dump.rdb", rdb_version=14)
+    assert expected[1] == [[b"2-0", b"", 3], [b"3-0", b"alice", 1], [b"4-0", b"", 3]]
+    for source in ([], ["--from-dump", str(tmp_path / "dump.rdb")]):
+        copy = tmp_path / f"copy{len(source)}"
+        result = run("replay", *source, "--to-store", str(copy), "--with-groups")
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout.splitlines()[1] == "copied 1 group, 1 consumer, 3 pending entries"
+        with rstore.Store(copy) as t:
+            assert _state(t.execute) == expected
+
+
+@pytest.mark.oracle
+def test_released_entries_to_a_server_without_xnack(
+    run: Run, store_path: Path, tmp_path: Path
+) -> None:
+    """Valkey 8.0 has no XNACK: the released entries go to rstore:released at time 0, where
+    any claim takes them (as RDB files before version 14 hold them)."""
+    pytest.importorskip("redis")
+    from valkey_server import HOST, ValkeyServer, find_server_binary
+
+    binary = find_server_binary()
+    if binary is None:
+        pytest.skip("valkey-server is not on PATH")
+    _seed_released(store_path)
+    (tmp_path / "v").mkdir()
+    with ValkeyServer(binary, tmp_path / "v") as server:
+        url = f"redis://{HOST}:{server.port}"
+        result = run("replay", "--to-url", url, "--with-groups")
+        assert result.exit_code == 0, result.stderr
+        got = _state(lambda *args: server.call(*(str(a).encode() for a in args)))
+        claimed = server.call(b"XAUTOCLAIM", b"s", b"g", b"bob", b"3600000", b"0", b"JUSTID")
+    assert got[1] == [[b"2-0", b"rstore:released", 3], [b"3-0", b"alice", 1],
+                      [b"4-0", b"rstore:released", 3]]  # fmt: skip
+    assert claimed[1] == [b"2-0", b"4-0"]  # idle since 1970: any claim takes them

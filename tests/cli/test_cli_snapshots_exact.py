@@ -89,7 +89,8 @@ def test_inspect_a_known_store_and_its_file_exactly(
     result = run("inspect", "--json")
     assert result.exit_code == 0, result.stderr
     report = json.loads(result.stdout)
-    assert (report["path"], report["format"], report["wal"]) == (str(store_path), 3, True)
+    current = rstore.FORMAT_VERSION
+    assert (report["path"], report["format"], report["wal"]) == (str(store_path), current, True)
     (stream,) = report["streams"]
     assert stream == {**expected, "db": 0, "bytes": None, "groups": [
         {**expected["groups"][0], "consumers": 2}  # type: ignore[index]

@@ -57,7 +57,7 @@ def test_a_format_2_store_is_read_as_it_is_and_upgraded_by_a_writer(
     assert run("add", "s", "--id", "1-2", "f=w").exit_code == 0
     with rstore.Store(store_path, readonly=True) as store:
         assert (store.format, store.xrange("s")) == (
-            3, [(b"1-1", {b"f": b"v"}), (b"1-2", {b"f": b"w"})],
+            rstore.FORMAT_VERSION, [(b"1-1", {b"f": b"v"}), (b"1-2", {b"f": b"w"})],
         )  # fmt: skip
 
 

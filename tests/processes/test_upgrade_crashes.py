@@ -1,13 +1,13 @@
 """Bringing a store of an older format (2, or 1) to the current format is crash-safe at every step.
 
 The first writable open upgrades (rstore/storage/engine/upgrade.py, wal_recovery.create), under the
-log's open lock: ``wal.log`` created without its header; one LMDB transaction records format 3
+log's open lock: ``wal.log`` created without its header; one LMDB transaction records the new format
 and the log's position (format 1: first seals every record); ``data.mdb`` flushed; the header
 written and flushed; format 2's ``durable.shm`` removed.  The upgrading process is SIGKILLed
 at each step (:data:`STEPS`), then
 
 * (a) a read-only open reads every entry, group and pending entry exactly as before;
-* (b) the next writable open finishes the upgrade -- format 3, a log with its header -- with
+* (b) the next writable open finishes the upgrade -- new format, a log with its header -- with
   everything exactly as before, ``check()`` clean, and a store that goes on (its log brings it
   back after a restart);
 * (c) both again after a simulated machine restart (another boot id: ``RSTORE_TEST_BOOT_ID``),
@@ -409,7 +409,7 @@ def test_two_processes_opening_for_writing_at_once_both_succeed(
     tmp_path: Path, legacy: Legacy, children: Children, version: int
 ) -> None:
     """One of them upgrades (the open lock makes the other wait), the other opens the result:
-    both see format 3 and every entry, group and pending entry."""
+    both see the current format and every entry, group and pending entry."""
     path = _store_of(tmp_path / "s", legacy, version)
     start = children.ctx.Barrier(2)
     results = children.ctx.Queue()

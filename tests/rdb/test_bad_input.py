@@ -62,7 +62,7 @@ CASES = [
     ("cut before the checksum", PLAIN[:-4], CorruptRDBError, "", None),
     ("wrong checksum", PLAIN[:-1] + bytes([PLAIN[-1] ^ 1]), CorruptRDBError, "checksum", None),
     ("flipped bit", PLAIN[:900] + bytes([PLAIN[900] ^ 4]) + PLAIN[901:], CorruptRDBError, "", None),
-    ("newer RDB version", patched(5, b"0013"), UnsupportedRDBError, "RDB version 13", 5),
+    ("newer RDB version", patched(5, b"0015"), UnsupportedRDBError, "RDB version 15", 5),
     ("Valkey 9 file", patched(0, b"VALKEY080"), UnsupportedRDBError, "VALKEY", 0),
     ("stream type 26", patched(JOBS_AT, b"\x1a"), UnsupportedRDBError, "type 26", JOBS_AT),
     ("module value", patched(JOBS_AT, b"\x07"), UnsupportedRDBError, "module", None),

@@ -123,13 +123,13 @@ def test_restore_takes_payloads_up_to_rdb_12(store: rstore.Store) -> None:
     assert payload[:-10] == store.dump("keep")[:-10]  # type: ignore[index]
     assert store.execute("RESTORE", "copy", "0", payload) == "OK"
     assert store.xrange("copy") == store.xrange("keep")
-    newer = payload[:-10] + (13).to_bytes(2, "little")
+    newer = payload[:-10] + (15).to_bytes(2, "little")
     newer += struct.pack("<Q", crc64(newer))
     with pytest.raises(rstore.ResponseError) as refused:
         store.execute("RESTORE", "other", "0", newer)
     assert refused.value.line == "ERR DUMP payload version or checksum are wrong"
-    with pytest.raises(ValueError, match="RDB versions 9 to 12, not 13"):
-        store.dump("keep", rdb_version=13)
+    with pytest.raises(ValueError, match="RDB versions 9 to 14, not 15"):
+        store.dump("keep", rdb_version=15)
 
 
 def test_restore_command_follows_valkey(store: rstore.Store) -> None:

@@ -64,7 +64,7 @@ def store_dir(tmp_path: Path) -> Path:
 
 def test_serve_upgrades_an_older_store_and_ignores_no_wal(store_dir: Path) -> None:
     """The server opens its store for writing: a store of format 2 (an older rstore's) is
-    upgraded to format 3 at start-up, and ``--no-wal`` (deprecated) only prints a note."""
+    upgraded to the current format at start-up, and ``--no-wal`` (deprecated) only prints a note."""
     with rstore.Store(store_dir) as store:
         store.xadd("s", {"f": "v"}, id="1-1")
     downgrade(str(store_dir), 2)

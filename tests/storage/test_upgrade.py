@@ -1,5 +1,5 @@
 """Stores of an older format (issue 22, item 1): read as they are by a read-only open, brought
-to format 3 (the write-ahead log) by the first open that may write them, and the states an
+to the current format (with the log) by the first open that may write them, and the states an
 upgrade cut short leaves (a ``wal.log`` without its header) read and finished; ``wal=`` is
 deprecated.  Crashes at each step, in other processes: tests/processes/test_upgrade_crashes.py.
 """

@@ -39,6 +39,7 @@ __all__ = [
     "digest",
     "forget",
     "forget_producers",
+    "held",
     "lower",
     "oldest",
     "oldest_of",
@@ -191,6 +192,28 @@ def lower(txn: Txn, handle: int, pid_digest: bytes, by: int) -> bool:
     count = int(_U64.unpack_from(raw)[0]) - by
     _set_producer(txn, handle, pid_digest, raw[_U64.size :], max(count, 0))
     return count <= 0
+
+
+def held(txn: Txn, handle: int) -> Iterator[tuple[bytes, list[tuple[bytes, ID]]]]:
+    """Every producer of the stream (in digest order) with its iids, oldest first, and the
+    entry each added."""
+    base = _stream(handle)
+    for key, value in list(txn.items(_META, base + b"p")):
+        pid_digest, pid = key[len(base) + 1 :], bytes(value[_U64.size :])
+        queue = base + b"q" + pid_digest
+        iids = []
+        for order_key, _ in list(txn.items(_META, queue)):
+            sequence = order_key[len(queue) :]
+            raw = txn.get(_META, base + b"o" + sequence)
+            if raw is None:
+                raise txn.corrupt(_META, order_key, "an idempotency record is missing")
+            iid_key = base + b"i" + pid_digest + raw[DIGEST_SIZE : 2 * DIGEST_SIZE]
+            iid_raw = txn.get(_META, iid_key)
+            if iid_raw is None:
+                raise txn.corrupt(_META, order_key, "an idempotency record is missing")
+            _, ms, seq = txn.decode(_META, iid_key, _IID_VALUE.unpack_from, iid_raw)
+            iids.append((bytes(iid_raw[_IID_VALUE.size :]), (int(ms), int(seq))))
+        yield pid, iids
 
 
 def forget_producers(txn: Txn, handle: int) -> None:
