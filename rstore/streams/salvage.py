@@ -150,7 +150,7 @@ class _NodeFeed:
             if len(key) >= 8 and layout.unpack_u64(key[:8]) > handle:
                 return
             self.head = next(self.items, None)
-            if len(key) != 24:
+            if len(key) != layout.NODE_KEY_SIZE:
                 yield _Lost(self.cat.problem(Problem("nodes", None, "a malformed key", key=key)))
                 continue
             yield layout.node_key_id(key), value

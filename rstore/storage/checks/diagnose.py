@@ -66,7 +66,7 @@ class Names:
         handle = layout.unpack_u64(key[:8])
         if db.encode() in _BY_STREAM and handle in self.streams:
             where = f"stream {_show(self.streams[handle])}"
-            if db.encode() == layout.DB_NODES and len(key) == 24:
+            if db.encode() == layout.DB_NODES and len(key) == layout.NODE_KEY_SIZE:
                 where += f" near {format_id(layout.node_key_id(key)).decode()}"
             return where
         if db.encode() in _BY_GROUP and handle in self.groups:

@@ -363,6 +363,10 @@ def node_key(handle: int, master_id: ID) -> bytes:
     return struct.pack(">QQQ", handle, master_id[0], master_id[1])
 
 
+#: The size of a ``nodes`` key: handle, master ms, master seq.
+NODE_KEY_SIZE = 24
+
+
 def node_key_id(key: bytes) -> ID:
     """The master ID part of a ``nodes`` key."""
     _, ms, seq = struct.unpack(">QQQ", key)

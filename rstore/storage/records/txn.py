@@ -530,9 +530,16 @@ class Txn:
             key = bytes(cur.key())
             if key[:8] != prefix:
                 return
-            yield layout.node_key_id(key), self._node_payload(key, cur.value())
+            yield self._node_id(key), self._node_payload(key, cur.value())
             if not step():
                 return
+
+    def _node_id(self, key: bytes) -> ID:
+        """The master ID of a ``nodes`` key; a key of another size (a damaged page that still
+        holds in order) is damage, not a ``struct.error``."""
+        if len(key) != layout.NODE_KEY_SIZE:
+            raise self.corrupt(layout.DB_NODES, key, f"a node key of {len(key)} bytes")
+        return layout.node_key_id(key)
 
     def cursor(self, db: bytes) -> Any:
         """An LMDB cursor on ``db`` for storage's bulk readers (``bulk_read``): views valid in
@@ -551,7 +558,7 @@ class Txn:
         for key in cur.iternext(values=False):
             if key[:8] != prefix:
                 break
-            out.append(layout.node_key_id(bytes(key)))
+            out.append(self._node_id(bytes(key)))
         return out
 
     def last_node_before(self, handle: int, master_id: ID) -> ID | None:
@@ -565,7 +572,7 @@ class Txn:
             ok = cur.last()
         if not ok or cur.key()[:8] != prefix:
             return None
-        return layout.node_key_id(bytes(cur.key()))
+        return self._node_id(bytes(cur.key()))
 
     # ------------------------------------------------------------------ flush
 
