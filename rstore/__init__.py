@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from rstore.codec.columns import Columns
     from rstore.codec.node_validate import NodeFacts, node_facts
     from rstore.commands.listing import command_table
-    from rstore.commands.reply import NIL_ARRAY
+    from rstore.commands.reply import NIL_ARRAY, StreamedEntries
     from rstore.commands.serving import BlockedCall, BlockWatch
     from rstore.databases import database_path
     from rstore.errors import (
@@ -128,6 +128,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
 #: Each public name and the module that defines it.
 _LAZY: dict[str, str] = {
     "NIL_ARRAY": "rstore.commands.reply",
+    "StreamedEntries": "rstore.commands.reply",
     "atomic_file": "rstore.atomic_files",
     "command_table": "rstore.commands.listing",
     "BlockedCall": "rstore.commands.serving",
@@ -326,6 +327,7 @@ __all__ = [
     "StreamSalvage",
     "StreamState",
     "StreamTally",
+    "StreamedEntries",
     "UnsupportedFormatError",
     "UnsupportedRDBError",
     "UrlSink",

@@ -576,7 +576,9 @@ class Store(RedisCommands):
         nil array is :data:`rstore.NIL_ARRAY`.  For network fronts and exact comparisons."""
         return execute(self._live_env(), encode_argv(argv))[1]
 
-    def execute_many(self, commands: Iterable[Sequence[Any]]) -> list[Any]:
+    def execute_many(
+        self, commands: Iterable[Sequence[Any]], *, streamed: bool = False
+    ) -> list[Any]:
         """Run the commands of independent clients in ONE transaction, each on its own: for a
         network front (``rstore serve``), where every client's command must get its own
         answer and the writes of all the clients that arrived together share one commit (one
@@ -589,10 +591,15 @@ class Store(RedisCommands):
         its ``argv`` again in a later call until it is served or its ``deadline`` passes
         (its reply is then :data:`rstore.NIL_ARRAY`).  Commands run in order, each seeing the
         writes of those before it, exactly as if they had arrived one after another.
+
+        With ``streamed``, an XRANGE or XREVRANGE over more than a MiB of nodes gives a
+        :class:`rstore.StreamedEntries` instead of its list: the entry count, then the entries
+        a page at a time, decoded from nodes copied out of the transaction (the same snapshot)
+        as the front writes them -- a reply of any size in bounded memory.
         """
         from rstore.commands.serving import run_each  # noqa: PLC0415 - loaded on first use
 
-        return run_each(self._live_env(), [encode_argv(c) for c in commands])
+        return run_each(self._live_env(), [encode_argv(c) for c in commands], streamed)
 
     def watch(self, call: BlockedCall) -> BlockWatch:
         """Wake-ups for a parked :class:`rstore.BlockedCall`: a :class:`rstore.BlockWatch`

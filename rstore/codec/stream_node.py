@@ -55,6 +55,7 @@ __all__ = [
     "new_node",
     "node_counts",
     "scan_backward",
+    "scan_backward_py",
     "scan_forward",
     "scan_forward_py",
 ]
@@ -444,7 +445,41 @@ def scan_backward(
     limit: int,
     out: list[Entry],
 ) -> bool:
-    """Like :func:`scan_forward` but descending from ``end`` down to ``start``."""
+    """Like :func:`scan_forward` but descending from ``end`` down to ``start``; ``True`` when
+    the walk may stop (the limit was hit, or an entry below ``start`` was seen).  With the C
+    accelerator the node's entries in range are decoded ascending and taken from the end."""
+    if _c_scan_forward is not None:
+        entries: list[Entry] = []
+        if _c_scan_forward(node, master_id[0], master_id[1], start[0], start[1], end[0], end[1],
+                           0, entries, False) is not None:  # fmt: skip
+            # as many as ``out`` lacks (a full ``out`` still takes one, as in Python)
+            room = max(limit - len(out), 1) if limit > 0 else len(entries)
+            taken = entries[: -room - 1 : -1]
+            out.extend(taken)
+            if taken and 0 < limit <= len(out):
+                return True
+            return master_id < start and _first_id(node, master_id) < start
+    return scan_backward_py(node, master_id, start, end, limit, out)
+
+
+def _first_id(node: bytes | bytearray, master_id: ID) -> ID:
+    """The ID of the node's first entry, tombstone or not."""
+    _, p = master_fields(node)
+    _, q = read_int(node, p)  # flags
+    ms_d, q = read_int(node, q)
+    seq_d, _ = read_int(node, q)
+    return _entry_id(master_id, ms_d, seq_d)
+
+
+def scan_backward_py(
+    node: bytes | bytearray,
+    master_id: ID,
+    start: ID,
+    end: ID,
+    limit: int,
+    out: list[Entry],
+) -> bool:
+    """:func:`scan_backward` in Python: the reference, and the fallback."""
     fields, _ = master_fields(node)
     p_end = len(node) - 1
     while True:

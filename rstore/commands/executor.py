@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from rstore.commands.registry import CommandSpec, Context, lookup, lookup_all
-from rstore.commands.reply import NIL_ARRAY, DictEntries
+from rstore.commands.reply import NIL_ARRAY, DictEntries, StreamedEntries
 from rstore.errors import ResponseError
 from rstore.storage.env import Env
 from rstore.storage.records.txn import Txn
@@ -85,13 +85,17 @@ class Deferred:
 
     build: Callable[[], Any]
     dicts: Callable[[], DictEntries] | None = None
+    #: a reply too big to build whole, for a network front: written as it is built
+    streamed: Callable[[], StreamedEntries] | None = None
 
 
-def resolve_reply(reply: Any, dicts: bool = False) -> Any:
+def resolve_reply(reply: Any, dicts: bool = False, streamed: bool = False) -> Any:
     """A handler's reply, a :class:`Deferred` one built now (with ``dicts``, in redis-py's
-    form where it offers that)."""
+    form where it offers that; with ``streamed``, a big one as :class:`StreamedEntries`)."""
     if not isinstance(reply, Deferred):
         return reply
+    if streamed and reply.streamed is not None:
+        return reply.streamed()
     return reply.dicts() if dicts and reply.dicts is not None else reply.build()
 
 

@@ -10,15 +10,19 @@ from rstore.codec import stream_node as sn
 from rstore.commands.argv import cstr, keyword, parse_int
 from rstore.commands.executor import Blocked, Deferred
 from rstore.commands.registry import Context, command
-from rstore.commands.reply import NIL_ARRAY, DictEntries, entries_reply
+from rstore.commands.reply import NIL_ARRAY, DictEntries, StreamedEntries, entries_reply
 from rstore.model import Entry
 from rstore.numbers import INT64_MAX, UINT64_MAX
 from rstore.storage.waiting.notify import KIND_READ
 from rstore.streams.keyspace import lookup_stream
 from rstore.streams.limits import ReplyLimits, entry_size
-from rstore.streams.read import copy_range, read_after, scan_nodes
+from rstore.streams.read import copy_range, count_range, range_pages, read_after, scan_nodes
 
-__all__ = ["XReadArgs", "entries_by_key", "parse_xread", "serve_xread"]
+__all__ = ["STREAM_BYTES", "XReadArgs", "entries_by_key", "parse_xread", "serve_xread"]
+
+#: An XRANGE / XREVRANGE over more bytes of nodes than this is streamed to a network front
+#: (:class:`StreamedEntries`): below it, building the reply whole is as fast and simpler.
+STREAM_BYTES = 1 << 20
 
 
 @command("xlen", 2, summary="Number of entries in a stream")
@@ -48,9 +52,17 @@ def _range(ctx: Context, argv: list[bytes], reverse: bool) -> Any:
     # copy the nodes now, decode after the transaction ended (executor.Deferred)
     limit = max(count, 0)
     nodes = copy_range(ctx.txn, stream, start, end, limit, reverse=reverse)
+    streamed = None
+    if sum(len(node) for _, node in nodes) > STREAM_BYTES:
+
+        def streamed() -> StreamedEntries:
+            total = count_range(nodes, start, end, limit, reverse=reverse)
+            return StreamedEntries(total, range_pages(nodes, start, end, limit, reverse=reverse))
+
     return Deferred(
         lambda: entries_reply(scan_nodes(nodes, start, end, limit, reverse=reverse)),
         lambda: DictEntries(scan_nodes(nodes, start, end, limit, reverse=reverse, dicts=True)),
+        streamed,
     )
 
 

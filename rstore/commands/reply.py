@@ -20,7 +20,7 @@ The public form (what :meth:`rstore.Store.execute` returns) is the same with bot
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from rstore.codec.speedups import c_entries_reply
@@ -31,6 +31,7 @@ __all__ = [
     "NIL_ARRAY",
     "DictEntries",
     "NilArray",
+    "StreamedEntries",
     "entries_reply",
     "entries_reply_py",
     "entry_reply",
@@ -46,6 +47,24 @@ class DictEntries(list[Any]):
     in the internal form.  Only a client's shaping sees it, never a RESP front."""
 
     __slots__ = ()
+
+
+class StreamedEntries:
+    """A reply of ``count`` stream entries that is built while it is written, for a network
+    front (:meth:`rstore.Store.execute_many` with ``streamed=True``): ``pages`` yields them in
+    order, a list of entries (``(id, [field, value, ...])``) at a time, decoded from nodes
+    copied out of the read transaction -- so a reply of any size takes bounded memory.  Exactly
+    ``count`` entries come (its array's length must be written first); iterate once."""
+
+    __slots__ = ("count", "pages")
+
+    def __init__(self, count: int, pages: Iterator[list[Entry]]) -> None:
+        self.count = count
+        self.pages = pages
+
+    def build(self) -> list[Any]:
+        """The whole reply, in the internal form (what :meth:`rstore.Store.execute` gives)."""
+        return [item for page in self.pages for item in entries_reply(page)]
 
 
 class NilArray:

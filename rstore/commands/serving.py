@@ -84,8 +84,9 @@ class BlockWatch:
         self._waiter.close()
 
 
-def run_each(env: Env, batch: list[list[bytes]]) -> list[Any]:
-    """Run ``batch`` in one transaction, each command on its own (see the module docstring)."""
+def run_each(env: Env, batch: list[list[bytes]], streamed: bool = False) -> list[Any]:
+    """Run ``batch`` in one transaction, each command on its own (see the module docstring);
+    ``streamed``: big entry replies as :class:`~rstore.commands.reply.StreamedEntries`."""
     specs: list[CommandSpec | ResponseError] = []
     for argv in batch:
         try:
@@ -101,4 +102,7 @@ def run_each(env: Env, batch: list[list[bytes]]) -> list[Any]:
         return list(specs)
     now = time.monotonic()
     results = in_transaction(env, body, write=write)
-    return [BlockedCall(r, now) if isinstance(r, Blocked) else resolve_reply(r) for r in results]
+    return [
+        BlockedCall(r, now) if isinstance(r, Blocked) else resolve_reply(r, streamed=streamed)
+        for r in results
+    ]

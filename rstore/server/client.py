@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from .protocol import ProtocolError, RequestParser
@@ -46,6 +47,12 @@ class Client:
         #: a timeout that fired while the parked read ran again in the worker: given once
         #: that run is back, unless it served the read
         self.unblock_reply: tuple[Any] | None = None
+        #: replies written as they are built (a big XRANGE), and those after them, in order:
+        #: chunks still to write; nothing else of the client runs until it is empty
+        self.backlog: deque[Iterator[bytes]] = deque()
+        self.write_paused = False  # the transport's buffer is full: wait for it to drain
+        self.pump_due = False  # the stream's next chunks are to be written in a coming turn
+        self.streamed = 0  # bytes of the backlog written so far (the output limit counts them)
         self.protocol_error: ProtocolError | None = None
         self.closing = False  # QUIT or a protocol error: close once the replies are out
         self.closed = False

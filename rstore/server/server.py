@@ -30,10 +30,18 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
-from rstore import NIL_ARRAY, BlockedCall, ResponseError, Store, command_table, messages
+from rstore import (
+    NIL_ARRAY,
+    BlockedCall,
+    ResponseError,
+    Store,
+    StreamedEntries,
+    command_table,
+    messages,
+)
 
 from . import admin
 from .client import Client
@@ -41,7 +49,7 @@ from .config import ServerConfig
 from .counters import CommandCounters
 from .parked import RECHECK_S, ParkedReads
 from .protocol import ProtocolError
-from .resp import encode, error_line
+from .resp import encode, encode_entries, error_line
 from .shapes import resp3
 from .tls import tls_context
 from .users import users_of
@@ -63,6 +71,25 @@ def _blocking(argv: list[bytes]) -> bool:
     """Whether a command may park its client (XREAD / XREADGROUP with BLOCK)."""
     name = argv[0].lower()
     return name in (b"xread", b"xreadgroup") and any(a.lower() == b"block" for a in argv[1:])
+
+
+#: Pages of a streamed reply written per turn of the event loop (each about a MiB of nodes).
+_CHUNKS_PER_TURN = 2
+
+
+def _chunks(reply: StreamedEntries, client_id: int) -> Iterator[bytes]:
+    """The RESP bytes of a streamed reply: its array's length, then its entries a page at a
+    time.  Should the pages hold another number of entries, the reply cannot be mended, and
+    the connection is closed."""
+    yield b"*%d\r\n" % reply.count
+    sent = 0
+    for page in reply.pages:
+        sent += len(page)
+        yield encode_entries(page)
+    if sent != reply.count:
+        log.error("client %d: a streamed reply of %d entries held %d", client_id, reply.count,
+                  sent)  # fmt: skip
+        raise ConnectionAbortedError("a streamed reply did not match its length")
 
 
 class _Connection(asyncio.Protocol):
@@ -172,6 +199,7 @@ class Server:
 
     def disconnected(self, client: Client) -> None:
         client.closed = True
+        client.backlog.clear()  # its replies' nodes are freed
         self.parked_reads.unpark(client)
         self.clients.pop(client.id, None)
         self._ready.pop(client.id, None)
@@ -183,11 +211,15 @@ class Server:
             self.disconnected(client)
 
     def pause(self, client: Client) -> None:
+        client.write_paused = True
         client.transport.pause_reading()
 
     def resume(self, client: Client) -> None:
+        client.write_paused = False
         if not client.closing and not client.closed:
             client.transport.resume_reading()
+        if client.backlog:
+            self._kick(client)
 
     def received(self, client: Client, data: bytes) -> None:
         if client.closing or client.closed:
@@ -238,8 +270,8 @@ class Server:
         batches: dict[int, tuple[list[list[bytes]], Owners]] = {}
         for client in list(self._ready.values()):
             touched[client.id] = client
-            if client.in_flight:
-                self._ready.pop(client.id, None)  # back when its replies are in
+            if client.in_flight or client.backlog:
+                self._ready.pop(client.id, None)  # back when its replies are in (or out)
                 continue
             parked = client.parked
             if parked is not None:
@@ -410,11 +442,65 @@ class Server:
     def _write_reply(self, client: Client, argv: list[bytes], result: Any) -> None:
         if client.closed:
             return
+        if isinstance(result, StreamedEntries):
+            client.backlog.append(_chunks(result, client.id))
+            return
         if client.proto == 3 and not isinstance(result, ResponseError):
             result = resp3(argv, result)
-        encode(result, client.proto, client.out)
+        if not client.backlog:
+            encode(result, client.proto, client.out)
+            return
+        parts: list[bytes] = []  # after a streamed reply: in its turn
+        encode(result, client.proto, parts)
+        client.backlog.append(iter((b"".join(parts),)))
+
+    def _pump(self, client: Client) -> None:
+        """Write the next chunks of the client's streamed reply: a few per turn of the loop
+        (other clients go on meanwhile), none while its transport's buffer is full (resumed
+        by :meth:`resume`); at its end, the replies that came after it, and its next
+        commands."""
+        client.pump_due = False
+        if client.closed:
+            return
+        backlog = client.backlog
+        for _ in range(_CHUNKS_PER_TURN):
+            if client.write_paused:
+                return
+            chunk = None
+            while backlog and chunk is None:
+                try:
+                    chunk = next(backlog[0], None)
+                except ConnectionAbortedError:
+                    self.close_client(client)
+                    return
+                if chunk is None:
+                    backlog.popleft()
+            if chunk is None:
+                client.streamed = 0
+                self._send(client)  # all written: its next commands
+                return
+            client.transport.write(chunk)
+            client.streamed += len(chunk)
+            limit = self.config.client_output_buffer_limit
+            if limit and client.streamed > limit:  # as if the reply were buffered whole
+                log.warning("closing client %d: output buffer over the limit", client.id)
+                self.close_client(client)
+                return
+        self._kick(client)
+
+    def _kick(self, client: Client) -> None:
+        """Have :meth:`_pump` write the client's next chunks in a coming turn (once)."""
+        if not client.pump_due and self.loop is not None:
+            client.pump_due = True
+            self.loop.call_soon(self._pump, client)
 
     def _send(self, client: Client) -> None:
+        if client.backlog:
+            if client.out and not client.closed:
+                client.transport.write(b"".join(client.out))  # what came before the stream
+                client.out.clear()
+            self._kick(client)
+            return
         if client.out and not client.closed:
             client.transport.write(b"".join(client.out))
             client.out.clear()

@@ -34,7 +34,7 @@ def execute(store: Store, batch: list[list[bytes]]) -> tuple[list[Any], float]:
     the whole batch (nothing of it committed) is every command's reply."""
     started = time.perf_counter()
     try:
-        results: list[Any] = store.execute_many(batch)
+        results: list[Any] = store.execute_many(batch, streamed=True)
     except Exception as exc:
         log.error("a batch of %d commands failed: %s", len(batch), exc)
         failure = ResponseError(messages.INTERNAL.format(what=str(exc).splitlines()[0]))

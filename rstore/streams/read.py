@@ -11,7 +11,7 @@ read from an RDB file (:func:`rstore.snapshot.inspection.read_rdb_entries`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rstore.codec import stream_node as sn
@@ -23,8 +23,10 @@ from rstore.streams.keyspace import StreamRef
 __all__ = [
     "Entry",
     "copy_range",
+    "count_range",
     "first_entry",
     "last_entry",
+    "range_pages",
     "read_after",
     "read_range",
     "scan_nodes",
@@ -106,6 +108,51 @@ def scan_nodes(
         if master_id <= start:
             break  # earlier nodes hold only IDs below this master ID
     return [sn.dict_entry(e) for e in out] if dicts else out
+
+
+def count_range(nodes: Nodes, start: ID, end: ID, count: int = 0, *, reverse: bool = False) -> int:
+    """How many entries :func:`scan_nodes` gives of ``nodes`` (:func:`copy_range`'s), without
+    decoding them: a node wholly inside the range counts its master entry's live count; only
+    the nodes at the range's edges are scanned.  A node's entries all lie below the next
+    node's master ID (its first entry's ID when it was made), which bounds it."""
+    if start > end:
+        return 0
+    total = 0
+    for i, (master_id, node) in enumerate(nodes):
+        bound = nodes[i - 1][0] if reverse and i else None
+        if not reverse and i + 1 < len(nodes):
+            bound = nodes[i + 1][0]
+        if master_id >= start and bound is not None and bound <= end:
+            total += sn.node_counts(node)[0]
+        else:
+            total += len(scan_nodes([(master_id, node)], start, end, reverse=reverse))
+        if count and total >= count:
+            return count
+    return total
+
+
+def range_pages(
+    nodes: Nodes, start: ID, end: ID, count: int = 0, *, reverse: bool = False,
+    page_bytes: int = 1 << 20,
+) -> Iterator[list[Entry]]:  # fmt: skip
+    """:func:`scan_nodes` of ``nodes``, a page at a time: the entries of about ``page_bytes``
+    of nodes each (so a reply of any size is decoded in bounded memory)."""
+    left = count
+    page: Nodes = []
+    size = 0
+    for i, (master_id, node) in enumerate(nodes):
+        page.append((master_id, node))
+        size += len(node)
+        if size < page_bytes and i + 1 < len(nodes):
+            continue
+        entries = scan_nodes(page, start, end, left, reverse=reverse)
+        if entries:
+            yield entries
+        if count:
+            left -= len(entries)
+            if left <= 0:
+                return
+        page, size = [], 0
 
 
 def read_range(

@@ -1,0 +1,132 @@
+"""``XRANGE big - +`` over a big stream: ``rstore serve`` beside valkey-server (issue 25, item 1).
+
+Both servers get the same stream of ``--entries`` entries (``user <n> action click``), loaded
+with RESTORE of one DUMP payload; then ``redis-cli XRANGE big - +`` (or XREVRANGE) reads it
+whole into /dev/null, as the issue measured it.  Reported per server: the wall time of that
+read, and the server's peak RSS while it ran (``VmRSS`` of ``/proc/PID/status`` sampled every
+5 ms, so a peak shorter than that may be missed), beside its RSS before; the ratio is
+rstore / valkey of the same round, the order of the servers alternating between rounds, and
+the median of ``--repeat`` rounds is printed.
+
+    python bench/server_range.py                     # 1M entries, 3 rounds
+    python bench/server_range.py --entries 200000 --repeat 1 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import redis
+from server import rstore_server, valkey_server
+
+sys.path.append(str(Path(__file__).resolve().parent.parent / "fixtures"))
+from valkey_server import HOST
+
+import rstore
+
+CLI = "redis-cli"
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _payload(entries: int) -> bytes:
+    """The DUMP payload (RDB 11: both servers take it) of the stream the servers load."""
+    with tempfile.TemporaryDirectory() as directory, rstore.Store(directory, sync=False) as s:
+        s.append_entries(
+            ("big", None, [b"user", b"%d" % i, b"action", b"click"]) for i in range(entries)
+        )
+        payload = s.dump("big")
+        assert payload is not None
+        return payload
+
+
+def _read(port: int, pid: int, command: list[str]) -> dict[str, float]:
+    """One whole read through redis-cli: its seconds, the server's RSS before and at peak."""
+    before = _rss_kib(pid)
+    peak = [before]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _rss_kib(pid))
+            time.sleep(0.005)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    started = time.perf_counter()
+    subprocess.run([CLI, "-h", HOST, "-p", str(port), *command], stdout=subprocess.DEVNULL,
+                   check=True, timeout=600)  # fmt: skip
+    seconds = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    return {"seconds": seconds, "rss_before_mib": before / 1024, "rss_peak_mib": peak[0] / 1024}
+
+
+def _one(server: Callable[[], AbstractContextManager[tuple[int, int]]], payload: bytes,
+         command: list[str]) -> dict[str, float]:  # fmt: skip
+    with server() as (port, pid):
+        client = redis.Redis(host=HOST, port=port)
+        client.restore("big", 0, payload)
+        client.close()
+        _read(port, pid, command)  # warm: first-use imports, page cache
+        return _read(port, pid, command)
+
+
+def rounds(entries: int, repeat: int, command: list[str], base: str) -> Iterator[dict[str, Any]]:
+    payload = _payload(entries)
+    servers: dict[str, Callable[[], AbstractContextManager[tuple[int, int]]]] = {
+        "rstore": lambda: rstore_server(base, "everysec"),
+        "valkey": lambda: valkey_server(base, "everysec"),
+    }
+    for r in range(repeat):
+        order = list(servers) if r % 2 == 0 else list(reversed(servers))
+        yield {name: _one(servers[name], payload, command) for name in order}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entries", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--reverse", action="store_true", help="XREVRANGE big + - instead")
+    parser.add_argument("--dir", default=None, help="parent of the servers' directories")
+    parser.add_argument("--json", default=None, metavar="FILE")
+    args = parser.parse_args(argv)
+    command = ["XREVRANGE", "big", "+", "-"] if args.reverse else ["XRANGE", "big", "-", "+"]
+    results = list(rounds(args.entries, args.repeat, command, args.dir or tempfile.gettempdir()))
+
+    def median(name: str, key: str) -> float:
+        return float(statistics.median(r[name][key] for r in results))
+
+    def ratio(key: str) -> float:
+        return float(statistics.median(r["rstore"][key] / r["valkey"][key] for r in results))
+
+    print(f"# {' '.join(command)} over {args.entries:,} entries, median of {args.repeat}")
+    print("| server | seconds | RSS before (MiB) | peak RSS (MiB) |")
+    print("|---|---:|---:|---:|")
+    for name in ("rstore", "valkey"):
+        print(f"| {name} | {median(name, 'seconds'):.2f} | {median(name, 'rss_before_mib'):.0f} "
+              f"| {median(name, 'rss_peak_mib'):.0f} |")  # fmt: skip
+    print(f"| rstore / valkey | {ratio('seconds'):.2f}x | | {ratio('rss_peak_mib'):.2f}x |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
