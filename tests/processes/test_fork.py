@@ -11,6 +11,7 @@ thread held, forever (the first trial of the campaign below hung).
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import re
 import signal
@@ -37,6 +38,7 @@ def _fork(body: Callable[[], None]) -> int:
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         code = 1
+        faulthandler.register(signal.SIGUSR1, all_threads=True)  # its stacks, if it hangs
         try:
             body()
             code = 0
@@ -55,6 +57,8 @@ def _wait(pid: int) -> int:
         if done:
             return os.waitstatus_to_exitcode(status)
         time.sleep(0.005)
+    os.kill(pid, signal.SIGUSR1)  # every thread's stack to stderr, in the test's report
+    time.sleep(1)
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
     return -999  # hung
