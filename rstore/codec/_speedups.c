@@ -14,6 +14,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "listpack_read.h"
 #include "node_check.h"
@@ -236,6 +237,210 @@ static PyObject *scan_forward(PyObject *self, PyObject *args)
     Py_RETURN_FALSE;
 }
 
+/* ----------------------------------------------------------------- RESP of a node's entries
+ *
+ * scan_resp(node, master_ms, master_seq, start_ms, start_seq, end_ms, end_seq, limit, out,
+ * reverse=False) -> int | None: append to the bytearray `out` the RESP bytes of the node's live
+ * entries with start <= id <= end -- each *2, the ID's bulk, the fields' array -- ascending, or
+ * descending with `reverse`, at most `limit` of them (0: no limit); the number written.  What
+ * rstore.codec.stream_node.scan_resp_py writes, with no Python object per entry.  None (and
+ * `out` unchanged) for anything the Python version must look at. */
+
+typedef struct {
+    char *p;
+    Py_ssize_t len, cap;
+} growbuf;
+
+static int gb_room(growbuf *g, Py_ssize_t more)
+{
+    if (g->len + more <= g->cap) return 1;
+    Py_ssize_t cap = g->cap ? g->cap : 4096;
+    while (cap < g->len + more) cap *= 2;
+    char *p = PyMem_Realloc(g->p, (size_t)cap);
+    if (p == NULL) return 0;
+    g->p = p;
+    g->cap = cap;
+    return 1;
+}
+
+/* "<prefix><n>\r\n" */
+static int gb_header(growbuf *g, char prefix, unsigned long long n)
+{
+    char tmp[24];
+    int k = 0, i;
+    if (!gb_room(g, 24)) return 0;
+    g->p[g->len++] = prefix;
+    do tmp[k++] = (char)('0' + n % 10); while (n /= 10);
+    for (i = k - 1; i >= 0; i--) g->p[g->len++] = tmp[i];
+    g->p[g->len++] = '\r';
+    g->p[g->len++] = '\n';
+    return 1;
+}
+
+/* A bulk string of an element as clients see it (integers as decimal text). */
+static int gb_element(growbuf *g, const unsigned char *b, const element *e)
+{
+    if (e->is_int) {
+        char text[24];
+        int n = snprintf(text, sizeof text, "%lld", (long long)e->ival);
+        if (!gb_header(g, '$', (unsigned long long)n) || !gb_room(g, n + 2)) return 0;
+        memcpy(g->p + g->len, text, (size_t)n);
+        g->len += n;
+    } else {
+        if (!gb_header(g, '$', (unsigned long long)e->str_len) || !gb_room(g, e->str_len + 2))
+            return 0;
+        memcpy(g->p + g->len, b + e->str_at, (size_t)e->str_len);
+        g->len += e->str_len;
+    }
+    g->p[g->len++] = '\r';
+    g->p[g->len++] = '\n';
+    return 1;
+}
+
+/* The entry's ID bulk and its array header: "*2\r\n$<n>\r\n<ms>-<seq>\r\n*<k>\r\n". */
+static int gb_entry_head(growbuf *g, uint64_t ms, uint64_t seq, long long k)
+{
+    char buf[48], *q = buf + sizeof buf;
+    Py_ssize_t n;
+    do *--q = (char)('0' + seq % 10); while (seq /= 10);
+    *--q = '-';
+    do *--q = (char)('0' + ms % 10); while (ms /= 10);
+    n = (Py_ssize_t)(buf + sizeof buf - q);
+    if (!gb_room(g, 4) ) return 0;
+    memcpy(g->p + g->len, "*2\r\n", 4);
+    g->len += 4;
+    if (!gb_header(g, '$', (unsigned long long)n) || !gb_room(g, n + 2)) return 0;
+    memcpy(g->p + g->len, q, (size_t)n);
+    g->len += n;
+    g->p[g->len++] = '\r';
+    g->p[g->len++] = '\n';
+    return gb_header(g, '*', (unsigned long long)k);
+}
+
+enum { RESP_OK = 0, RESP_BAIL = 1, RESP_NOMEM = 2 };
+
+/* The RESP of every live entry in range, ascending, into `g`, each entry's start offset in
+ * `starts` (grown as needed); stops after `limit` entries when `forward_limit`. */
+static int resp_entries(const unsigned char *b, Py_ssize_t len, uint64_t mms, uint64_t mseq,
+                        uint64_t sms, uint64_t sseq, uint64_t ems, uint64_t eseq,
+                        Py_ssize_t forward_limit, growbuf *g, Py_ssize_t **starts,
+                        Py_ssize_t *count, Py_ssize_t *cap)
+{
+    Py_ssize_t stop = len - 1, p = HEADER_SIZE, nfields, i, fields_at;
+    int64_t v;
+    element e;
+
+    if (len < HEADER_SIZE + 1 || b[stop] != 0xFF) return RESP_BAIL;
+    if ((p = read_int(b, stop, p, &v)) < 0) return RESP_BAIL; /* count */
+    if ((p = read_int(b, stop, p, &v)) < 0) return RESP_BAIL; /* deleted */
+    if ((p = read_int(b, stop, p, &v)) < 0 || v < 0 || v > len) return RESP_BAIL;
+    nfields = (Py_ssize_t)v;
+    fields_at = p;
+    for (i = 0; i < nfields; i++)
+        if ((p = read_el(b, stop, p, &e)) < 0) return RESP_BAIL;
+    if ((p = read_el(b, stop, p, &e)) < 0) return RESP_BAIL; /* master terminator */
+
+    while (p < stop) {
+        int64_t flags, ms_d, seq_d, nvals;
+        uint64_t ms, seq;
+        int named;
+        Py_ssize_t f = fields_at;
+
+        if ((p = read_int(b, stop, p, &flags)) < 0) return RESP_BAIL;
+        if ((p = read_int(b, stop, p, &ms_d)) < 0) return RESP_BAIL;
+        if ((p = read_int(b, stop, p, &seq_d)) < 0) return RESP_BAIL;
+        ms = mms + (uint64_t)ms_d;
+        seq = mseq + (uint64_t)seq_d;
+        if (ms > ems || (ms == ems && seq > eseq)) return RESP_OK;
+        if (flags & FLAG_SAMEFIELDS) {
+            nvals = nfields;
+            named = 0;
+        } else {
+            if ((p = read_int(b, stop, p, &nvals)) < 0 || nvals < 0 || nvals > len)
+                return RESP_BAIL;
+            nvals *= 2;
+            named = 1;
+        }
+        if ((flags & FLAG_DELETED) || ms < sms || (ms == sms && seq < sseq)) {
+            for (i = 0; i <= nvals; i++) /* the values, then lp_count */
+                if ((p = read_el(b, stop, p, &e)) < 0) return RESP_BAIL;
+            continue;
+        }
+        if (*count == *cap) {
+            Py_ssize_t ncap = *cap ? *cap * 2 : 256;
+            Py_ssize_t *ns = PyMem_Realloc(*starts, (size_t)ncap * sizeof **starts);
+            if (ns == NULL) return RESP_NOMEM;
+            *starts = ns;
+            *cap = ncap;
+        }
+        (*starts)[(*count)++] = g->len;
+        if (!gb_entry_head(g, ms, seq, named ? nvals : 2 * nvals)) return RESP_NOMEM;
+        for (i = 0; i < nvals; i++) {
+            if (!named) { /* the master's field, then the value */
+                element fe;
+                if ((f = read_el(b, stop, f, &fe)) < 0) return RESP_BAIL;
+                if (!gb_element(g, b, &fe)) return RESP_NOMEM;
+            }
+            if ((p = read_el(b, stop, p, &e)) < 0) return RESP_BAIL;
+            if (!gb_element(g, b, &e)) return RESP_NOMEM;
+        }
+        if ((p = read_el(b, stop, p, &e)) < 0) return RESP_BAIL; /* lp_count */
+        if (forward_limit > 0 && *count >= forward_limit) return RESP_OK;
+    }
+    return RESP_OK;
+}
+
+static PyObject *scan_resp(PyObject *self, PyObject *args)
+{
+    Py_buffer node;
+    unsigned long long mms, mseq, sms, sseq, ems, eseq;
+    Py_ssize_t limit, count = 0, cap = 0, *starts = NULL, take, i, at, size;
+    PyObject *out;
+    int reverse = 0, outcome;
+    growbuf g = {NULL, 0, 0};
+
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*KKKKKKnO!|p:scan_resp", &node, &mms, &mseq, &sms, &sseq,
+                          &ems, &eseq, &limit, &PyByteArray_Type, &out, &reverse))
+        return NULL;
+    outcome = resp_entries((const unsigned char *)node.buf, node.len, mms, mseq, sms, sseq, ems,
+                           eseq, reverse ? 0 : limit, &g, &starts, &count, &cap);
+    PyBuffer_Release(&node);
+    if (outcome != RESP_OK) {
+        PyMem_Free(g.p);
+        PyMem_Free(starts);
+        if (outcome == RESP_NOMEM) return PyErr_NoMemory();
+        Py_RETURN_NONE;
+    }
+    take = limit > 0 && limit < count ? limit : count;
+    at = PyByteArray_GET_SIZE(out);
+    size = 0;
+    if (reverse) { /* the last `take` entries, from the end */
+        for (i = count - take; i < count; i++)
+            size += (i + 1 < count ? starts[i + 1] : g.len) - starts[i];
+    } else {
+        size = take ? (take < count ? starts[take] : g.len) : 0;
+    }
+    if (PyByteArray_Resize(out, at + size) < 0) {
+        PyMem_Free(g.p);
+        PyMem_Free(starts);
+        return NULL;
+    }
+    if (reverse) {
+        char *dst = PyByteArray_AS_STRING(out) + at;
+        for (i = count - 1; i >= count - take; i--) {
+            Py_ssize_t n = (i + 1 < count ? starts[i + 1] : g.len) - starts[i];
+            memcpy(dst, g.p + starts[i], (size_t)n);
+            dst += n;
+        }
+    } else if (size) {
+        memcpy(PyByteArray_AS_STRING(out) + at, g.p, (size_t)size);
+    }
+    PyMem_Free(g.p);
+    PyMem_Free(starts);
+    return PyLong_FromSsize_t(take);
+}
+
 /* ----------------------------------------------------------------- node checking
  *
  * check_node(node, master_ms, master_seq) -> (entries, count, deleted, ascending, last_ms,
@@ -402,6 +607,11 @@ static PyMethodDef methods[] = {
      "last_seq, first_live_ms, first_live_seq) | None\n\nDeep validation of a stream node "
      "(as rstore.codec.node_validate.validate_node) and its ID facts; None when not plainly "
      "valid."},
+    {"scan_resp", scan_resp, METH_VARARGS,
+     "scan_resp(node, master_ms, master_seq, start_ms, start_seq, end_ms, end_seq, limit, out, "
+     "reverse=False) -> int | None\n\nAppend to the bytearray out the RESP of the node's live "
+     "entries in range (descending with reverse), at most limit; how many.  None (out "
+     "unchanged) when only the Python version handles the node."},
     {"scan_forward", scan_forward, METH_VARARGS,
      "scan_forward(node, master_ms, master_seq, start_ms, start_seq, end_ms, end_seq, limit, "
      "out, dicts=False) -> bool | None\n\nLike rstore.codec.stream_node.scan_forward (with "

@@ -37,9 +37,11 @@ __all__ = [
     "c_read_nodes",
     "c_read_pel",
     "c_scan_forward",
+    "c_scan_resp",
 ]
 
 c_scan_forward: Callable[..., bool | None] | None = None
+c_scan_resp: Callable[..., int | None] | None = None
 c_check_node: Callable[..., tuple[int, int, int, bool, int, int, int, int] | None] | None = None
 c_columns_append: Callable[..., tuple[int, bool] | None] | None = None
 c_append_entry: Callable[..., bool | None] | None = None
@@ -64,6 +66,7 @@ if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
         _c: Any = None  # type: ignore[no-redef]
     if _c is not None:
         c_scan_forward = _c.scan_forward
+        c_scan_resp = _c.scan_resp
         c_check_node = _c.check_node
         c_entries_reply = _c.entries_reply
         c_parse_ids = _c.parse_ids

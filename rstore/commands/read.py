@@ -16,7 +16,14 @@ from rstore.numbers import INT64_MAX, UINT64_MAX
 from rstore.storage.waiting.notify import KIND_READ
 from rstore.streams.keyspace import lookup_stream
 from rstore.streams.limits import ReplyLimits, entry_size
-from rstore.streams.read import copy_range, count_range, range_pages, read_after, scan_nodes
+from rstore.streams.read import (
+    copy_range,
+    count_range,
+    range_pages,
+    range_resp,
+    read_after,
+    scan_nodes,
+)
 
 __all__ = ["STREAM_BYTES", "XReadArgs", "entries_by_key", "parse_xread", "serve_xread"]
 
@@ -56,8 +63,11 @@ def _range(ctx: Context, argv: list[bytes], reverse: bool) -> Any:
     if sum(len(node) for _, node in nodes) > STREAM_BYTES:
 
         def streamed() -> StreamedEntries:
-            total = count_range(nodes, start, end, limit, reverse=reverse)
-            return StreamedEntries(total, range_pages(nodes, start, end, limit, reverse=reverse))
+            return StreamedEntries(
+                count_range(nodes, start, end, limit, reverse=reverse),
+                lambda: range_pages(nodes, start, end, limit, reverse=reverse),
+                lambda: range_resp(nodes, start, end, limit, reverse=reverse),
+            )
 
     return Deferred(
         lambda: entries_reply(scan_nodes(nodes, start, end, limit, reverse=reverse)),

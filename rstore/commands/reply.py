@@ -51,20 +51,42 @@ class DictEntries(list[Any]):
 
 class StreamedEntries:
     """A reply of ``count`` stream entries that is built while it is written, for a network
-    front (:meth:`rstore.Store.execute_many` with ``streamed=True``): ``pages`` yields them in
-    order, a list of entries (``(id, [field, value, ...])``) at a time, decoded from nodes
-    copied out of the read transaction -- so a reply of any size takes bounded memory.  Exactly
-    ``count`` entries come (its array's length must be written first); iterate once."""
+    front (:meth:`rstore.Store.execute_many` with ``streamed=True``), from nodes copied out of
+    the read transaction -- so a reply of any size takes bounded memory.  :meth:`chunks` gives
+    its RESP bytes (the same in RESP2 and RESP3) a page at a time, :meth:`pages` its entries
+    (``(id, [field, value, ...])``) a page at a time; use one of them, once."""
 
-    __slots__ = ("count", "pages")
+    __slots__ = ("_pages", "_resp", "count")
 
-    def __init__(self, count: int, pages: Iterator[list[Entry]]) -> None:
+    def __init__(
+        self,
+        count: int,
+        pages: Callable[[], Iterator[list[Entry]]],
+        resp: Callable[[], Iterator[tuple[bytes, int]]],
+    ) -> None:
         self.count = count
-        self.pages = pages
+        self._pages = pages
+        self._resp = resp  # RESP pages, each with how many entries it holds
+
+    def pages(self) -> Iterator[list[Entry]]:
+        """The entries, in order, a page at a time."""
+        return self._pages()
+
+    def chunks(self) -> Iterator[bytes]:
+        """The reply's RESP bytes: the array's length, then the entries a page at a time.
+        Should the pages hold another number of entries -- a bug, as the length is written
+        first -- :class:`RuntimeError` ends it (the connection cannot be mended)."""
+        yield b"*%d\r\n" % self.count
+        sent = 0
+        for chunk, entries in self._resp():
+            sent += entries
+            yield chunk
+        if sent != self.count:
+            raise RuntimeError(f"a streamed reply of {self.count} entries held {sent}")
 
     def build(self) -> list[Any]:
         """The whole reply, in the internal form (what :meth:`rstore.Store.execute` gives)."""
-        return [item for page in self.pages for item in entries_reply(page)]
+        return [item for page in self._pages() for item in entries_reply(page)]
 
 
 class NilArray:

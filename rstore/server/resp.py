@@ -9,26 +9,12 @@ array of keys and values, a :class:`Double` a bulk string, as Valkey sends them.
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-from collections.abc import Callable
 from typing import Any
 
 from rstore import NIL_ARRAY, ResponseError
 
-__all__ = ["Double", "Map", "Verbatim", "encode", "encode_entries", "encode_entries_py",
-           "error_line"]  # fmt: skip
-
-Entries = list[tuple[tuple[int, int], list[bytes]]]
-
-#: the C encoder of stream entries (``_replies.c``), or ``None`` (not built, or turned off)
-c_encode_entries: Callable[[Entries], bytes | None] | None = None
-if os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0"):
-    with contextlib.suppress(ImportError):  # built without a C compiler: Python does it
-        from . import _replies  # type: ignore[attr-defined]
-
-        c_encode_entries = _replies.encode_entries
+__all__ = ["Double", "Map", "Verbatim", "encode", "error_line"]
 
 
 class Map(list):  # type: ignore[type-arg]
@@ -56,27 +42,6 @@ def _double_text(value: float) -> bytes:
         return b"inf" if value > 0 else b"-inf"
     text = repr(value)
     return (text[:-2] if text.endswith(".0") else text).encode()
-
-
-def encode_entries(entries: Entries) -> bytes:
-    """The RESP bytes of stream entries, each ``[b"<ms>-<seq>", [field, value, ...]]`` (the
-    same in RESP2 and RESP3): what :func:`encode` writes of them, in one pass (in C when it is
-    built: :func:`encode_entries_py` is the reference)."""
-    if c_encode_entries is not None:
-        done = c_encode_entries(entries)
-        if done is not None:
-            return done
-    return encode_entries_py(entries)
-
-
-def encode_entries_py(entries: Entries) -> bytes:
-    """:func:`encode_entries` in Python."""
-    out = []
-    for (ms, seq), fields in entries:
-        sid = b"%d-%d" % (ms, seq)
-        out.append(b"*2\r\n$%d\r\n%s\r\n*%d\r\n" % (len(sid), sid, len(fields)))
-        out += [b"$%d\r\n%s\r\n" % (len(f), f) for f in fields]
-    return b"".join(out)
 
 
 def encode(reply: Any, proto: int, out: list[bytes]) -> None:

@@ -30,7 +30,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, cast
 
 from rstore import (
@@ -49,7 +49,7 @@ from .config import ServerConfig
 from .counters import CommandCounters
 from .parked import RECHECK_S, ParkedReads
 from .protocol import ProtocolError
-from .resp import encode, encode_entries, error_line
+from .resp import encode, error_line
 from .shapes import resp3
 from .tls import tls_context
 from .users import users_of
@@ -75,21 +75,6 @@ def _blocking(argv: list[bytes]) -> bool:
 
 #: Pages of a streamed reply written per turn of the event loop (each about a MiB of nodes).
 _CHUNKS_PER_TURN = 2
-
-
-def _chunks(reply: StreamedEntries, client_id: int) -> Iterator[bytes]:
-    """The RESP bytes of a streamed reply: its array's length, then its entries a page at a
-    time.  Should the pages hold another number of entries, the reply cannot be mended, and
-    the connection is closed."""
-    yield b"*%d\r\n" % reply.count
-    sent = 0
-    for page in reply.pages:
-        sent += len(page)
-        yield encode_entries(page)
-    if sent != reply.count:
-        log.error("client %d: a streamed reply of %d entries held %d", client_id, reply.count,
-                  sent)  # fmt: skip
-        raise ConnectionAbortedError("a streamed reply did not match its length")
 
 
 class _Connection(asyncio.Protocol):
@@ -443,7 +428,7 @@ class Server:
         if client.closed:
             return
         if isinstance(result, StreamedEntries):
-            client.backlog.append(_chunks(result, client.id))
+            client.backlog.append(result.chunks())
             return
         if client.proto == 3 and not isinstance(result, ResponseError):
             result = resp3(argv, result)
@@ -470,7 +455,8 @@ class Server:
             while backlog and chunk is None:
                 try:
                     chunk = next(backlog[0], None)
-                except ConnectionAbortedError:
+                except RuntimeError as exc:  # its length was written: it cannot be mended
+                    log.error("closing client %d: %s", client.id, exc)
                     self.close_client(client)
                     return
                 if chunk is None:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rstore.codec import stream_node as sn
+from rstore.codec.resp_entries import node_resp
 from rstore.ids import ID, MAX_ID, MIN_ID, increment
 from rstore.model import Entry
 from rstore.storage.records.txn import Txn
@@ -27,6 +28,7 @@ __all__ = [
     "first_entry",
     "last_entry",
     "range_pages",
+    "range_resp",
     "read_after",
     "read_range",
     "scan_nodes",
@@ -153,6 +155,32 @@ def range_pages(
             if left <= 0:
                 return
         page, size = [], 0
+
+
+def range_resp(
+    nodes: Nodes, start: ID, end: ID, count: int = 0, *, reverse: bool = False,
+    page_bytes: int = 1 << 20,
+) -> Iterator[tuple[bytes, int]]:  # fmt: skip
+    """What :func:`range_pages` gives, as the RESP bytes a client reads (``node_resp``),
+    with how many entries each page holds: no Python object per entry."""
+    left = count
+    page = bytearray()
+    taken = size = 0
+    for master_id, node in nodes:
+        if not reverse and master_id > end:
+            break
+        got = node_resp(node, master_id, start, end, left, page, reverse)
+        taken += got
+        size += len(node)
+        if count:
+            left -= got
+        if (count and left <= 0) or (reverse and master_id <= start):
+            break
+        if size >= page_bytes and taken:
+            yield bytes(page), taken
+            page, taken, size = bytearray(), 0, 0
+    if taken:
+        yield bytes(page), taken
 
 
 def read_range(

@@ -111,3 +111,11 @@ def test_execute_many_gives_big_ranges_streamed(big: rstore.Store) -> None:
     assert small == whole[:3]
     assert streamed.build() == whole
     assert big.execute_many([[b"XRANGE", b"big", b"-", b"+"]]) == [whole]
+    (again,) = big.execute_many([[b"XRANGE", b"big", b"-", b"+"]], streamed=True)
+    out: list[bytes] = []
+    encode(whole, 2, out)
+    assert b"".join(again.chunks()) == b"".join(out)  # the bytes a server writes
+    (third,) = big.execute_many([[b"XREVRANGE", b"big", b"+", b"-"]], streamed=True)
+    assert [e for page in third.pages() for e in page][:2] == [
+        (tuple(map(int, i.split(b"-"))), f) for i, f in whole[::-1][:2]
+    ]

@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rstore
+from rstore.codec.resp_entries import entries_resp
 from rstore.ids import MAX_ID, MIN_ID
 from rstore.streams.keyspace import lookup_stream
-from rstore.streams.read import copy_range, count_range, range_pages, scan_nodes
+from rstore.streams.read import copy_range, count_range, range_pages, range_resp, scan_nodes
 
 ID = tuple[int, int]
 
@@ -67,6 +68,9 @@ def test_the_count_and_the_pages_agree_with_the_scan(
             pages = list(range_pages(nodes, start, end, count, reverse=reverse, page_bytes=page))
             assert [e for p in pages for e in p] == want
             assert all(pages)  # no empty page is written
+            resp = list(range_resp(nodes, start, end, count, reverse=reverse, page_bytes=page))
+            assert b"".join(chunk for chunk, _ in resp) == entries_resp(want)
+            assert sum(n for _, n in resp) == len(want) and all(n for _, n in resp)
         nodes = _all_nodes(store, reverse, MAX_ID)
         full = scan_nodes(nodes, MIN_ID, MAX_ID, reverse=reverse)
         assert count_range(nodes, MIN_ID, MAX_ID, reverse=reverse) == len(full)
