@@ -96,56 +96,124 @@ static PyObject *dict_entry(uint64_t ms, uint64_t seq, PyObject *vals)
     return t;
 }
 
+/* The node's master entry: its field count and the offset of its first field; the offset
+ * after it (the first entry), or -1 when it is not plainly valid. */
+static Py_ssize_t node_master(const unsigned char *b, Py_ssize_t len, Py_ssize_t *nfields,
+                              Py_ssize_t *fields_at)
+{
+    Py_ssize_t stop = len - 1, p = HEADER_SIZE, i;
+    int64_t v;
+    element e;
+
+    if (len < HEADER_SIZE + 1 || b[stop] != 0xFF) return -1;
+    if ((p = read_int(b, stop, p, &v)) < 0) return -1; /* count */
+    if ((p = read_int(b, stop, p, &v)) < 0) return -1; /* deleted */
+    if ((p = read_int(b, stop, p, &v)) < 0 || v < 0 || v > len) return -1;
+    *nfields = (Py_ssize_t)v;
+    *fields_at = p;
+    for (i = 0; i < *nfields; i++)
+        if ((p = read_el(b, stop, p, &e)) < 0) return -1;
+    return read_el(b, stop, p, &e); /* master terminator */
+}
+
+/* The head of the entry at p: its flags, its ID (the master's plus the deltas, modulo 2^64 as
+ * Redis stores them), how many values follow and whether they come with their field names;
+ * the offset of its first value, or -1. */
+typedef struct {
+    int64_t flags, nvals;
+    uint64_t ms, seq;
+    int named;
+} entry_head;
+
+static Py_ssize_t read_entry_head(const unsigned char *b, Py_ssize_t len, Py_ssize_t p,
+                                  uint64_t mms, uint64_t mseq, Py_ssize_t nfields,
+                                  entry_head *h)
+{
+    Py_ssize_t stop = len - 1;
+    int64_t ms_d, seq_d;
+    if ((p = read_int(b, stop, p, &h->flags)) < 0) return -1;
+    if ((p = read_int(b, stop, p, &ms_d)) < 0) return -1;
+    if ((p = read_int(b, stop, p, &seq_d)) < 0) return -1;
+    h->ms = mms + (uint64_t)ms_d;
+    h->seq = mseq + (uint64_t)seq_d;
+    if (h->flags & FLAG_SAMEFIELDS) {
+        h->nvals = nfields;
+        h->named = 0;
+    } else {
+        if ((p = read_int(b, stop, p, &h->nvals)) < 0 || h->nvals < 0 || h->nvals > len) return -1;
+        h->nvals *= 2;
+        h->named = 1;
+    }
+    return p;
+}
+
+/* Past an entry's values and its lp_count; -1 when they are not well formed. */
+static Py_ssize_t skip_values(const unsigned char *b, Py_ssize_t len, Py_ssize_t p,
+                              int64_t nvals)
+{
+    element e;
+    int64_t i;
+    for (i = 0; i <= nvals && p >= 0; i++) p = read_el(b, len - 1, p, &e);
+    return p;
+}
+
+enum { NEXT_LIVE = 0, NEXT_DONE = 1, NEXT_PAST = 2, NEXT_BAIL = 3 };
+
+/* Move *p to the values of the next live entry with start <= id <= end, its head in *h:
+ * NEXT_LIVE; NEXT_PAST at an entry past `end`, NEXT_DONE at the node's end, NEXT_BAIL on
+ * anything not plainly valid.  Tombstones and entries below `start` are skipped unread. */
+static int next_live(const unsigned char *b, Py_ssize_t len, Py_ssize_t *p, uint64_t mms,
+                     uint64_t mseq, Py_ssize_t nfields, uint64_t sms, uint64_t sseq,
+                     uint64_t ems, uint64_t eseq, entry_head *h)
+{
+    while (*p < len - 1) {
+        Py_ssize_t q = read_entry_head(b, len, *p, mms, mseq, nfields, h);
+        if (q < 0) return NEXT_BAIL;
+        if (h->ms > ems || (h->ms == ems && h->seq > eseq)) return NEXT_PAST;
+        if ((h->flags & FLAG_DELETED) || h->ms < sms || (h->ms == sms && h->seq < sseq)) {
+            if ((*p = skip_values(b, len, q, h->nvals)) < 0) return NEXT_BAIL;
+            continue;
+        }
+        *p = q;
+        return NEXT_LIVE;
+    }
+    return NEXT_DONE;
+}
+
 static int scan(const unsigned char *b, Py_ssize_t len, uint64_t mms, uint64_t mseq,
                 uint64_t sms, uint64_t sseq, uint64_t ems, uint64_t eseq, Py_ssize_t limit,
                 PyObject *out, PyObject *fields, int dicts)
 {
-    Py_ssize_t stop = len - 1, p = HEADER_SIZE, nfields, i;
-    int64_t v;
+    Py_ssize_t stop = len - 1, p, f, nfields, fields_at, i;
     element e;
 
-    if (len < HEADER_SIZE + 1 || b[stop] != 0xFF) return SCAN_BAIL;
-    if ((p = read_int(b, stop, p, &v)) < 0) return SCAN_BAIL; /* count */
-    if ((p = read_int(b, stop, p, &v)) < 0) return SCAN_BAIL; /* deleted */
-    if ((p = read_int(b, stop, p, &v)) < 0 || v < 0 || v > len) return SCAN_BAIL;
-    nfields = (Py_ssize_t)v;
-    for (i = 0; i < nfields; i++) {
-        PyObject *f;
-        if ((p = read_el(b, stop, p, &e)) < 0) return SCAN_BAIL;
-        if ((f = element_text(b, &e)) == NULL) return SCAN_ERROR;
-        if (PyList_Append(fields, f) < 0) {
-            Py_DECREF(f);
+    if ((p = node_master(b, len, &nfields, &fields_at)) < 0) return SCAN_BAIL;
+    for (i = 0, f = fields_at; i < nfields; i++) {
+        PyObject *text;
+        if ((f = read_el(b, stop, f, &e)) < 0) return SCAN_BAIL;
+        if ((text = element_text(b, &e)) == NULL) return SCAN_ERROR;
+        if (PyList_Append(fields, text) < 0) {
+            Py_DECREF(text);
             return SCAN_ERROR;
         }
-        Py_DECREF(f);
+        Py_DECREF(text);
     }
-    if ((p = read_el(b, stop, p, &e)) < 0) return SCAN_BAIL; /* master terminator */
 
-    while (p < stop) {
-        int64_t flags, ms_d, seq_d, nvals;
+    for (;;) {
+        entry_head h;
+        int64_t nvals;
         uint64_t ms, seq;
-        int named;
+        int named, next;
         PyObject *fv, *sid, *pair;
 
-        if ((p = read_int(b, stop, p, &flags)) < 0) return SCAN_BAIL;
-        if ((p = read_int(b, stop, p, &ms_d)) < 0) return SCAN_BAIL;
-        if ((p = read_int(b, stop, p, &seq_d)) < 0) return SCAN_BAIL;
-        ms = mms + (uint64_t)ms_d; /* modulo 2^64, as Redis stores deltas */
-        seq = mseq + (uint64_t)seq_d;
-        if (ms > ems || (ms == ems && seq > eseq)) return SCAN_STOP;
-        if (flags & FLAG_SAMEFIELDS) {
-            nvals = nfields;
-            named = 0;
-        } else {
-            if ((p = read_int(b, stop, p, &nvals)) < 0 || nvals < 0 || nvals > len) return SCAN_BAIL;
-            nvals *= 2;
-            named = 1;
-        }
-        if ((flags & FLAG_DELETED) || ms < sms || (ms == sms && seq < sseq)) {
-            for (i = 0; i <= nvals; i++) /* the values, then lp_count */
-                if ((p = read_el(b, stop, p, &e)) < 0) return SCAN_BAIL;
-            continue;
-        }
+        next = next_live(b, len, &p, mms, mseq, nfields, sms, sseq, ems, eseq, &h);
+        if (next == NEXT_BAIL) return SCAN_BAIL;
+        if (next == NEXT_PAST) return SCAN_STOP;
+        if (next == NEXT_DONE) return SCAN_GO_ON;
+        ms = h.ms;
+        seq = h.seq;
+        nvals = h.nvals;
+        named = h.named;
         fv = PyList_New(named ? nvals : 2 * nvals);
         if (fv == NULL) return SCAN_ERROR;
         for (i = 0; i < nvals; i++) {
@@ -192,7 +260,6 @@ static int scan(const unsigned char *b, Py_ssize_t len, uint64_t mms, uint64_t m
         Py_DECREF(pair);
         if (limit > 0 && PyList_GET_SIZE(out) >= limit) return SCAN_STOP;
     }
-    return SCAN_GO_ON;
 }
 
 static PyObject *scan_forward(PyObject *self, PyObject *args)
@@ -326,46 +393,21 @@ static int resp_entries(const unsigned char *b, Py_ssize_t len, uint64_t mms, ui
                         Py_ssize_t forward_limit, growbuf *g, Py_ssize_t **starts,
                         Py_ssize_t *count, Py_ssize_t *cap)
 {
-    Py_ssize_t stop = len - 1, p = HEADER_SIZE, nfields, i, fields_at;
-    int64_t v;
+    Py_ssize_t stop = len - 1, p, nfields, i, fields_at;
     element e;
 
-    if (len < HEADER_SIZE + 1 || b[stop] != 0xFF) return RESP_BAIL;
-    if ((p = read_int(b, stop, p, &v)) < 0) return RESP_BAIL; /* count */
-    if ((p = read_int(b, stop, p, &v)) < 0) return RESP_BAIL; /* deleted */
-    if ((p = read_int(b, stop, p, &v)) < 0 || v < 0 || v > len) return RESP_BAIL;
-    nfields = (Py_ssize_t)v;
-    fields_at = p;
-    for (i = 0; i < nfields; i++)
-        if ((p = read_el(b, stop, p, &e)) < 0) return RESP_BAIL;
-    if ((p = read_el(b, stop, p, &e)) < 0) return RESP_BAIL; /* master terminator */
-
-    while (p < stop) {
-        int64_t flags, ms_d, seq_d, nvals;
-        uint64_t ms, seq;
-        int named;
+    if ((p = node_master(b, len, &nfields, &fields_at)) < 0) return RESP_BAIL;
+    for (;;) {
+        entry_head h;
+        int64_t nvals;
+        int named, next;
         Py_ssize_t f = fields_at;
 
-        if ((p = read_int(b, stop, p, &flags)) < 0) return RESP_BAIL;
-        if ((p = read_int(b, stop, p, &ms_d)) < 0) return RESP_BAIL;
-        if ((p = read_int(b, stop, p, &seq_d)) < 0) return RESP_BAIL;
-        ms = mms + (uint64_t)ms_d;
-        seq = mseq + (uint64_t)seq_d;
-        if (ms > ems || (ms == ems && seq > eseq)) return RESP_OK;
-        if (flags & FLAG_SAMEFIELDS) {
-            nvals = nfields;
-            named = 0;
-        } else {
-            if ((p = read_int(b, stop, p, &nvals)) < 0 || nvals < 0 || nvals > len)
-                return RESP_BAIL;
-            nvals *= 2;
-            named = 1;
-        }
-        if ((flags & FLAG_DELETED) || ms < sms || (ms == sms && seq < sseq)) {
-            for (i = 0; i <= nvals; i++) /* the values, then lp_count */
-                if ((p = read_el(b, stop, p, &e)) < 0) return RESP_BAIL;
-            continue;
-        }
+        next = next_live(b, len, &p, mms, mseq, nfields, sms, sseq, ems, eseq, &h);
+        if (next == NEXT_BAIL) return RESP_BAIL;
+        if (next != NEXT_LIVE) return RESP_OK;
+        nvals = h.nvals;
+        named = h.named;
         if (*count == *cap) {
             Py_ssize_t ncap = *cap ? *cap * 2 : 256;
             Py_ssize_t *ns = PyMem_Realloc(*starts, (size_t)ncap * sizeof **starts);
@@ -374,7 +416,7 @@ static int resp_entries(const unsigned char *b, Py_ssize_t len, uint64_t mms, ui
             *cap = ncap;
         }
         (*starts)[(*count)++] = g->len;
-        if (!gb_entry_head(g, ms, seq, named ? nvals : 2 * nvals)) return RESP_NOMEM;
+        if (!gb_entry_head(g, h.ms, h.seq, named ? nvals : 2 * nvals)) return RESP_NOMEM;
         for (i = 0; i < nvals; i++) {
             if (!named) { /* the master's field, then the value */
                 element fe;
@@ -387,7 +429,6 @@ static int resp_entries(const unsigned char *b, Py_ssize_t len, uint64_t mms, ui
         if ((p = read_el(b, stop, p, &e)) < 0) return RESP_BAIL; /* lp_count */
         if (forward_limit > 0 && *count >= forward_limit) return RESP_OK;
     }
-    return RESP_OK;
 }
 
 static PyObject *scan_resp(PyObject *self, PyObject *args)
