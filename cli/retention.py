@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -27,27 +28,17 @@ class _Ordered(click.Group):
         return list(self.commands)
 
 
-def _age(text: str | None) -> int | None:
+def _limit(
+    text: str | None, parse: Callable[[str], int | None], option: str, what: str
+) -> int | None:
+    """The option's value parsed (``None`` when not given); a text that is not ``what`` is a
+    usage error naming the option."""
     if text is None:
         return None
-    ms = parse_duration_ms(text)
-    if ms is None:
-        raise click.BadParameter(
-            f"{text!r} is not a duration (90s, 15m, 1h30m, 7d, 2w)", param_hint="--max-age"
-        )
-    return ms
-
-
-def _size(text: str | None) -> int | None:
-    if text is None:
-        return None
-    size = parse_size(text)
-    if size is None:
-        raise click.BadParameter(
-            f"{text!r} is not a size (500mb, 1gb: powers of 1024; 500m, 1g: of 1000)",
-            param_hint="--max-bytes",
-        )
-    return size
+    value = parse(text)
+    if value is None:
+        raise click.BadParameter(f"{text!r} is not {what}", param_hint=option)
+    return value
 
 
 def _shown_age(ms: int | None) -> str:
@@ -138,8 +129,9 @@ def set_command(
     """
     if max_age is None and max_entries is None and max_bytes is None:
         raise click.UsageError("give --max-age, --max-entries, --max-bytes, or more than one")
-    age_ms = _age(max_age)
-    size = _size(max_bytes)
+    age_ms = _limit(max_age, parse_duration_ms, "--max-age", "a duration (90s, 15m, 1h30m, 7d, 2w)")
+    size = _limit(max_bytes, parse_size, "--max-bytes",
+                  "a size (500mb, 1gb: powers of 1024; 500m, 1g: of 1000)")  # fmt: skip
     key = to_bytes(pattern, unescape, "PATTERN")
     with opener.open(create=True) as store:
         removed = store.set_retention(

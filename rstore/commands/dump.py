@@ -24,7 +24,12 @@ def dump_payload(
     if stream is None:
         return None
     compress = txn.config().rdb_compression
-    snap = snapshot_stream(txn, stream, nack_zone=rdb_version >= 14, now_ms=now_ms)
+    snap = snapshot_stream(
+        txn,
+        stream,
+        nack_zone=rdb_version >= 14,
+        idempotency_at=now_ms if rdb_version >= 13 else None,
+    )
     return encode_payload(snap, compress=compress, version=rdb_version)
 
 

@@ -119,7 +119,12 @@ def save_file(
                 writer.select_db(db, count)
                 streams = entries = 0
                 for name, stream in stream_keys(txn):
-                    snap = snapshot_stream(txn, stream, nack_zone=rdb_version >= 14, now_ms=now)
+                    snap = snapshot_stream(
+                        txn,
+                        stream,
+                        nack_zone=rdb_version >= 14,
+                        idempotency_at=now if rdb_version >= 13 else None,
+                    )
                     writer.stream(name, snap)
                     streams += 1
                     entries += stream.meta.length

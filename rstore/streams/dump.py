@@ -67,28 +67,35 @@ def stream_keys(txn: Txn) -> Iterator[tuple[bytes, StreamRef]]:
 
 
 def snapshot_stream(
-    txn: Txn, stream: StreamRef, *, nack_zone: bool = False, now_ms: int = 0
+    txn: Txn, stream: StreamRef, *, nack_zone: bool = False, idempotency_at: int | None = None
 ) -> StreamSnapshot:
     """The whole stream, read lazily from ``txn`` (which must stay open while it is used).
     Nodes and PEL records come as :mod:`rstore.storage.records.bulk_read` hands them over: model
     records when iterated, or sealed records for the RDB writer's C packer.  ``nack_zone``: the
     released entries stay without an owner (RDB 14), else each is given one (older versions);
-    ``now_ms`` tells which iids of idempotent production are still held (RDB 13)."""
+    ``idempotency_at``: what idempotent production remembers at that time in ms is read too
+    (RDB 13 and later; ``None``: it is not, as older versions have no place for it)."""
     return StreamSnapshot(
         node_count=stream.meta.node_count,
         nodes=bulk_read.nodes(txn, stream.handle),
         state=stream.meta.state(),
         groups=(_group(txn, g, nack_zone) for g in group_records.groups_of(txn, stream.handle)),
-        idempotency=idempotency.snapshot(txn, stream.handle, now_ms),
+        idempotency=(
+            None
+            if idempotency_at is None
+            else idempotency.snapshot(txn, stream.handle, idempotency_at)
+        ),
     )
 
 
 def _group(txn: Txn, g: GroupMeta, nack_zone: bool) -> GroupSnapshot:
-    released = list(group_records.released_entries(txn, g)) if g.pel_count else []
-    if released and nack_zone:
-        return _with_nack_zone(txn, g)
-    if released:
-        return _with_released(txn, g, released)
+    if g.pel_count and nack_zone:
+        if group_records.released_count(txn, g):  # its index only: the PEL is read once, below
+            return _with_nack_zone(txn, g)
+    elif g.pel_count:
+        released = list(group_records.released_entries(txn, g))
+        if released:
+            return _with_released(txn, g, released)
     return GroupSnapshot(
         state=g.state(),
         pending=bulk_read.pending(txn, g),

@@ -382,22 +382,28 @@ class Txn:
 
     def stream_bytes(self, handle: int) -> int:
         """The bytes of the stream's node listpacks (:attr:`StreamMeta.node_bytes`), counted
-        from its nodes when its record predates format 4 (and kept, in a write transaction)."""
-        self._flush_nodes()
+        from its nodes when its record predates format 4 (and kept, in a write transaction).
+        Nodes changed in this transaction and not written back yet count as they are now."""
         meta = self.stream_get(handle)
-        if meta.node_bytes is None:
-            prefix = layout.pack_u64(handle)
-            cur = self._raw.cursor(db=self._dbs[layout.DB_NODES])
-            total = 0
-            if cur.set_range(prefix):
-                for key, value in cur.iternext():
-                    if key[:8] != prefix:
-                        break
-                    total += self._payload_size(value)
-            meta.node_bytes = total
-            if self.write:
-                self._dirty_meta.add(handle)
-        return meta.node_bytes
+        prefix = layout.pack_u64(handle)
+        if meta.node_bytes is not None:
+            base = self._node_base
+            return meta.node_bytes + sum(
+                len(node) - base[key] for key, node in self._dirty_nodes.items()
+                if key[:8] == prefix
+            )  # fmt: skip
+        self._flush_nodes()  # counted from LMDB: the cache first (it adds nothing uncounted)
+        cur = self._raw.cursor(db=self._dbs[layout.DB_NODES])
+        total = 0
+        if cur.set_range(prefix):
+            for key, value in cur.iternext():
+                if key[:8] != prefix:
+                    break
+                total += self._payload_size(value)
+        meta.node_bytes = total
+        if self.write:
+            self._dirty_meta.add(handle)
+        return total
 
     def _count_bytes(self, handle: int, delta: int) -> None:
         """Add ``delta`` to the stream's node bytes (nothing while they are not counted)."""
