@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
-from .jsonout import echo_json
+from .jsonout import echo_json, echo_reply
 from .output import echo_entries, echo_ids
 from .params import after_id, to_bytes
 from .refs import ACK_RESULTS, echo_results, policy_arg, ref_option
@@ -157,10 +157,7 @@ def ack_command(
             to_bytes(group, unescape, "GROUP"),
             *(to_bytes(i) for i in ids),
         )
-    if as_json:
-        echo_json(acked)
-    else:
-        click.echo(str(acked))
+    echo_reply(acked, as_json)
 
 
 @click.command("nack", short_help="Give pending entries back to their group.")
@@ -222,10 +219,7 @@ def nack_command(
         argv.append(b"FORCE")
     with opener.open(create=False) as store:
         released = store.execute(*argv)
-    if as_json:
-        echo_json(released)
-    else:
-        click.echo(str(released))
+    echo_reply(released, as_json)
 
 
 COMMANDS: list[click.Command] = [read_group_command, ack_command, nack_command]

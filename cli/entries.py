@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
-from .jsonout import echo_json
+from .jsonout import echo_reply
 from .params import to_bytes
 from .refs import DELETE_RESULTS, echo_results, policy_arg, ref_option
 
@@ -53,10 +53,7 @@ def del_entries_command(
         return
     with opener.open(create=False) as store:
         removed = store.execute(b"XDEL", key, *raw_ids)
-    if as_json:
-        echo_json(removed)
-    else:
-        click.echo(str(removed))
+    echo_reply(removed, as_json)
 
 
 @click.command("setid", short_help="Set a stream's last ID and counters.")
@@ -104,10 +101,7 @@ def setid_command(
         argv += [b"MAXDELETEDID", to_bytes(max_deleted_id)]
     with opener.open(create=False) as store:
         reply = store.execute(*argv)
-    if as_json:
-        echo_json(reply)
-    else:
-        click.echo(str(reply))
+    echo_reply(reply, as_json)
 
 
 COMMANDS: list[click.Command] = [del_entries_command, setid_command]

@@ -10,7 +10,7 @@ import click
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .format import table_lines
-from .jsonout import echo_json
+from .jsonout import echo_json, echo_reply
 from .params import after_id, to_bytes
 from .replies import record
 from .timefmt import shown_idle
@@ -31,10 +31,7 @@ _entries_read_option = click.option(
 
 
 def _echo_reply(reply: Any, as_json: bool) -> None:
-    if as_json:
-        echo_json(reply)
-    else:
-        click.echo(str(reply))
+    echo_reply(reply, as_json)
 
 
 def _echo_table(

@@ -33,7 +33,7 @@ from rstore import NIL_ARRAY
 
 from .replies import Entry
 
-__all__ = ["array_lines", "dumps", "echo_json", "echo_utf8", "entry_json", "jsonable"]
+__all__ = ["array_lines", "dumps", "echo_json", "echo_reply", "echo_utf8", "entry_json", "jsonable"]
 
 
 def jsonable(value: Any) -> Any:
@@ -96,6 +96,15 @@ def echo_utf8(line: str) -> None:
 def echo_json(value: Any) -> None:
     """Print ``value`` as one line of JSON."""
     echo_utf8(dumps(value))
+
+
+def echo_reply(value: Any, as_json: bool) -> None:
+    """Print a command's plain reply (a count, a status): one line of JSON with ``--json``,
+    else its text."""
+    if as_json:
+        echo_json(value)
+    else:
+        click.echo(str(value))
 
 
 def array_lines(items: Iterable[Any]) -> Iterator[str]:

@@ -6,7 +6,7 @@ import click
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .format import token
-from .jsonout import echo_json
+from .jsonout import echo_json, echo_reply
 from .params import to_bytes
 
 __all__ = ["COMMANDS"]
@@ -57,10 +57,7 @@ def del_command(opener: StoreOpener, keys: tuple[str, ...], as_json: bool, unesc
     """
     with opener.open(create=False) as store:
         removed = store.delete(*(to_bytes(k, unescape, "KEY") for k in keys))
-    if as_json:
-        echo_json(removed)
-    else:
-        click.echo(str(removed))
+    echo_reply(removed, as_json)
 
 
 COMMANDS: list[click.Command] = [keys_command, del_command]

@@ -6,7 +6,7 @@ import click
 
 from .context import StoreOpener, json_option, pass_opener, unescape_option
 from .format import info_items, token
-from .jsonout import echo_json
+from .jsonout import echo_json, echo_reply
 from .output import EntryWriter
 from .params import parse_fields, range_bound, to_bytes
 from .refs import check_ref, policy_arg, ref_option
@@ -45,10 +45,7 @@ def _trim_args(
 
 
 def _echo_int(value: int, as_json: bool) -> None:
-    if as_json:
-        echo_json(value)
-    else:
-        click.echo(str(value))
+    echo_reply(value, as_json)
 
 
 _maxlen_option = click.option(
