@@ -3,6 +3,8 @@
 * **XADD** through ``valkey-benchmark`` (the same command line for both servers): 1 and 50
   clients, pipeline 1 and 16, each server at equal durability -- ``rstore serve --sync always``
   against valkey ``appendfsync always``, and ``--sync everysec`` against ``everysec``.
+* **Reads** (``--only reads``): ``XLEN`` and ``XRANGE COUNT 10`` by ``valkey-benchmark``, 50
+  clients, over a stream of 1000 entries.
 * **Group cycle**: N redis-py clients, each ``XREADGROUP GROUP g cN COUNT 10 STREAMS s >`` then
   ``XACK`` of what it got, over a stream filled beforehand, until drained; entries/s.
 
@@ -90,17 +92,48 @@ def valkey_server(base: str, sync: str) -> Iterator[tuple[int, int]]:
         server.stop()
 
 
-def xadd_rate(port: int, clients: int, pipeline: int, requests: int) -> float:
-    """Requests per second valkey-benchmark reports for ``XADD bench * f v``."""
+def benchmark_rate(port: int, clients: int, pipeline: int, requests: int, *command: str) -> float:
+    """Requests per second valkey-benchmark reports for ``command``."""
     out = subprocess.run(
         [BENCHMARK, "-h", HOST, "-p", str(port), "-c", str(clients), "-P", str(pipeline),
-         "-n", str(requests), "--csv", "XADD", "bench", "*", "user", "12345", "action", "click"],
+         "-n", str(requests), "--csv", *command],
         capture_output=True, text=True, check=True, timeout=600,
     )  # fmt: skip
-    rows = [line for line in out.stdout.splitlines() if line.startswith('"XADD')]
+    rows = [line for line in out.stdout.splitlines() if line.startswith(f'"{command[0]}')]
     if not rows:
         raise RuntimeError(f"no result from {BENCHMARK}: {out.stdout}{out.stderr}")
     return float(re.findall(r'"([0-9.]+)"', rows[-1])[0])
+
+
+def xadd_rate(port: int, clients: int, pipeline: int, requests: int) -> float:
+    """Requests per second valkey-benchmark reports for ``XADD bench * f v``."""
+    return benchmark_rate(
+        port, clients, pipeline, requests, "XADD", "bench", "*", "user", "12345", "action", "click"
+    )
+
+
+#: the reads of the ``reads`` part, over a stream of :data:`READ_ENTRIES` entries
+READS = {"XLEN": ["XLEN", "reads"], "XRANGE COUNT 10": ["XRANGE", "reads", "-", "+", "COUNT", "10"]}
+READ_ENTRIES = 1000
+
+
+def reads_round(args: argparse.Namespace, round_no: int) -> list[dict[str, Any]]:
+    """XLEN and XRANGE COUNT 10 by valkey-benchmark, 50 clients, over the same stream."""
+    results = []
+    for name, command in READS.items():
+        rate = {}
+        for side in sides(round_no):
+            with SERVERS[side](args.dir, "everysec") as (port, _):
+                client = redis.Redis(host=HOST, port=port)
+                pipe = client.pipeline(transaction=False)
+                for i in range(READ_ENTRIES):
+                    pipe.xadd("reads", {"user": str(i), "action": "click"})
+                pipe.execute()
+                rate[side] = benchmark_rate(port, 50, 1, args.requests * 2, *command)
+        results.append({"part": "reads", "workload": f"{name}, 50 clients", "sync": "-",
+                        "rstore": rate["rstore"], "valkey": rate["valkey"],
+                        "ratio": rate["rstore"] / rate["valkey"]})  # fmt: skip
+    return results
 
 
 def group_cycle_rate(port: int, clients: int, entries: int) -> float:
@@ -286,6 +319,7 @@ Rows = list[list[dict[str, Any]]]
 PARTS: dict[str, tuple[Callable[[argparse.Namespace, int], list[dict[str, Any]]],
                        Callable[[Rows], None]]] = {
     "throughput": (throughput_round, print_throughput),
+    "reads": (reads_round, print_throughput),
     "latency": (latency_round, print_latency),
     "memory": (memory_round, print_memory),
 }  # fmt: skip
@@ -294,7 +328,7 @@ PARTS: dict[str, tuple[Callable[[argparse.Namespace, int], list[dict[str, Any]]]
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="+", choices=list(PARTS), default=list(PARTS),
-                        help="run only these parts (default: all three)")  # fmt: skip
+                        help="run only these parts (default: all)")  # fmt: skip
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--requests", type=int, default=20000)
     parser.add_argument("--cycle-entries", type=int, default=20000)

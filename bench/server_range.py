@@ -1,8 +1,9 @@
 """``XRANGE big - +`` over a big stream: ``rstore serve`` beside valkey-server (issue 25, item 1).
 
 Both servers get the same stream of ``--entries`` entries (``user <n> action click``), loaded
-with RESTORE of one DUMP payload; then ``redis-cli XRANGE big - +`` (or XREVRANGE) reads it
-whole into /dev/null, as the issue measured it.  Reported per server: the wall time of that
+with RESTORE of one DUMP payload; then ``redis-cli XRANGE big - +`` (or ``XREVRANGE big + -``,
+or ``XREAD STREAMS big 0``: ``--command``) reads it whole into /dev/null, as the issue
+measured it.  Reported per server: the wall time of that
 read, and the server's peak RSS while it ran (``VmRSS`` of ``/proc/PID/status`` sampled every
 5 ms, so a peak shorter than that may be missed), beside its RSS before; the ratio is
 rstore / valkey of the same round, the order of the servers alternating between rounds, and
@@ -10,6 +11,7 @@ the median of ``--repeat`` rounds is printed.
 
     python bench/server_range.py                     # 1M entries, 3 rounds
     python bench/server_range.py --entries 200000 --repeat 1 --json out.json
+    python bench/server_range.py --command xread
 """
 
 from __future__ import annotations
@@ -36,6 +38,12 @@ from valkey_server import HOST
 import rstore
 
 CLI = "redis-cli"
+#: the reads of the whole stream ``--command`` picks
+COMMANDS = {
+    "xrange": ["XRANGE", "big", "-", "+"],
+    "xrevrange": ["XREVRANGE", "big", "+", "-"],
+    "xread": ["XREAD", "STREAMS", "big", "0"],
+}
 
 
 def _rss_kib(pid: int) -> int:
@@ -103,11 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--reverse", action="store_true", help="XREVRANGE big + - instead")
+    parser.add_argument("--command", choices=list(COMMANDS), default="xrange")
     parser.add_argument("--dir", default=None, help="parent of the servers' directories")
     parser.add_argument("--json", default=None, metavar="FILE")
     args = parser.parse_args(argv)
-    command = ["XREVRANGE", "big", "+", "-"] if args.reverse else ["XRANGE", "big", "-", "+"]
+    command = COMMANDS[args.command]
     results = list(rounds(args.entries, args.repeat, command, args.dir or tempfile.gettempdir()))
 
     def median(name: str, key: str) -> float:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from rstore.codec.columns import Columns
     from rstore.codec.node_validate import NodeFacts, node_facts
     from rstore.commands.listing import command_table
-    from rstore.commands.reply import NIL_ARRAY, StreamedEntries
+    from rstore.commands.reply import NIL_ARRAY, RespReply, StreamedEntries, StreamedReads
     from rstore.commands.serving import BlockedCall, BlockWatch
     from rstore.databases import database_path
     from rstore.errors import (
@@ -128,7 +128,9 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
 #: Each public name and the module that defines it.
 _LAZY: dict[str, str] = {
     "NIL_ARRAY": "rstore.commands.reply",
+    "RespReply": "rstore.commands.reply",
     "StreamedEntries": "rstore.commands.reply",
+    "StreamedReads": "rstore.commands.reply",
     "atomic_file": "rstore.atomic_files",
     "command_table": "rstore.commands.listing",
     "BlockedCall": "rstore.commands.serving",
@@ -308,6 +310,7 @@ __all__ = [
     "ReplayConflict",
     "ReplayEntry",
     "ReplayReport",
+    "RespReply",
     "ResponseError",
     "Retention",
     "SalvageReport",
@@ -328,6 +331,7 @@ __all__ = [
     "StreamState",
     "StreamTally",
     "StreamedEntries",
+    "StreamedReads",
     "UnsupportedFormatError",
     "UnsupportedRDBError",
     "UrlSink",

@@ -593,9 +593,12 @@ class Store(RedisCommands):
         writes of those before it, exactly as if they had arrived one after another.
 
         With ``streamed``, an XRANGE or XREVRANGE over more than a MiB of nodes gives a
-        :class:`rstore.StreamedEntries` instead of its list: the entry count, then the entries
+        :class:`rstore.StreamedEntries` instead of its list (an XREAD, a
+        :class:`rstore.StreamedReads` of them): the entry count, then the entries
         a page at a time, decoded from nodes copied out of the transaction (the same snapshot)
-        as the front writes them -- a reply of any size in bounded memory.
+        as the front writes them -- a reply of any size in bounded memory; a smaller one gives
+        a :class:`rstore.RespReply`, its RESP bytes (the same in RESP2 and RESP3) written
+        straight from the nodes.
         """
         from rstore.commands.serving import run_each  # noqa: PLC0415 - loaded on first use
 

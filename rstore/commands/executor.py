@@ -22,7 +22,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from rstore.commands.registry import CommandSpec, Context, lookup, lookup_all
-from rstore.commands.reply import NIL_ARRAY, DictEntries, StreamedEntries
+from rstore.commands.reply import (
+    NIL_ARRAY,
+    DictEntries,
+    RespReply,
+    StreamedEntries,
+    StreamedReads,
+)
 from rstore.errors import ResponseError
 from rstore.storage.env import Env
 from rstore.storage.records.txn import Txn
@@ -86,7 +92,9 @@ class Deferred:
     build: Callable[[], Any]
     dicts: Callable[[], DictEntries] | None = None
     #: a reply too big to build whole, for a network front: written as it is built
-    streamed: Callable[[], StreamedEntries] | None = None
+    streamed: Callable[[], StreamedEntries | StreamedReads] | None = None
+    #: the reply as RESP bytes, for a network front (when not ``streamed``)
+    resp: Callable[[], RespReply] | None = None
 
 
 def resolve_reply(reply: Any, dicts: bool = False, streamed: bool = False) -> Any:
@@ -94,8 +102,11 @@ def resolve_reply(reply: Any, dicts: bool = False, streamed: bool = False) -> An
     form where it offers that; with ``streamed``, a big one as :class:`StreamedEntries`)."""
     if not isinstance(reply, Deferred):
         return reply
-    if streamed and reply.streamed is not None:
-        return reply.streamed()
+    if streamed:
+        if reply.streamed is not None:
+            return reply.streamed()
+        if reply.resp is not None:
+            return reply.resp()
     return reply.dicts() if dicts and reply.dicts is not None else reply.build()
 
 

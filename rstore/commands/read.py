@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,13 +11,21 @@ from rstore.codec import stream_node as sn
 from rstore.commands.argv import cstr, keyword, parse_int
 from rstore.commands.executor import Blocked, Deferred
 from rstore.commands.registry import Context, command
-from rstore.commands.reply import NIL_ARRAY, DictEntries, StreamedEntries, entries_reply
-from rstore.model import Entry
+from rstore.commands.reply import (
+    NIL_ARRAY,
+    DictEntries,
+    RespReply,
+    StreamedEntries,
+    StreamedReads,
+    entries_reply,
+)
+from rstore.model import ID, Entry
 from rstore.numbers import INT64_MAX, UINT64_MAX
 from rstore.storage.waiting.notify import KIND_READ
 from rstore.streams.keyspace import lookup_stream
 from rstore.streams.limits import ReplyLimits, entry_size
 from rstore.streams.read import (
+    Nodes,
     copy_range,
     count_range,
     range_pages,
@@ -59,21 +68,46 @@ def _range(ctx: Context, argv: list[bytes], reverse: bool) -> Any:
     # copy the nodes now, decode after the transaction ended (executor.Deferred)
     limit = max(count, 0)
     nodes = copy_range(ctx.txn, stream, start, end, limit, reverse=reverse)
-    streamed = None
-    if sum(len(node) for _, node in nodes) > STREAM_BYTES:
+    streamed = resp = None
+    if _node_bytes(nodes) > STREAM_BYTES:
 
         def streamed() -> StreamedEntries:
-            return StreamedEntries(
-                count_range(nodes, start, end, limit, reverse=reverse),
-                lambda: range_pages(nodes, start, end, limit, reverse=reverse),
-                lambda: range_resp(nodes, start, end, limit, reverse=reverse),
-            )
+            return _streamed(nodes, start, end, limit, reverse)
+
+    else:
+
+        def resp() -> RespReply:
+            return _resp_reply(range_resp(nodes, start, end, limit, reverse=reverse))
 
     return Deferred(
         lambda: entries_reply(scan_nodes(nodes, start, end, limit, reverse=reverse)),
         lambda: DictEntries(scan_nodes(nodes, start, end, limit, reverse=reverse, dicts=True)),
         streamed,
+        resp,
     )
+
+
+def _node_bytes(nodes: Nodes) -> int:
+    return sum(len(node) for _, node in nodes)
+
+
+def _streamed(nodes: Nodes, start: ID, end: ID, limit: int, reverse: bool) -> StreamedEntries:
+    """The entries of ``nodes`` in ``[start, end]`` (at most ``limit``), as they are written."""
+    return StreamedEntries(
+        count_range(nodes, start, end, limit, reverse=reverse),
+        lambda: range_pages(nodes, start, end, limit, reverse=reverse),
+        lambda: range_resp(nodes, start, end, limit, reverse=reverse),
+    )
+
+
+def _resp_reply(pages: Iterator[tuple[bytes, int]]) -> RespReply:
+    """An entries reply of :func:`range_resp`'s pages, whole."""
+    body = []
+    count = 0
+    for chunk, entries in pages:
+        body.append(chunk)
+        count += entries
+    return RespReply(b"*%d\r\n%s" % (count, b"".join(body)))
 
 
 @command("xrange", -4, summary="Entries in an ID range, ascending")
@@ -237,13 +271,48 @@ def entries_by_key(served: list[tuple[bytes, list[Entry]]]) -> Deferred:
     )
 
 
+def read_streams(
+    ctx: Context, keys: list[bytes], after: list[ids.ID], count: int
+) -> Deferred | None:
+    """XREAD's reply without MAXCOUNT / MAXSIZE (``None``: no entry): the nodes after each ID
+    copied out of the transaction; for a network front, replies over :data:`STREAM_BYTES`
+    of nodes as :class:`StreamedReads`, written as they are built."""
+    copied: list[tuple[bytes, Nodes, ids.ID]] = []
+    for key, last in zip(keys, after):
+        stream = lookup_stream(ctx.txn, key)
+        start = ids.increment(last)
+        if stream is not None and start is not None:
+            copied.append((key, copy_range(ctx.txn, stream, start, ids.MAX_ID, count), start))
+
+    def decoded() -> list[tuple[bytes, list[Entry]]]:
+        served = [(key, scan_nodes(nodes, at, ids.MAX_ID, count)) for key, nodes, at in copied]
+        return [(key, entries) for key, entries in served if entries]
+
+    if sum(_node_bytes(nodes) for _, nodes, _ in copied) <= STREAM_BYTES:
+        served = decoded()
+        return entries_by_key(served) if served else None
+    parts = [(key, _streamed(nodes, at, ids.MAX_ID, count, False)) for key, nodes, at in copied]
+    streams = [(key, entries) for key, entries in parts if entries.count]
+    if not streams:
+        return None
+    return Deferred(
+        lambda: [[key, entries_reply(entries)] for key, entries in decoded()],
+        lambda: DictEntries([[key, sn.dict_entries(entries)] for key, entries in decoded()]),
+        lambda: StreamedReads(streams),
+    )
+
+
 @command("xread", -4, summary="Read entries after given IDs from one or more streams")
 def xread(ctx: Context, argv: list[bytes]) -> Any:
     args = parse_xread(argv, False, ctx.now_ms)
     after = resolve_xread_ids(ctx, args)
-    served = serve_xread(ctx, args.keys, after, args.count, args.limits)
-    if served:
-        return entries_by_key(served)
+    if args.limits:
+        served = serve_xread(ctx, args.keys, after, args.count, args.limits)
+        reply = entries_by_key(served) if served else None
+    else:
+        reply = read_streams(ctx, args.keys, after, args.count)
+    if reply is not None:
+        return reply
     if args.block_ms is None or ctx.in_batch:
         return NIL_ARRAY
     return Blocked(args.keys, KIND_READ, 0, _concrete_ids(argv, args, after), args.block_ms)

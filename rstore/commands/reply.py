@@ -31,7 +31,9 @@ __all__ = [
     "NIL_ARRAY",
     "DictEntries",
     "NilArray",
+    "RespReply",
     "StreamedEntries",
+    "StreamedReads",
     "entries_reply",
     "entries_reply_py",
     "entry_reply",
@@ -45,6 +47,15 @@ class DictEntries(list[Any]):
     built straight from the nodes for a client that asked for them
     (:func:`rstore.commands.executor.execute` with ``dicts=True``): the one reply that is not
     in the internal form.  Only a client's shaping sees it, never a RESP front."""
+
+    __slots__ = ()
+
+
+class RespReply(bytes):
+    """A reply already written as RESP -- the same bytes in RESP2 and RESP3 -- for a network
+    front (:meth:`rstore.Store.execute_many` with ``streamed=True``): an XRANGE or XREVRANGE
+    whose entries were written straight from the nodes (in C where it is built), with no
+    Python object per entry."""
 
     __slots__ = ()
 
@@ -87,6 +98,31 @@ class StreamedEntries:
     def build(self) -> list[Any]:
         """The whole reply, in the internal form (what :meth:`rstore.Store.execute` gives)."""
         return [item for page in self._pages() for item in entries_reply(page)]
+
+
+class StreamedReads:
+    """An XREAD reply of streams each with its :class:`StreamedEntries`, built while it is
+    written (:meth:`rstore.Store.execute_many` with ``streamed=True``).  Unlike an entries
+    array its framing differs by protocol: RESP2 an array of ``[key, entries]`` pairs, RESP3
+    a map of key to entries -- :meth:`chunks` takes the protocol."""
+
+    __slots__ = ("streams",)
+
+    def __init__(self, streams: list[tuple[bytes, StreamedEntries]]) -> None:
+        self.streams = streams
+
+    def chunks(self, proto: int) -> Iterator[bytes]:
+        """The reply's RESP bytes (``proto`` 2 or 3), a page at a time."""
+        n = len(self.streams)
+        yield b"%%%d\r\n" % n if proto == 3 else b"*%d\r\n" % n
+        for key, entries in self.streams:
+            pair = b"" if proto == 3 else b"*2\r\n"
+            yield b"%s$%d\r\n%s\r\n" % (pair, len(key), key)
+            yield from entries.chunks()
+
+    def build(self) -> list[Any]:
+        """The whole reply, in the internal form (what :meth:`rstore.Store.execute` gives)."""
+        return [[key, entries.build()] for key, entries in self.streams]
 
 
 class NilArray:

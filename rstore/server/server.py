@@ -37,8 +37,10 @@ from rstore import (
     NIL_ARRAY,
     BlockedCall,
     ResponseError,
+    RespReply,
     Store,
     StreamedEntries,
+    StreamedReads,
     command_table,
     messages,
 )
@@ -49,7 +51,7 @@ from .config import ServerConfig
 from .counters import CommandCounters
 from .parked import RECHECK_S, ParkedReads
 from .protocol import ProtocolError
-from .resp import encode, error_line
+from .resp import encoded, error_line
 from .shapes import resp3
 from .tls import tls_context
 from .users import users_of
@@ -430,14 +432,19 @@ class Server:
         if isinstance(result, StreamedEntries):
             client.backlog.append(result.chunks())
             return
-        if client.proto == 3 and not isinstance(result, ResponseError):
-            result = resp3(argv, result)
-        if not client.backlog:
-            encode(result, client.proto, client.out)
+        if isinstance(result, StreamedReads):  # its framing is the protocol's
+            client.backlog.append(result.chunks(client.proto))
             return
-        parts: list[bytes] = []  # after a streamed reply: in its turn
-        encode(result, client.proto, parts)
-        client.backlog.append(iter((b"".join(parts),)))
+        if isinstance(result, RespReply):  # written already: the same in RESP2 and RESP3
+            data = bytes(result)
+        else:
+            if client.proto == 3 and not isinstance(result, ResponseError):
+                result = resp3(argv, result)
+            data = encoded(result, client.proto)
+        if client.backlog:  # after a streamed reply: in its turn
+            client.backlog.append(iter((data,)))
+        else:
+            client.out.append(data)
 
     def _pump(self, client: Client) -> None:
         """Write the next chunks of the client's streamed reply: a few per turn of the loop

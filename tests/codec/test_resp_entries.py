@@ -15,7 +15,7 @@ import rstore
 from rstore.codec import resp_entries
 from rstore.codec import stream_node as sn
 from rstore.commands.reply import entries_reply
-from rstore.server.resp import encode
+from rstore.server.resp import encode_py
 
 needs_c = pytest.mark.skipif(resp_entries.c_scan_resp is None, reason="the C scan is not built")
 
@@ -52,7 +52,7 @@ def test_a_node_in_resp_is_the_reply_built_whole(
     scan(node, master, start, end, limit, entries)
     whole: list[bytes] = []
     for item in entries_reply(entries):
-        encode(item, 2, whole)
+        encode_py(item, 2, whole)
     out = bytearray(b"before")
     assert resp_entries.node_resp_py(node, master, start, end, limit, out, reverse) == len(entries)
     assert out == b"before" + b"".join(whole)

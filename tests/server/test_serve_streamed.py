@@ -6,6 +6,7 @@ holds only its own reply back, and the output limit counts a streamed reply whol
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from typing import Any
 
@@ -16,7 +17,8 @@ from valkey_server import HOST
 
 import rstore
 from rstore.commands.read import STREAM_BYTES
-from rstore.server.resp import encode
+from rstore.server.resp import encode_py
+from rstore.server.shapes import resp3
 
 ENTRIES = 40_000  # about 2.5 MiB of nodes: streamed
 
@@ -58,7 +60,7 @@ def test_the_bytes_are_those_of_a_whole_reply(big: rstore.Store) -> None:
                      [b"XREVRANGE", b"big", b"+", b"-", b"COUNT", b"30000"],
                      [b"XRANGE", b"big", b"1-0", b"+", b"COUNT", b"5"]):  # fmt: skip
             out: list[bytes] = []
-            encode(big.execute(*args), 2, out)  # the reference: the whole reply
+            encode_py(big.execute(*args), 2, out)  # the reference: the whole reply
             whole = b"".join(out)
             assert _raw(served.port, _command(*args), len(whole)) == whole
 
@@ -100,22 +102,104 @@ def test_the_output_limit_counts_a_streamed_reply_whole(big: rstore.Store) -> No
 
 
 def test_execute_many_gives_big_ranges_streamed(big: rstore.Store) -> None:
-    """The public API under the server: a big range as its count and pages, a small one and
-    one without ``streamed`` as their list."""
+    """The public API under the server: a big range as its count and pages, a small one as
+    its RESP bytes, and without ``streamed`` both as their list."""
     whole = big.execute("XRANGE", "big", "-", "+")
     streamed, small = big.execute_many(
         [[b"XRANGE", b"big", b"-", b"+"], [b"XRANGE", b"big", b"-", b"+", b"COUNT", b"3"]],
         streamed=True,
     )
     assert isinstance(streamed, rstore.StreamedEntries) and streamed.count == ENTRIES
-    assert small == whole[:3]
+    three: list[bytes] = []
+    encode_py(whole[:3], 2, three)
+    assert isinstance(small, rstore.RespReply) and small == b"".join(three)
     assert streamed.build() == whole
     assert big.execute_many([[b"XRANGE", b"big", b"-", b"+"]]) == [whole]
     (again,) = big.execute_many([[b"XRANGE", b"big", b"-", b"+"]], streamed=True)
     out: list[bytes] = []
-    encode(whole, 2, out)
+    encode_py(whole, 2, out)
     assert b"".join(again.chunks()) == b"".join(out)  # the bytes a server writes
     (third,) = big.execute_many([[b"XREVRANGE", b"big", b"+", b"-"]], streamed=True)
     assert [e for page in third.pages() for e in page][:2] == [
         (tuple(map(int, i.split(b"-"))), f) for i, f in whole[::-1][:2]
     ]
+
+
+def _reference(store: rstore.Store, args: list[bytes], proto: int) -> bytes:
+    """The bytes of the reply built whole, in the protocol's shape."""
+    reply = store.execute_raw(*args)
+    out: list[bytes] = []
+    encode_py(resp3(args, reply) if proto == 3 else reply, proto, out)
+    return b"".join(out)
+
+
+def _read(sock: socket.socket, expect: int, got: bytes = b"") -> bytes:
+    sock.settimeout(20)
+    while len(got) < expect:
+        data = sock.recv(1 << 20)
+        if not data:
+            break
+        got += data
+    return got
+
+
+def _in_resp3(port: int, request: bytes, expect: int) -> bytes:
+    """What the server sends for ``request`` on a connection switched to RESP3."""
+    with socket.create_connection((HOST, port)) as sock:
+        sock.sendall(_command(b"HELLO", b"3") + _command(b"ECHO", b"switched"))
+        got = b""
+        while b"$8\r\nswitched\r\n" not in got:
+            got = _read(sock, len(got) + 1, got)
+        rest = got.split(b"$8\r\nswitched\r\n", 1)[1]
+        sock.sendall(request)
+        return _read(sock, expect, rest)
+
+
+def test_a_big_xread_is_streamed_with_the_bytes_of_a_whole_reply(big: rstore.Store) -> None:
+    """XREAD over more than a MiB of nodes, one stream or several (missing and empty ones
+    left out), in RESP2 (an array of pairs) and RESP3 (a map)."""
+    with ServedStore(big) as served:
+        for args in ([b"XREAD", b"STREAMS", b"big", b"small", b"0", b"0"],
+                     [b"XREAD", b"COUNT", b"30000", b"STREAMS", b"nosuch", b"big", b"0", b"5-0"],
+                     [b"XREAD", b"STREAMS", b"small", b"big", b"+", b"39990-0"]):  # fmt: skip
+            whole = _reference(big, args, 2)
+            assert _raw(served.port, _command(*args), len(whole)) == whole, args
+            whole = _reference(big, args, 3)
+            assert _in_resp3(served.port, _command(*args), len(whole)) == whole, args
+
+
+def test_execute_many_gives_big_reads_streamed(big: rstore.Store) -> None:
+    args = [b"XREAD", b"STREAMS", b"big", b"small", b"0", b"0"]
+    (streamed,) = big.execute_many([args], streamed=True)
+    assert isinstance(streamed, rstore.StreamedReads)
+    assert [(key, entries.count) for key, entries in streamed.streams] == [
+        (b"big", ENTRIES),
+        (b"small", 1),
+    ]
+    assert streamed.build() == big.execute("XREAD", "STREAMS", "big", "small", "0", "0")
+    (small,) = big.execute_many(
+        [[b"XREAD", b"COUNT", b"2", b"STREAMS", b"big", b"0"]], streamed=True
+    )
+    assert small == big.execute("XREAD", "COUNT", "2", "STREAMS", "big", "0")
+
+
+def test_a_blocked_read_woken_by_a_big_append_gets_it_streamed(tmp_path: Any) -> None:
+    with rstore.Store(tmp_path / "s", sync=False) as store, ServedStore(store) as served:
+        reader = redis.Redis(port=served.port, socket_timeout=30)
+        got: list[Any] = []
+        thread = threading.Thread(
+            target=lambda: got.append(reader.xread({"later": "$"}, block=20_000))
+        )
+        thread.start()
+        deadline = time.monotonic() + 10
+        while b"cmd=xread" not in reader.execute_command("CLIENT", "LIST") + b"cmd=xread" * 0:
+            if time.monotonic() > deadline or not thread.is_alive():
+                break
+            time.sleep(0.02)
+        time.sleep(0.2)
+        store.append_entries(
+            ("later", None, [b"n", b"%d" % i, b"pad", b"x" * 40]) for i in range(ENTRIES)
+        )
+        thread.join(30)
+        assert got == [[[b"later", store.xrange("later")]]]
+        assert len(got[0][0][1]) == ENTRIES
