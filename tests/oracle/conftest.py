@@ -96,14 +96,15 @@ def oracle8(redis8: RespClient, tmp_path: Path) -> Iterator[Oracle]:
 
 @pytest.fixture
 def ports(valkey_server: ValkeyServer, tmp_path: Path) -> Iterator[dict[str, Any]]:
-    """valkey-server (flushed) and ``rstore serve`` over a fresh store, side by side:
+    """valkey-server (flushed, its node limits back at their defaults: an earlier test may
+    have changed them) and ``rstore serve`` over a fresh store, side by side:
     ``{"valkey": port, "rstore": port, "path": the store's directory}``."""
     from served import ServedStore
 
     import rstore
 
     with RespClient(HOST, valkey_server.port) as c:
-        c.execute("FLUSHALL")
+        reset_valkey(c)
     with (
         rstore.Store(tmp_path / "store", sync=False) as store,
         ServedStore(store, dir=str(tmp_path)) as served,  # BGSAVE writes there
