@@ -128,7 +128,9 @@ def in_transaction(
     def attempt(txn: Txn) -> T:
         nonlocal committed
         committed = Context(txn, now, in_batch=in_batch)
-        return fn(committed, *args)
+        result = fn(committed, *args)
+        txn.relaxed = committed.relaxed_only()
+        return result
 
     if not write:
         return env.read(attempt)
@@ -218,10 +220,12 @@ def run_specs(
             end = i + 1
             while end < n and specs[end] is spec:
                 end += 1
+            ctx.writes += (end - i) if spec.write else 0
             replies += spec.batch(ctx, batch, i, end)
             i = end
             continue
         assert spec.handler is not None
+        ctx.writes += spec.write
         try:
             replies.append(spec.handler(ctx, batch[i]))
         except ResponseError as exc:

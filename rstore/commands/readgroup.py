@@ -51,7 +51,7 @@ def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
         return NIL_ARRAY
     # Only its consumer was recorded: the reader waits without waiting for the disk (a later
     # commit's flush covers it; nothing was acknowledged if it is lost).
-    ctx.txn.relaxed = True
+    ctx.relax()
     added = {t.key: t.stream.meta.entries_added for t in targets}
     ready = functools.partial(_has_news, list(args.keys), args.group, added, args.claim_ms)
     recheck = SAFETY_RECHECK_S

@@ -43,13 +43,26 @@ class Context:
     inside a batch (where BLOCK is ignored, as in MULTI), and the keys it signals to blocked
     readers once the transaction commits."""
 
-    __slots__ = ("in_batch", "now_ms", "signals", "txn")
+    __slots__ = ("in_batch", "now_ms", "relaxed", "signals", "txn", "writes")
 
     def __init__(self, txn: Txn, now_ms: int, *, in_batch: bool = False) -> None:
         self.txn = txn
         self.now_ms = now_ms
         self.in_batch = in_batch
         self.signals: set[bytes] | None = set()
+        self.writes = 0  # writing commands run (counted by executor.run_specs)
+        self.relaxed = 0  # of them, those whose writes need not wait for the disk
+
+    def relax(self) -> None:
+        """The running command's writes need not wait for the disk (a blocking XREADGROUP
+        that only recorded its consumer).  The transaction commits relaxed only when every
+        writing command in it said so (:meth:`relaxed_only`): another client's XADD in the
+        same batch is flushed before it is acknowledged."""
+        self.relaxed += 1
+
+    def relaxed_only(self) -> bool:
+        """Whether every writing command that ran asked for a relaxed commit."""
+        return 0 < self.relaxed >= self.writes
 
     def signal(self, key: bytes) -> None:
         """Wake readers blocked on ``key`` after commit."""

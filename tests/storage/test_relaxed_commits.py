@@ -107,3 +107,26 @@ def test_a_blocking_xreadgroup_that_finds_nothing_records_its_consumer_without_a
         assert _made_durable() == before + 2  # the XADD and the delivery: durable
         last, durable = _env(store).durability()
         assert durable == last
+
+
+def test_a_served_batch_with_a_blocking_group_read_still_waits_for_the_disk(
+    tmp_path: os.PathLike[str],
+) -> None:
+    """One transaction of several clients' commands (``execute_many``, what ``rstore serve``
+    runs a turn in): a blocking XREADGROUP that found nothing relaxes only its own write, so
+    an XADD of the same batch -- before or after it -- is on disk before it is acknowledged;
+    the read alone still commits relaxed."""
+    with rstore.Store(str(tmp_path)) as store:
+        env = _env(store)
+        store.execute("XGROUP", "CREATE", "t", "g", "$", "MKSTREAM")
+        xadd = [b"XADD", b"s", b"*", b"f", b"v"]
+        for k, batch in enumerate(([xadd, None], [None, xadd], [None])):
+            read = [b"XREADGROUP", b"GROUP", b"g", b"c%d" % k, b"BLOCK", b"0", b"STREAMS",
+                    b"t", b">"]  # fmt: skip
+            before = _made_durable()
+            results = store.execute_many([read if argv is None else argv for argv in batch])
+            assert any(isinstance(r, rstore.BlockedCall) for r in results)
+            assert _made_durable() - before == (1 if xadd in batch else 0), batch
+            if xadd in batch:
+                last, durable = env.durability()
+                assert durable == last
