@@ -577,7 +577,11 @@ class Store(RedisCommands):
         return execute(self._live_env(), encode_argv(argv))[1]
 
     def execute_many(
-        self, commands: Iterable[Sequence[Any]], *, streamed: bool = False
+        self,
+        commands: Iterable[Sequence[Any]],
+        *,
+        streamed: bool = False,
+        waiting: Sequence[BlockedCall] = (),
     ) -> list[Any]:
         """Run the commands of independent clients in ONE transaction, each on its own: for a
         network front (``rstore serve``), where every client's command must get its own
@@ -599,10 +603,19 @@ class Store(RedisCommands):
         as the front writes them -- a reply of any size in bounded memory; a smaller one gives
         a :class:`rstore.RespReply`, its RESP bytes (the same in RESP2 and RESP3) written
         straight from the nodes.
+
+        ``waiting``: the front's parked reads (:class:`rstore.BlockedCall`), in the order they
+        blocked.  Each runs again right after every command that writes to one of its
+        streams, until it is served -- Valkey serves blocked clients after each command, so
+        ten XADDs pipelined in one write give two blocked group readers ``1-0`` and ``2-0``,
+        not five entries each.  Their results follow the commands', in their order: the reply
+        of one that was served; for one that still waits (keep it parked), a new
+        :class:`rstore.BlockedCall` when it ran, the same one when it did not run (nothing it
+        waits on was written, or its group had nothing new for it).
         """
         from rstore.commands.serving import run_each  # noqa: PLC0415 - loaded on first use
 
-        return run_each(self._live_env(), [encode_argv(c) for c in commands], streamed)
+        return run_each(self._live_env(), [encode_argv(c) for c in commands], streamed, waiting)
 
     def watch(self, call: BlockedCall) -> BlockWatch:
         """Wake-ups for a parked :class:`rstore.BlockedCall`: a :class:`rstore.BlockWatch`

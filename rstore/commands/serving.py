@@ -17,6 +17,7 @@ deadline passes (then its reply is the nil array, as Valkey's).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from rstore.commands.executor import Blocked, in_transaction, resolve_reply, run_specs
@@ -84,25 +85,91 @@ class BlockWatch:
         self._waiter.close()
 
 
-def run_each(env: Env, batch: list[list[bytes]], streamed: bool = False) -> list[Any]:
+def run_each(
+    env: Env,
+    batch: list[list[bytes]],
+    streamed: bool = False,
+    waiting: Sequence[BlockedCall] = (),
+) -> list[Any]:
     """Run ``batch`` in one transaction, each command on its own (see the module docstring);
-    ``streamed``: big entry replies as :class:`~rstore.commands.reply.StreamedEntries`."""
-    specs: list[CommandSpec | ResponseError] = []
-    for argv in batch:
-        try:
-            specs.append(lookup(argv))
-        except ResponseError as exc:
-            specs.append(exc)
+    ``streamed``: big entry replies as :class:`~rstore.commands.reply.StreamedEntries`.
+
+    ``waiting``: reads the front parked earlier, in the order they blocked.  Each runs again
+    right after every command of ``batch`` that signals one of its streams, until it is
+    served -- as Valkey serves its blocked clients after each command, so that ten XADDs
+    pipelined in one write give two blocked group readers ``1-0`` and ``2-0``, not five
+    entries each.  Their results follow the batch's, in their order: the reply of one that
+    was served; for one that still waits, a new :class:`BlockedCall` when it ran, the same
+    one when it did not run (nothing it waits on was written, or its group had nothing new
+    for it)."""
+    specs = [_spec(argv) for argv in batch]
+    if not any(isinstance(s, CommandSpec) for s in specs):
+        return [*specs, *waiting]
+    write = any(isinstance(s, CommandSpec) and s.write for s in specs)
+    # only a write wakes a read: a batch of reads leaves them waiting
+    waits = [(call, _spec(call.argv)) for call in waiting] if write else []
 
     def body(ctx: Context) -> list[Any]:
-        return run_specs(ctx, specs, batch)
+        if not waits:
+            return [*run_specs(ctx, specs, batch), *waiting]
+        return _interleaved(ctx, specs, batch, waits)
 
-    write = any(isinstance(s, CommandSpec) and s.write for s in specs)
-    if not any(isinstance(s, CommandSpec) for s in specs):
-        return list(specs)
     now = time.monotonic()
     results = in_transaction(env, body, write=write)
     return [
-        BlockedCall(r, now) if isinstance(r, Blocked) else resolve_reply(r, streamed=streamed)
+        r if isinstance(r, BlockedCall)
+        else BlockedCall(r, now) if isinstance(r, Blocked)
+        else resolve_reply(r, streamed=streamed)
         for r in results
-    ]
+    ]  # fmt: skip
+
+
+def _spec(argv: list[bytes]) -> CommandSpec | ResponseError:
+    try:
+        return lookup(argv)
+    except ResponseError as exc:
+        return exc
+
+
+def _interleaved(
+    ctx: Context,
+    specs: list[CommandSpec | ResponseError],
+    batch: list[list[bytes]],
+    waits: list[tuple[BlockedCall, CommandSpec | ResponseError]],
+) -> list[Any]:
+    """:func:`run_specs` one command at a time, each followed by the waiting reads on the
+    streams it signalled (in the order they blocked); the batch's replies, then each waiting
+    read's last result (:class:`Blocked` when it was not served; its :class:`BlockedCall`
+    when it did not run)."""
+    results: list[Any] = [call for call, _ in waits]
+    left = list(range(len(waits)))
+    signals = ctx.signals
+    replies: list[Any] = []
+    for i in range(len(batch)):
+        ctx.signals = set()
+        replies += run_specs(ctx, specs[i : i + 1], batch[i : i + 1])
+        touched, signals = ctx.signals, _joined(signals, ctx.signals)
+        if touched is not None and not touched:
+            continue
+        for j in list(left):
+            call, spec = waits[j]
+            if touched is not None and touched.isdisjoint(call.keys):
+                continue
+            ready = call.blocked.ready  # a group read's cheap look: could it be served?
+            if ready is not None and not ready(True, ctx.txn):
+                continue
+            ctx.signals = set()
+            (reply,) = run_specs(ctx, [spec], [call.argv])
+            signals = _joined(signals, ctx.signals)
+            results[j] = reply
+            if not isinstance(reply, Blocked):
+                left.remove(j)
+    ctx.signals = signals
+    return replies + results
+
+
+def _joined(signals: set[bytes] | None, more: set[bytes] | None) -> set[bytes] | None:
+    """Keys signalled so far and ``more`` (``None``: every key, FLUSHALL's)."""
+    if signals is None or more is None:
+        return None
+    return signals | more

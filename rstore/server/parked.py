@@ -64,10 +64,12 @@ class ParkedReads:
         self._loop = loop
         self._run_again = run_again
         self._time_out = time_out
+        self._clients: dict[int, Client] = {}  # the parked ones, in the order they blocked
 
     def park(self, client: Client, call: BlockedCall, watch: BlockWatch) -> None:
         """Park ``client``'s read ``call``, which found nothing, with ``watch`` on its keys."""
         parked = client.parked = Parked(call, watch)
+        self._clients[client.id] = client
         fd = watch.fileno()
         if fd is not None:
             self._loop.add_reader(fd, self._woken, client)
@@ -88,9 +90,25 @@ class ParkedReads:
             if client.parked is not None:
                 self.wake(client)
 
+    def __bool__(self) -> bool:
+        """Whether any read is parked."""
+        return bool(self._clients)
+
+    def waiting_on(self, db: int, keys: set[bytes], busy: set[int]) -> list[Client]:
+        """The clients whose parked read in database ``db`` waits on one of ``keys``, in the
+        order they blocked, but for those ``busy`` (running already)."""
+        return [
+            client
+            for client in self._clients.values()
+            if client.db == db and client.id not in busy and not client.in_flight
+            and (parked := client.parked) is not None
+            and not keys.isdisjoint(parked.call.keys)
+        ]  # fmt: skip
+
     def unpark(self, client: Client) -> None:
         """End ``client``'s parked read, if any: its timers cancelled, its watch closed."""
         parked, client.parked = client.parked, None
+        self._clients.pop(client.id, None)
         if parked is None:
             return
         for handle in (parked.timer, parked.poll):

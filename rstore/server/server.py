@@ -255,6 +255,7 @@ class Server:
     def _round(self, touched: dict[int, Client]) -> bool:
         """One batch per database: whether there was anything to run."""
         batches: dict[int, tuple[list[list[bytes]], Owners]] = {}
+        woken: dict[int, list[Client]] = {}  # parked reads to run again, per database
         for client in list(self._ready.values()):
             touched[client.id] = client
             if client.in_flight or client.backlog:
@@ -263,10 +264,8 @@ class Server:
             parked = client.parked
             if parked is not None:
                 if parked.woken:
-                    parked.woken = False
-                    batch, owners = batches.setdefault(client.db, ([], []))
-                    batch.append(parked.call.argv)
-                    owners.append((client, True))
+                    woken.setdefault(client.db, []).append(client)
+                    batches.setdefault(client.db, ([], []))
                 else:
                     self._ready.pop(client.id, None)
                 continue
@@ -283,19 +282,40 @@ class Server:
                 self._ready.pop(client.id, None)
         ran = False
         for db, (batch, owners) in batches.items():
+            waiting = self._waiting(db, batch, owners)
+            for client in woken.get(db, ()):
+                if client not in waiting and client.parked is not None:
+                    client.parked.woken = False
+                    batch.append(client.parked.call.argv)  # it runs again
+                    owners.append((client, True))
             if batch:
                 ran = True
-                self._run(db, batch, owners)
+                self._run(db, batch, owners, waiting)
         return ran
 
-    def _run(self, db: int, batch: list[list[bytes]], owners: Owners) -> None:
+    def _waiting(self, db: int, batch: list[list[bytes]], owners: Owners) -> list[Client]:
+        """The parked reads the batch may serve as it runs: after each command that writes
+        to their streams, in the order they blocked, as Valkey serves them
+        (:meth:`rstore.Store.execute_many`'s ``waiting``) -- woken ones too, so that one
+        woken by an earlier write keeps its place."""
+        if not batch or not self.parked_reads:
+            return []
+        keys = {key for argv in batch for key in argv[1:3]}  # RENAME's second key too
+        return self.parked_reads.waiting_on(db, keys, {client.id for client, _ in owners})
+
+    def _run(
+        self, db: int, batch: list[list[bytes]], owners: Owners, waiting: list[Client]
+    ) -> None:
         self.stats["batches"] += 1
         self.commands_per_batch_max = max(self.commands_per_batch_max, len(batch))
         store = self.store_of(db)
+        calls = [client.parked.call for client in waiting if client.parked is not None]
         if self._worker is None or self._solo(owners):
-            self._complete(db, batch, owners, *execute(store, batch))
+            self._complete(db, batch, owners, waiting, *execute(store, batch, calls))
             return
         for client, _ in owners:
+            client.in_flight = True
+        for client in waiting:
             client.in_flight = True
         self._running += 1
         loop = self.loop
@@ -303,8 +323,9 @@ class Server:
         self._worker.submit(
             store,
             batch,
+            calls,
             lambda results, each: loop.call_soon_threadsafe(
-                self._finished, db, batch, owners, results, each
+                self._finished, db, batch, owners, waiting, results, each
             ),
         )
 
@@ -322,15 +343,17 @@ class Server:
         db: int,
         batch: list[list[bytes]],
         owners: Owners,
+        waiting: list[Client],
         results: list[Any],
         each: float,
     ) -> None:
         """A batch run in a worker thread is back: its replies go out, its clients go on."""
         self._running -= 1
         clients = {client.id: client for client, _ in owners}
+        clients.update((client.id, client) for client in waiting)
         for client in clients.values():
             client.in_flight = False
-        self._complete(db, batch, owners, results, each)
+        self._complete(db, batch, owners, waiting, results, each)
         for client in clients.values():
             pending, client.unblock_reply = client.unblock_reply, None
             if pending is not None and client.parked is not None:
@@ -349,9 +372,21 @@ class Server:
         db: int,
         batch: list[list[bytes]],
         owners: Owners,
+        waiting: list[Client],
         results: list[Any],
         each: float,
     ) -> None:
+        for client, result in zip(waiting, results[len(batch) :]):
+            parked = client.parked
+            if parked is None:
+                continue
+            if isinstance(result, BlockedCall):  # not served: still parked
+                if parked.woken:  # by a write before the batch, or during it
+                    self._run_soon(client)
+                continue
+            self.counters.count(parked.call.argv, result, each)
+            self._deliver(client, parked.call.argv, result, True)
+            self._send(client)
         for (client, rerun), argv, result in zip(owners, batch, results):
             if not isinstance(result, BlockedCall):
                 self.counters.count(argv, result, each)

@@ -19,26 +19,30 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from rstore import ResponseError, Store, messages
+from rstore import BlockedCall, ResponseError, Store, messages
 
 __all__ = ["BatchWorker", "execute"]
 
 log = logging.getLogger("rstore.server")
 
-#: what the worker is given: the store, the batch, and whom to tell
-_Job = tuple[Store, list[list[bytes]], Callable[[list[Any], float], object]]
+#: what the worker is given: the store, the batch, the parked reads it may serve, whom to tell
+_Job = tuple[Store, list[list[bytes]], list[BlockedCall], Callable[[list[Any], float], object]]
 
 
-def execute(store: Store, batch: list[list[bytes]]) -> tuple[list[Any], float]:
-    """Run a batch: its results, and the time each command took on average.  A failure of
-    the whole batch (nothing of it committed) is every command's reply."""
+def execute(
+    store: Store, batch: list[list[bytes]], waiting: list[BlockedCall]
+) -> tuple[list[Any], float]:
+    """Run a batch, serving the parked reads ``waiting`` after the commands that write to
+    their streams (:meth:`rstore.Store.execute_many`): the results (the batch's, then the
+    reads'), and the time each command took on average.  A failure of the whole batch
+    (nothing of it committed) is every command's reply; the reads then still wait."""
     started = time.perf_counter()
     try:
-        results: list[Any] = store.execute_many(batch, streamed=True)
+        results: list[Any] = store.execute_many(batch, streamed=True, waiting=waiting)
     except Exception as exc:
         log.error("a batch of %d commands failed: %s", len(batch), exc)
         failure = ResponseError(messages.INTERNAL.format(what=str(exc).splitlines()[0]))
-        results = [failure] * len(batch)
+        results = [failure] * len(batch) + list(waiting)
     return results, (time.perf_counter() - started) / len(batch)
 
 
@@ -54,16 +58,17 @@ class BatchWorker:
         self,
         store: Store,
         batch: list[list[bytes]],
+        waiting: list[BlockedCall],
         done: Callable[[list[Any], float], object],
     ) -> None:
-        """Run ``batch`` on ``store`` in the worker; then ``done(results, seconds_each)``
-        there."""
-        self._jobs.put((store, batch, done))
+        """Run ``batch`` on ``store`` in the worker (:func:`execute`); then
+        ``done(results, seconds_each)`` there."""
+        self._jobs.put((store, batch, waiting, done))
 
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
-            store, batch, done = job
-            done(*execute(store, batch))
+            store, batch, waiting, done = job
+            done(*execute(store, batch, waiting))
 
     def stop(self) -> None:
         """Let the batches given so far finish, then end the thread."""

@@ -82,6 +82,10 @@ class RespClient:
         """Send a command without waiting (a blocking XREAD's reply is read later)."""
         self._sock.sendall(encode_command(argv))
 
+    def send_all(self, commands: list[tuple[Arg, ...]]) -> None:
+        """Send several commands in ONE write, as a client that pipelines them does."""
+        self._sock.sendall(b"".join(encode_command(argv) for argv in commands))
+
     def receive(self) -> Any:
         """Read the next reply."""
         return self._read()

@@ -162,3 +162,44 @@ def test_a_parked_group_reader_that_hangs_up_takes_no_entry(ports: dict[str, Any
     actual = _group_reader_leaves(ports["rstore"])
     assert actual == expected
     assert actual["pending"] == [1, b"1-0", b"1-0", [[b"stays", b"1"]]]
+
+
+def _pipelined_xadds(port: int, count: int) -> list[Any]:
+    """``count`` XADDs (IDs ``1-0`` ...) sent in ONE write, as a client that pipelines
+    concurrent calls sends them; their replies."""
+    with RespClient(HOST, port) as c:
+        c.send_all([("XADD", "s", f"{i}-0", "n", str(i)) for i in range(1, count + 1)])
+        return [c.receive() for _ in range(count)]
+
+
+def _served_per_command(port: int) -> dict[str, Any]:
+    with RespClient(HOST, port) as c:
+        c.execute("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    readers = [
+        _blocked(port, "XREADGROUP", "GROUP", "g", f"c{k}", "COUNT", "5", "BLOCK", "10000",
+                 "STREAMS", "s", ">")
+        for k in range(2)
+    ]  # fmt: skip
+    _wait_blocked(port, 2)
+    readers.append(_blocked(port, "XREAD", "COUNT", "100", "BLOCK", "10000", "STREAMS", "s", "$"))
+    _wait_blocked(port, 3)
+    added = _pipelined_xadds(port, 10)
+    for thread, _, conn in readers:
+        thread.join(10)
+        conn.close()
+    with RespClient(HOST, port) as c:
+        pending = c.execute("XPENDING", "s", "g")
+    return {"added": added, "got": [got for _, got, _ in readers], "pending": pending}
+
+
+def test_blocked_readers_are_served_after_each_pipelined_command(ports: dict[str, Any]) -> None:
+    """Ten XADDs in one write: Valkey serves blocked readers after each command, so the two
+    group readers (COUNT 5) get ``1-0`` and ``2-0``, and an XREAD COUNT 100 gets ``1-0``
+    alone -- not the whole pipeline's entries once it is done."""
+    valkey = _served_per_command(ports["valkey"])
+    assert valkey["got"] == [
+        [[[b"s", [[b"1-0", [b"n", b"1"]]]]]],
+        [[[b"s", [[b"2-0", [b"n", b"2"]]]]]],
+        [[[b"s", [[b"1-0", [b"n", b"1"]]]]]],
+    ]
+    assert _served_per_command(ports["rstore"]) == valkey
