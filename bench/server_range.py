@@ -2,16 +2,17 @@
 
 Both servers get the same stream of ``--entries`` entries (``user <n> action click``), loaded
 with RESTORE of one DUMP payload; then ``redis-cli XRANGE big - +`` (or ``XREVRANGE big + -``,
-or ``XREAD STREAMS big 0``: ``--command``) reads it whole into /dev/null, as the issue
-measured it.  Reported per server: the wall time of that
-read, and the server's peak RSS while it ran (``VmRSS`` of ``/proc/PID/status`` sampled every
-5 ms, so a peak shorter than that may be missed), beside its RSS before; the ratio is
+``XREAD STREAMS big 0``, or ``XREADGROUP GROUP g c STREAMS big >`` of a new group:
+``--command``) reads it whole into /dev/null, as the issue measured it.  Reported per
+server: the wall time of that read, and the server's peak RSS while it ran (``VmRSS`` of
+``/proc/PID/status`` sampled every 5 ms, so a peak shorter than that may be missed), beside
+its RSS before; the ratio is
 rstore / valkey of the same round, the order of the servers alternating between rounds, and
 the median of ``--repeat`` rounds is printed.
 
     python bench/server_range.py                     # 1M entries, 3 rounds
     python bench/server_range.py --entries 200000 --repeat 1 --json out.json
-    python bench/server_range.py --command xread
+    python bench/server_range.py --command xread      # or xrevrange, xreadgroup
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ COMMANDS = {
     "xrange": ["XRANGE", "big", "-", "+"],
     "xrevrange": ["XREVRANGE", "big", "+", "-"],
     "xread": ["XREAD", "STREAMS", "big", "0"],
+    "xreadgroup": ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "big", ">"],
 }
 
 
@@ -91,9 +93,13 @@ def _one(server: Callable[[], AbstractContextManager[tuple[int, int]]], payload:
     with server() as (port, pid):
         client = redis.Redis(host=HOST, port=port)
         client.restore("big", 0, payload)
+        for _ in range(2):  # the first read warms (first-use imports, page cache)
+            if command[0] == "XREADGROUP":  # a new group, with every entry to deliver
+                client.xgroup_destroy("big", "g")
+                client.xgroup_create("big", "g", "0")
+            result = _read(port, pid, command)
         client.close()
-        _read(port, pid, command)  # warm: first-use imports, page cache
-        return _read(port, pid, command)
+        return result
 
 
 def rounds(entries: int, repeat: int, command: list[str], base: str) -> Iterator[dict[str, Any]]:

@@ -25,6 +25,8 @@ from rstore.storage.waiting.notify import KIND_READ
 from rstore.streams.keyspace import lookup_stream
 from rstore.streams.limits import ReplyLimits, entry_size
 from rstore.streams.read import (
+    STREAM_BYTES,
+    CopiedRange,
     Nodes,
     copy_range,
     count_range,
@@ -34,11 +36,14 @@ from rstore.streams.read import (
     scan_nodes,
 )
 
-__all__ = ["STREAM_BYTES", "XReadArgs", "entries_by_key", "parse_xread", "serve_xread"]
-
-#: An XRANGE / XREVRANGE over more bytes of nodes than this is streamed to a network front
-#: (:class:`StreamedEntries`): below it, building the reply whole is as fast and simpler.
-STREAM_BYTES = 1 << 20
+__all__ = [
+    "STREAM_BYTES",
+    "XReadArgs",
+    "copied_by_key",
+    "entries_by_key",
+    "parse_xread",
+    "serve_xread",
+]
 
 
 @command("xlen", 2, summary="Number of entries in a stream")
@@ -274,27 +279,34 @@ def entries_by_key(served: list[tuple[bytes, list[Entry]]]) -> Deferred:
 def read_streams(
     ctx: Context, keys: list[bytes], after: list[ids.ID], count: int
 ) -> Deferred | None:
-    """XREAD's reply without MAXCOUNT / MAXSIZE (``None``: no entry): the nodes after each ID
-    copied out of the transaction; for a network front, replies over :data:`STREAM_BYTES`
-    of nodes as :class:`StreamedReads`, written as they are built."""
-    copied: list[tuple[bytes, Nodes, ids.ID]] = []
+    """XREAD's reply without MAXCOUNT / MAXSIZE (``None``: no entry), from the nodes after
+    each ID copied out of the transaction (:func:`copied_by_key`)."""
+    copied: list[tuple[bytes, CopiedRange]] = []
     for key, last in zip(keys, after):
         stream = lookup_stream(ctx.txn, key)
         start = ids.increment(last)
         if stream is not None and start is not None:
-            copied.append((key, copy_range(ctx.txn, stream, start, ids.MAX_ID, count), start))
+            nodes = copy_range(ctx.txn, stream, start, ids.MAX_ID, count)
+            copied.append((key, CopiedRange(nodes, start, ids.MAX_ID, count)))
+    return copied_by_key(copied)
 
-    def decoded() -> list[tuple[bytes, list[Entry]]]:
-        served = [(key, scan_nodes(nodes, at, ids.MAX_ID, count)) for key, nodes, at in copied]
-        return [(key, entries) for key, entries in served if entries]
 
-    if sum(_node_bytes(nodes) for _, nodes, _ in copied) <= STREAM_BYTES:
-        served = decoded()
+def copied_by_key(copied: list[tuple[bytes, CopiedRange]]) -> Deferred | None:
+    """The ``[[key, entries], ...]`` reply of XREAD and XREADGROUP's new entries, of ranges
+    copied out of the transaction (``None``: no entry in any).  For a network front, one over
+    :data:`STREAM_BYTES` of nodes is a :class:`StreamedReads`, written as it is read; else
+    the entries are decoded now (:func:`entries_by_key`)."""
+    if sum(r.node_bytes() for _, r in copied) <= STREAM_BYTES:
+        served = [(key, entries) for key, r in copied if (entries := r.decoded())]
         return entries_by_key(served) if served else None
-    parts = [(key, _streamed(nodes, at, ids.MAX_ID, count, False)) for key, nodes, at in copied]
+    parts = [(key, _streamed(r.nodes, r.start, r.end, r.count, False)) for key, r in copied]
     streams = [(key, entries) for key, entries in parts if entries.count]
     if not streams:
         return None
+
+    def decoded() -> list[tuple[bytes, list[Entry]]]:
+        return [(key, entries) for key, r in copied if (entries := r.decoded())]
+
     return Deferred(
         lambda: [[key, entries_reply(entries)] for key, entries in decoded()],
         lambda: DictEntries([[key, sn.dict_entries(entries)] for key, entries in decoded()]),

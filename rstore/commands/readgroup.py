@@ -8,14 +8,14 @@ from typing import Any, cast
 from rstore import ids, messages
 from rstore.commands.argv import cstr
 from rstore.commands.executor import SAFETY_RECHECK_S, Blocked, now_ms
-from rstore.commands.read import entries_by_key, parse_xread
+from rstore.commands.read import copied_by_key, parse_xread
 from rstore.commands.registry import Context, command
 from rstore.commands.reply import NIL_ARRAY, entries_reply, public_stream_reply
 from rstore.errors import ResponseError
-from rstore.model import Entry
 from rstore.storage.records.txn import Txn
 from rstore.storage.waiting.notify import KIND_GROUP, slot_hash
 from rstore.streams import readgroup
+from rstore.streams.read import CopiedRange
 
 NEW = None  # the ">" ID
 #: the shortest re-check interval of a blocked XREADGROUP CLAIM (half its min-idle-time)
@@ -40,13 +40,13 @@ def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
         targets.append(target)
     served = readgroup.read_group(
         ctx.txn, targets, args.consumer, args.count, noack=args.noack, now_ms=ctx.now_ms,
-        claim_ms=args.claim_ms, limits=args.limits,
+        claim_ms=args.claim_ms, limits=args.limits, copied=True,
     )  # fmt: skip
     claimed = args.claim_ms is not None
-    if served and not claimed and all(t.after is NEW for t, _ in served):
-        return entries_by_key([(t.key, cast(list[Entry], entries)) for t, entries in served])
+    if served and all(isinstance(got, CopiedRange) for _, got in served):
+        return copied_by_key([(t.key, cast(CopiedRange, got)) for t, got in served])
     if served:  # the history (deleted entries as nil), or CLAIM's entries
-        return [[t.key, _reply(t, entries, claimed)] for t, entries in served]
+        return [[t.key, _reply(t, got, claimed)] for t, got in served]
     if args.block_ms is None or ctx.in_batch:
         return NIL_ARRAY
     # Only its consumer was recorded: the reader waits without waiting for the disk (a later
@@ -62,7 +62,10 @@ def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
     )
 
 
-def _reply(target: readgroup.Target, entries: list[Any], claimed: bool) -> list[Any]:
+def _reply(
+    target: readgroup.Target, got: readgroup.Served | CopiedRange, claimed: bool
+) -> list[Any]:
+    entries: list[Any] = got.decoded() if isinstance(got, CopiedRange) else got
     if target.after is None and claimed:  # CLAIM: each entry with its idle time and deliveries
         return [[ids.format_id(eid), fv, idle, deliveries] for eid, fv, idle, deliveries in entries]
     if target.after is None:

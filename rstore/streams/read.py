@@ -12,6 +12,7 @@ read from an RDB file (:func:`rstore.snapshot.inspection.read_rdb_entries`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from rstore.codec import stream_node as sn
@@ -22,6 +23,8 @@ from rstore.storage.records.txn import Txn
 from rstore.streams.keyspace import StreamRef
 
 __all__ = [
+    "STREAM_BYTES",
+    "CopiedRange",
     "Entry",
     "copy_range",
     "count_range",
@@ -35,6 +38,32 @@ __all__ = [
 ]
 
 Nodes = list[tuple[ID, bytes]]
+
+#: A read over more bytes of nodes than this is streamed to a network front (commands/reply's
+#: ``StreamedEntries``): below it, building the reply whole is as fast and simpler.
+STREAM_BYTES = 1 << 20
+
+
+@dataclass
+class CopiedRange:
+    """The live entries of nodes copied out of a transaction (:func:`copy_range`): those in
+    ``[start, end]``, at most ``count`` (0: all), ascending -- read after the transaction
+    ended, whole or a page at a time.  ``entries``: already decoded (a small read)."""
+
+    nodes: Nodes
+    start: ID
+    end: ID
+    count: int
+    entries: list[Entry] | None = None
+
+    def node_bytes(self) -> int:
+        return sum(len(node) for _, node in self.nodes)
+
+    def decoded(self) -> list[Entry]:
+        """The entries, whole."""
+        if self.entries is None:
+            return scan_nodes(self.nodes, self.start, self.end, self.count)
+        return self.entries
 
 
 def copy_range(

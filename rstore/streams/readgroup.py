@@ -29,13 +29,22 @@ from rstore.streams.keyspace import StreamRef, lookup_stream
 from rstore.streams.lag import counts_on, entries_read_after_delivery
 from rstore.streams.limits import ReplyLimits, entry_size
 from rstore.streams.lookup import EntryLookup
-from rstore.streams.read import Entry, read_range
+from rstore.streams.read import (
+    STREAM_BYTES,
+    CopiedRange,
+    Entry,
+    copy_range,
+    range_pages,
+    read_range,
+    scan_nodes,
+)
 
 __all__ = [
     "HistoryEntry",
     "Served",
     "Target",
     "claimable",
+    "copy_new",
     "find_target",
     "read_group",
     "read_history",
@@ -81,18 +90,26 @@ Served = list[Entry] | list[HistoryEntry] | list[IdleClaimed]
 def read_group(
     txn: Txn, targets: list[Target], consumer_name: bytes, count: int, *, noack: bool,
     now_ms: int, claim_ms: int | None = None, limits: ReplyLimits | None = None,
-) -> list[tuple[Target, Served]]:  # fmt: skip
+    copied: bool = False,
+) -> list[tuple[Target, Served | CopiedRange]]:  # fmt: skip
     """XREADGROUP over looked-up targets, in order: new entries (only the keys that had some)
     or the consumer's history (every key, even empty; with ``limits``, the keys before they
     were met).  With ``claim_ms`` (CLAIM), a ``>`` target first claims the group's entries
     idle that long, then reads new ones, all as :data:`IdleClaimed` (new ones idle 0, never
-    delivered before)."""
+    delivered before).  With ``copied`` (and neither CLAIM nor limits), new entries come as
+    a :class:`CopiedRange` (:func:`copy_new`)."""
     limits = limits or ReplyLimits()
-    out: list[tuple[Target, Served]] = []
+    copied = copied and claim_ms is None and not limits
+    out: list[tuple[Target, Served | CopiedRange]] = []
     for t in targets:
         if limits.full():
             break
         consumer = ensure_consumer(txn, t.stream, t.group, consumer_name, now_ms)
+        if copied and t.after is None:
+            got = copy_new(txn, t.stream, t.group, consumer, count, noack=noack, now_ms=now_ms)
+            if got is not None:
+                out.append((t, got))
+            continue
         if t.after is not None:
             history = read_history(txn, t.stream, t.group, consumer, t.after, count,
                                    now_ms=now_ms, limits=limits)  # fmt: skip
@@ -149,29 +166,73 @@ def read_new(
     entries = read_range(txn, stream, start, MAX_ID, limits.count_for(count) if limits else count)
     if limits:
         del entries[limits.take([entry_size(eid, fields) for eid, fields in entries]) :]
-    if not entries:
-        return entries
+    _deliver(txn, stream, group, consumer, [e[0] for e in entries], noack=noack, now_ms=now_ms)
+    return entries
+
+
+def copy_new(
+    txn: Txn,
+    stream: StreamRef,
+    group: GroupMeta,
+    consumer: ConsumerMeta,
+    count: int,
+    *,
+    noack: bool,
+    now_ms: int,
+) -> CopiedRange | None:
+    """:func:`read_new` without limits, its entries read from nodes copied out of the
+    transaction (``None``: none): a big read (over :data:`STREAM_BYTES` of nodes) has only
+    its IDs decoded here, a page at a time, and its entries read after the transaction --
+    written as they are read by a network front."""
+    start = increment(group.last_id)
+    if start is None:
+        return None
+    nodes = copy_range(txn, stream, start, MAX_ID, count)
+    if sum(len(node) for _, node in nodes) <= STREAM_BYTES:
+        copied = CopiedRange(nodes, start, MAX_ID, count, scan_nodes(nodes, start, MAX_ID, count))
+        ids = [e[0] for e in copied.decoded()]
+    else:
+        ids = [eid for page in range_pages(nodes, start, MAX_ID, count) for eid, _ in page]
+        copied = CopiedRange(nodes, start, ids[-1] if ids else start, len(ids))
+    _deliver(txn, stream, group, consumer, ids, noack=noack, now_ms=now_ms)
+    return copied if ids else None
+
+
+def _deliver(
+    txn: Txn,
+    stream: StreamRef,
+    group: GroupMeta,
+    consumer: ConsumerMeta,
+    ids: list[ID],
+    *,
+    noack: bool,
+    now_ms: int,
+) -> None:
+    """The entries ``ids`` (ascending, after the group's last ID) delivered to ``consumer``:
+    the group moved past them, each a NACK of the consumer unless ``noack``."""
+    if not ids:
+        return
     meta = stream.meta
     if counts_on(meta, group.entries_read, group.last_id):
         # no deletion after the group's position, hence none after any delivered entry:
         # each delivery counts one (what entries_read_after_delivery gives entry by entry)
-        group.entries_read += len(entries)
+        group.entries_read += len(ids)
     else:
         last_id = group.last_id
-        for entry_id, _ in entries:
+        for entry_id in ids:
             group.entries_read = entries_read_after_delivery(
                 meta, group.entries_read, last_id, entry_id
             )
             last_id = entry_id
-    group.last_id = entries[-1][0]
+    group.last_id = ids[-1]
     others: dict[bytes | None, int] = {}  # NACKs taken from other consumers (None: released)
     if not noack:
         # A NACK at or after the first delivered ID exists only if the group was moved back
         # (XGROUP SETID) or XCLAIM FORCE created one ahead; usually one look settles it.
         last_pending = group_records.last_pel_id(txn, group) if group.pel_count else None
-        may_exist = last_pending is not None and last_pending >= entries[0][0]
+        may_exist = last_pending is not None and last_pending >= ids[0]
         new, others = group_records.nacks_deliver(
-            txn, group, [e[0] for e in entries], consumer.name, now_ms, may_exist=may_exist
+            txn, group, ids, consumer.name, now_ms, may_exist=may_exist
         )
         group.pel_count += new
         consumer.pel_count += new + sum(others.values())
@@ -179,7 +240,6 @@ def read_new(
     _release(txn, group, others)
     group_records.consumer_put(txn, group, consumer)
     group_records.group_put(txn, stream.handle, group)
-    return entries
 
 
 def _release(txn: Txn, group: GroupMeta, taken: dict[bytes | None, int]) -> None:

@@ -203,3 +203,56 @@ def test_a_blocked_read_woken_by_a_big_append_gets_it_streamed(tmp_path: Any) ->
         thread.join(30)
         assert got == [[[b"later", store.xrange("later")]]]
         assert len(got[0][0][1]) == ENTRIES
+
+
+def test_a_big_xreadgroup_is_streamed_and_delivers_every_entry(tmp_path: Any) -> None:
+    """XREADGROUP ``>`` without COUNT over more than a MiB of nodes: streamed, with the bytes
+    the whole reply would have, and every entry pending for the consumer -- in RESP2 and
+    RESP3, with a small stream beside it in the same call."""
+    with rstore.Store(tmp_path / "s", sync=False) as store, ServedStore(store) as served:
+        rows = [b"n", b"pad"]
+        for name in ("big", "other"):
+            store.append_entries(
+                (name, None, [rows[0], b"%d" % i, rows[1], b"x" * 40])
+                for i in range(ENTRIES if name == "big" else 3)
+            )
+        for proto, group in ((2, b"g2"), (3, b"g3")):
+            for key in (b"big", b"other"):
+                store.execute("XGROUP", "CREATE", key, group, "0")
+            args = [b"XREADGROUP", b"GROUP", group, b"c", b"STREAMS", b"big", b"other",
+                    b">", b">"]  # fmt: skip
+            whole = [[key, store.execute("XRANGE", key, "-", "+")] for key in (b"big", b"other")]
+            out: list[bytes] = []
+            encode_py(resp3([b"xreadgroup"], whole) if proto == 3 else whole, proto, out)
+            want = b"".join(out)
+            if proto == 2:
+                got = _raw(served.port, _command(*args), len(want))
+            else:
+                got = _in_resp3(served.port, _command(*args), len(want))
+            assert got == want
+            pending = store.execute("XPENDING", "big", group)
+            assert pending[0] == ENTRIES and pending[3] == [[b"c", b"%d" % ENTRIES]]
+            info = store.execute("XINFO", "GROUPS", "big")[-1]
+            assert dict(zip(info[::2], info[1::2]))[b"entries-read"] == ENTRIES
+        (again,) = store.execute_many(
+            [[b"XREADGROUP", b"GROUP", b"g2", b"d", b"STREAMS", b"big", b">"]], streamed=True
+        )
+        assert again is rstore.NIL_ARRAY  # all delivered already
+
+
+def test_execute_many_gives_a_big_group_read_streamed(tmp_path: Any) -> None:
+    with rstore.Store(tmp_path / "s", sync=False) as store:
+        store.append_entries(
+            ("big", None, [b"n", b"%d" % i, b"pad", b"x" * 40]) for i in range(ENTRIES)
+        )
+        store.execute("XGROUP", "CREATE", "big", "g", "0")
+        ids = [entry_id for entry_id, _ in store.execute("XRANGE", "big", "-", "+")]
+        store.execute("XDEL", "big", ids[4])
+        args = [b"XREADGROUP", b"GROUP", b"g", b"c", b"COUNT", b"30000", b"STREAMS", b"big", b">"]
+        (streamed,) = store.execute_many([args], streamed=True)
+        assert isinstance(streamed, rstore.StreamedReads)
+        ((key, entries),) = streamed.streams
+        assert key == b"big" and entries.count == 30000
+        got = [rstore.ids.format_id(e[0]) for page in entries.pages() for e in page]
+        assert got == ids[:4] + ids[5:30001]  # the deleted one skipped
+        assert store.execute("XPENDING", "big", "g")[:3] == [30000, ids[0], ids[30000]]
