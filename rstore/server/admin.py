@@ -9,6 +9,7 @@ first: before AUTH, inside MULTI) and gives the function that answers it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -16,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rstore import NIL_ARRAY, REDIS_VERSION, ResponseError
+from rstore import NIL_ARRAY, REDIS_VERSION, ResponseError, command_table
 from rstore import messages as m
 
 from .config import config_handler
@@ -60,6 +61,8 @@ def _arity(name: bytes) -> ResponseError:
 
 def handler_for(server: Server, client: Client, argv: list[bytes]) -> Handler | None:
     """The function answering ``argv`` when the loop answers it itself, else ``None``."""
+    if argv[0] in _store_names() and client.plain():
+        return None  # the common case, with no more look-ups: a store command
     name = argv[0].lower()
     if not client.authenticated and name not in _BEFORE_AUTH:
         return lambda: _err(m.NOAUTH)
@@ -72,6 +75,14 @@ def handler_for(server: Server, client: Client, argv: list[bytes]) -> Handler | 
     if client.multi is not None and name not in _IN_MULTI:
         return lambda: _queue(server, client, argv)
     return _server_handler(server, client, argv)
+
+
+@functools.cache
+def _store_names() -> frozenset[bytes]:
+    """The store's commands the loop never answers itself, as clients spell them (lower and
+    upper case; another spelling takes the longer way, with the same outcome)."""
+    names = [n for n in command_table() if n not in _COMMANDS and n != b"config"]
+    return frozenset(names + [n.upper() for n in names])
 
 
 def _server_handler(server: Server, client: Client, argv: list[bytes]) -> Handler | None:

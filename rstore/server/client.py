@@ -65,6 +65,11 @@ class Client:
         self.laddr = _address(sock)
         self.unix = isinstance(peer, str) or (isinstance(sock, str) and not peer)
 
+    def plain(self) -> bool:
+        """Whether the client's commands go to the store as they are: authenticated, not
+        read-only, not queueing a MULTI."""
+        return self.authenticated and not self.readonly and self.multi is None
+
     def reply(self, chunk: bytes) -> None:
         self.out.append(chunk)
 

@@ -17,6 +17,11 @@ from rstore import ResponseError, messages
 
 __all__ = ["CommandCounters"]
 
+#: command names as clients spelled them -> their statistics name (bounded: a client sending
+#: made-up names must not grow it without end)
+_NAMES: dict[bytes, str] = {}
+_NAMES_KEPT = 1024
+
 
 class CommandCounters:
     def __init__(self) -> None:
@@ -30,7 +35,11 @@ class CommandCounters:
         self.error_replies = 0
 
     def count(self, argv: list[bytes], reply: Any, seconds: float) -> None:
-        name = argv[0].lower().decode("utf-8", "replace")
+        name = _NAMES.get(argv[0])
+        if name is None:
+            name = argv[0].lower().decode("utf-8", "replace")
+            if len(_NAMES) < _NAMES_KEPT:
+                _NAMES[argv[0]] = name
         line = None
         if isinstance(reply, ResponseError):
             line = getattr(reply, "line", str(reply))

@@ -28,9 +28,22 @@ __all__ = ["KeyVersions", "fingerprint", "written_keys"]
 _FIRST_KEY = {b"xadd", b"xtrim", b"xdel", b"restore"}
 
 
+#: the commands that never change a key as WATCH sees it, as clients spell them (any other
+#: spelling takes the longer way below, with the same outcome)
+_UNWATCHED = frozenset(
+    spelled
+    for name in (b"xlen", b"xrange", b"xrevrange", b"xread", b"xreadgroup", b"xinfo",
+                 b"xpending", b"xack", b"xclaim", b"xautoclaim", b"xgroup", b"xsetid",
+                 b"exists", b"type", b"keys", b"scan", b"dbsize", b"dump", b"ping", b"echo")
+    for spelled in (name, name.upper())
+)  # fmt: skip
+
+
 def written_keys(argv: list[bytes], reply: Any) -> list[bytes] | None:
     """The keys a command that answered ``reply`` changed, as WATCH sees it (``None``: every
     key, FLUSHALL); ``[]`` for none."""
+    if argv[0] in _UNWATCHED:
+        return []
     name = argv[0].lower()
     removed_nothing = reply == 0 and name in (b"xdel", b"xtrim", b"del", b"unlink", b"renamenx")
     if removed_nothing or reply is None:  # nothing removed, or XADD NOMKSTREAM of nothing
