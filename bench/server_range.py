@@ -2,17 +2,17 @@
 
 Both servers get the same stream of ``--entries`` entries (``user <n> action click``), loaded
 with RESTORE of one DUMP payload; then ``redis-cli XRANGE big - +`` (or ``XREVRANGE big + -``,
-``XREAD STREAMS big 0``, or ``XREADGROUP GROUP g c STREAMS big >`` of a new group:
-``--command``) reads it whole into /dev/null, as the issue measured it.  Reported per
-server: the wall time of that read, and the server's peak RSS while it ran (``VmRSS`` of
-``/proc/PID/status`` sampled every 5 ms, so a peak shorter than that may be missed), beside
-its RSS before; the ratio is
+``XREAD STREAMS big 0``, ``XREADGROUP GROUP g c STREAMS big >`` of a new group, or
+``XPENDING big g - + 10000000`` of a group with every entry pending: ``--command``) reads it
+whole into /dev/null, as the issue measured it.  Reported per server: the wall time of that
+read, and the server's peak RSS while it ran (``VmRSS`` of ``/proc/PID/status`` sampled every
+5 ms, so a peak shorter than that may be missed), beside its RSS before; the ratio is
 rstore / valkey of the same round, the order of the servers alternating between rounds, and
 the median of ``--repeat`` rounds is printed.
 
     python bench/server_range.py                     # 1M entries, 3 rounds
     python bench/server_range.py --entries 200000 --repeat 1 --json out.json
-    python bench/server_range.py --command xread      # or xrevrange, xreadgroup
+    python bench/server_range.py --command xread      # or xrevrange, xreadgroup, xpending
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ COMMANDS = {
     "xrevrange": ["XREVRANGE", "big", "+", "-"],
     "xread": ["XREAD", "STREAMS", "big", "0"],
     "xreadgroup": ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "big", ">"],
+    "xpending": ["XPENDING", "big", "g", "-", "+", "10000000"],
 }
 
 
@@ -93,6 +94,9 @@ def _one(server: Callable[[], AbstractContextManager[tuple[int, int]]], payload:
     with server() as (port, pid):
         client = redis.Redis(host=HOST, port=port)
         client.restore("big", 0, payload)
+        if command[0] == "XPENDING":  # every entry pending, read by one consumer
+            client.xgroup_create("big", "g", "0")
+            client.xreadgroup("g", "c", {"big": ">"})
         for _ in range(2):  # the first read warms (first-use imports, page cache)
             if command[0] == "XREADGROUP":  # a new group, with every entry to deliver
                 client.xgroup_destroy("big", "g")

@@ -111,7 +111,12 @@ def resolve_reply(reply: Any, dicts: bool = False, streamed: bool = False) -> An
 
 
 def in_transaction(
-    env: Env, fn: Callable[..., T], *args: Any, write: bool, in_batch: bool = False
+    env: Env,
+    fn: Callable[..., T],
+    *args: Any,
+    write: bool,
+    in_batch: bool = False,
+    wire: bool = False,
 ) -> T:
     """Run ``fn(context, *args)`` with a :class:`Context` on one transaction -- a read
     snapshot, or a write transaction that is committed -- under one time snapshot; after a
@@ -127,7 +132,7 @@ def in_transaction(
 
     def attempt(txn: Txn) -> T:
         nonlocal committed
-        committed = Context(txn, now, in_batch=in_batch)
+        committed = Context(txn, now, in_batch=in_batch, wire=wire)
         result = fn(committed, *args)
         txn.relaxed = committed.relaxed_only()
         return result

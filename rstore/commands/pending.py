@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from rstore import ids, messages
 from rstore.commands.argv import keyword, parse_ids, parse_int
 from rstore.commands.registry import Context, command
-from rstore.commands.reply import NIL_ARRAY
+from rstore.commands.reply import NIL_ARRAY, RespReply
+from rstore.model import PendingEntry
 from rstore.numbers import UINT64_MAX, as_signed64
 from rstore.storage.records.layout import GroupMeta
 from rstore.streams import groups
@@ -121,12 +123,31 @@ def xpending(ctx: Context, argv: list[bytes]) -> Any:
         ctx.txn, group, start, end, count,
         consumer=consumer, min_idle_ms=min_idle, now_ms=ctx.now_ms,
     )  # fmt: skip
-    return [
-        [
-            ids.format_id(p.id),
-            p.consumer,
-            -1 if p.released else max(ctx.now_ms - p.delivery_time_ms, 0),
-            as_signed64(p.delivery_count),
-        ]
-        for p in found
-    ]
+    rows = (_row(p, ctx.now_ms) for p in found)
+    if ctx.wire:  # a network front: the RESP bytes, with no Python list per entry
+        return _rows_resp(rows)
+    return [list(row) for row in rows]
+
+
+def _row(p: PendingEntry, now_ms: int) -> tuple[bytes, bytes, int, int]:
+    """An entry of XPENDING's extended reply: its ID, owner, idle time, deliveries."""
+    idle = -1 if p.released else max(now_ms - p.delivery_time_ms, 0)
+    assert p.consumer is not None  # a store's PEL names every owner (b"": released)
+    return ids.format_id(p.id), p.consumer, idle, as_signed64(p.delivery_count)
+
+
+def _rows_resp(rows: Iterable[tuple[bytes, bytes, int, int]]) -> RespReply:
+    """The RESP bytes of XPENDING's extended reply (the same in RESP2 and RESP3)."""
+    out = bytearray()
+    n = 0
+    for entry_id, owner, idle, deliveries in rows:
+        out += b"*4\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n:%d\r\n:%d\r\n" % (
+            len(entry_id),
+            entry_id,
+            len(owner),
+            owner,
+            idle,
+            deliveries,
+        )
+        n += 1
+    return RespReply(b"*%d\r\n%s" % (n, out))

@@ -43,12 +43,17 @@ class Context:
     inside a batch (where BLOCK is ignored, as in MULTI), and the keys it signals to blocked
     readers once the transaction commits."""
 
-    __slots__ = ("in_batch", "now_ms", "relaxed", "signals", "txn", "writes")
+    __slots__ = ("in_batch", "now_ms", "relaxed", "signals", "txn", "wire", "writes")
 
-    def __init__(self, txn: Txn, now_ms: int, *, in_batch: bool = False) -> None:
+    def __init__(
+        self, txn: Txn, now_ms: int, *, in_batch: bool = False, wire: bool = False
+    ) -> None:
         self.txn = txn
         self.now_ms = now_ms
         self.in_batch = in_batch
+        #: the caller writes RESP (a network front): a reply may be given as its RESP bytes
+        #: (:class:`~rstore.commands.reply.RespReply`), made without a Python object per item
+        self.wire = wire
         self.signals: set[bytes] | None = set()
         self.writes = 0  # writing commands run (counted by executor.run_specs)
         self.relaxed = 0  # of them, those whose writes need not wait for the disk

@@ -115,7 +115,7 @@ def run_each(
         return _interleaved(ctx, specs, batch, waits)
 
     now = time.monotonic()
-    results = in_transaction(env, body, write=write)
+    results = in_transaction(env, body, write=write, wire=streamed)
     return [
         r if isinstance(r, BlockedCall)
         else BlockedCall(r, now) if isinstance(r, Blocked)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from rstore.ids import ID
@@ -75,22 +76,22 @@ def pending_range(
     consumer: bytes | None,
     min_idle_ms: int,
     now_ms: int,
-) -> list[PendingEntry]:
+) -> Iterator[PendingEntry]:
     """XPENDING's extended form: pending entries from ``start`` to ``end`` (of ``consumer``
     only, when given), at most ``count``, idle for at least ``min_idle_ms`` at ``now_ms``;
-    each with its owner."""
-    out: list[PendingEntry] = []
+    each with its owner -- one at a time, read while the transaction lasts."""
     if count <= 0:
-        return out
+        return
     if consumer is None:
         nacks = ((eid, nack) for eid, nack in group_records.pel_entries(txn, group, start, end))
     else:
         ids = group_records.consumer_pel_ids(txn, group, consumer, start, end)
         nacks = ((eid, group_records.owned_nack(txn, group, eid, consumer)) for eid in ids)
+    found = 0
     for entry_id, nack in nacks:
         if min_idle_ms and now_ms - nack[0] < min_idle_ms:  # a released one: always idle enough
             continue
-        out.append(pending_entry(entry_id, nack))
-        if len(out) >= count:
-            break
-    return out
+        yield pending_entry(entry_id, nack)
+        found += 1
+        if found >= count:
+            return

@@ -157,6 +157,51 @@ def test_stream_replies_are_valkeys_bytes_in_resp2_and_resp3(
         assert raw_as_older_server(actual) == expected, argv  # replies[1]: rstore serve's
 
 
+def _idle_masked(raw: bytes) -> bytes:
+    """An XPENDING extended reply with each entry's idle time (which depends on the pace of
+    the run) replaced by 0: an entry is ``*4``, its ID and owner (two lines each), then the
+    idle time and the delivery count."""
+    lines = raw.split(b"\r\n")
+    for i, line in enumerate(lines):
+        if line == b"*4" and i + 5 < len(lines):
+            lines[i + 5] = b":0"
+    return b"\r\n".join(lines)
+
+
+def test_xpending_extended_replies_are_valkeys_bytes(servers: tuple[int, int]) -> None:
+    """XPENDING's extended form -- written by rstore serve as RESP straight from the pending
+    entries -- gives valkey's bytes in RESP2 and RESP3: ranges, COUNT, a consumer, IDLE."""
+    setup = [("XADD", "p", f"{i}-1", "f", str(i)) for i in range(1, 8)] + [
+        ("XGROUP", "CREATE", "p", "g", "0"),
+        ("XREADGROUP", "GROUP", "g", "alice", "COUNT", "3", "STREAMS", "p", ">"),
+        ("XREADGROUP", "GROUP", "g", "bob", "STREAMS", "p", ">"),
+        ("XCLAIM", "p", "g", "bob", "0", "2-1"),
+    ]
+    queries = [
+        ("XPENDING", "p", "g", "-", "+", "100"),
+        ("XPENDING", "p", "g", "(2-1", "6", "3"),
+        ("XPENDING", "p", "g", "-", "+", "0"),
+        ("XPENDING", "p", "g", "-", "+", "10", "bob"),
+        ("XPENDING", "p", "g", "-", "+", "10", "nobody"),
+        ("XPENDING", "p", "g", "IDLE", "0", "-", "+", "10", "alice"),
+        ("XPENDING", "p", "g", "IDLE", "3600000", "-", "+", "10"),
+    ]
+    for proto in (2, 3):
+        replies = []
+        for port in servers:
+            with socket.create_connection((HOST, port), timeout=10) as sock:
+                buf = bytearray()
+                for argv in [("HELLO", str(proto)), ("DEL", "p"), *setup]:
+                    sock.sendall(encode_command(list(argv)))
+                    _read_reply(sock, buf)
+                got = []
+                for argv in queries:
+                    sock.sendall(encode_command(list(argv)))
+                    got.append(_idle_masked(_read_reply(sock, buf)))
+                replies.append(got)
+        assert replies[1] == replies[0]  # rstore serve's, valkey's
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     commands=st.lists(st.lists(st.binary(max_size=30), min_size=1, max_size=5), max_size=8),
