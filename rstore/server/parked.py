@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -36,11 +37,12 @@ class Parked:
     """A client's blocking read waiting to be served: the call, its watch, its timers (its
     BLOCK time; looking again when the watch has no descriptor)."""
 
-    __slots__ = ("call", "poll", "timer", "watch", "woken")
+    __slots__ = ("call", "order", "poll", "timer", "watch", "woken")
 
     def __init__(self, call: BlockedCall, watch: BlockWatch) -> None:
         self.call = call
         self.watch = watch
+        self.order = 0  # when it parked, among the server's parked reads
         self.timer: asyncio.TimerHandle | None = None
         self.poll: asyncio.TimerHandle | None = None
         self.woken = False
@@ -64,12 +66,18 @@ class ParkedReads:
         self._loop = loop
         self._run_again = run_again
         self._time_out = time_out
-        self._clients: dict[int, Client] = {}  # the parked ones, in the order they blocked
+        self._count = 0  # reads parked
+        #: (database, key) -> the clients parked on it, in the order they blocked
+        self._by_key: dict[tuple[int, bytes], dict[int, Client]] = {}
+        self._order = itertools.count()  # when each read parked, for the order across keys
 
     def park(self, client: Client, call: BlockedCall, watch: BlockWatch) -> None:
         """Park ``client``'s read ``call``, which found nothing, with ``watch`` on its keys."""
         parked = client.parked = Parked(call, watch)
-        self._clients[client.id] = client
+        parked.order = next(self._order)
+        self._count += 1
+        for key in call.keys:
+            self._by_key.setdefault((client.db, key), {})[client.id] = client
         fd = watch.fileno()
         if fd is not None:
             self._loop.add_reader(fd, self._woken, client)
@@ -92,25 +100,32 @@ class ParkedReads:
 
     def __bool__(self) -> bool:
         """Whether any read is parked."""
-        return bool(self._clients)
+        return self._count > 0
 
     def waiting_on(self, db: int, keys: set[bytes], busy: set[int]) -> list[Client]:
         """The clients whose parked read in database ``db`` waits on one of ``keys``, in the
         order they blocked, but for those ``busy`` (running already)."""
-        return [
-            client
-            for client in self._clients.values()
-            if client.db == db and client.id not in busy and not client.in_flight
-            and (parked := client.parked) is not None
-            and not keys.isdisjoint(parked.call.keys)
-        ]  # fmt: skip
+        found: dict[int, Client] = {}
+        for key in keys:
+            for client in self._by_key.get((db, key), {}).values():
+                if client.id not in busy and not client.in_flight:
+                    found[client.id] = client
+        if len(found) < 2:
+            return list(found.values())
+        return sorted(found.values(), key=lambda c: c.parked.order if c.parked else 0)
 
     def unpark(self, client: Client) -> None:
         """End ``client``'s parked read, if any: its timers cancelled, its watch closed."""
         parked, client.parked = client.parked, None
-        self._clients.pop(client.id, None)
         if parked is None:
             return
+        self._count -= 1
+        for key in parked.call.keys:
+            waiting = self._by_key.get((client.db, key))
+            if waiting is not None:
+                waiting.pop(client.id, None)
+                if not waiting:
+                    del self._by_key[(client.db, key)]
         for handle in (parked.timer, parked.poll):
             if handle is not None:
                 handle.cancel()
