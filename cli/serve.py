@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 import rstore
-from rstore.server import Server, ServerConfig
+from rstore.server import Server, ServerConfig, eventloop
 from rstore.server.conffile import ConfigError, apply_setting, read_config
 from rstore.server.limits import (
     AcceptErrors,
@@ -226,7 +226,7 @@ def _serve(config: ServerConfig, maxclients_asked: bool) -> None:
             asyncio.get_running_loop().set_exception_handler(AcceptErrors(log))
             await server.serve(on_ready=ready)
 
-        asyncio.run(serve())
+        eventloop.run(serve())
         log.info("stopped: flushed and closed")
     except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
         text = getattr(exc, "strerror", None) or str(exc)

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from rstore import REDIS_VERSION, __version__
 
+from .eventloop import LOOP_NAME
+
 if TYPE_CHECKING:
     from .client import Client
     from .server import Server
@@ -31,7 +33,7 @@ def _server(server: Server) -> list[str]:
         "redis_mode:standalone",
         f"os:{platform.system()} {platform.release()} {platform.machine()}",
         f"arch_bits:{64 if sys.maxsize > 2**32 else 32}",
-        "multiplexing_api:asyncio",
+        f"multiplexing_api:{LOOP_NAME}",
         f"process_id:{os.getpid()}",
         f"tcp_port:{port}",
         f"uptime_in_seconds:{up}",

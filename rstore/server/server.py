@@ -598,7 +598,8 @@ class Server:
         self._stopping = asyncio.Event()
         assert self.loop is not None
         for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
+            # not in the main thread: asyncio raises RuntimeError, uvloop ValueError
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 self.loop.add_signal_handler(sig, self._stopping.set)
         if on_ready is not None:
             on_ready()

@@ -5,6 +5,7 @@ one line."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -25,12 +26,13 @@ def _serve(store: Path, *args: str) -> list[str]:
 
 
 class Served:
-    def __init__(self, store: Path, *args: str) -> None:
+    def __init__(self, store: Path, *args: str, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.proc = subprocess.Popen(
             _serve(store, "--port", str(self.port), *args),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            env=None if env is None else {**os.environ, **env},
         )
         client = redis.Redis(port=self.port)
         deadline = time.monotonic() + 30
@@ -77,11 +79,27 @@ def test_serve_upgrades_an_older_store_and_ignores_no_wal(store_dir: Path) -> No
         assert (store.format, store.wal, store.xlen("s")) == (rstore.FORMAT_VERSION, True, 2)
 
 
-def test_sigterm_stops_cleanly(store_dir: Path, tmp_path: Path) -> None:
+def _default_loop() -> str:
+    speedups = os.environ.get("RSTORE_NO_SPEEDUPS", "") in ("", "0")
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return "asyncio"
+    return "uvloop" if speedups else "asyncio"
+
+
+@pytest.mark.parametrize("loop", ["default", "asyncio"])
+def test_sigterm_stops_cleanly(store_dir: Path, tmp_path: Path, loop: str) -> None:
+    """On either event loop (uvloop where installed, asyncio's with RSTORE_EVENT_LOOP=asyncio,
+    named by INFO's multiplexing_api), TCP and Unix socket clients are served and SIGTERM
+    stops the server with everything flushed."""
     pidfile = tmp_path / "serve.pid"
     sock = tmp_path / "serve.sock"
-    served = Served(store_dir, "--pidfile", str(pidfile), "--unixsocket", str(sock))
+    env = {} if loop == "default" else {"RSTORE_EVENT_LOOP": loop}
+    served = Served(store_dir, "--pidfile", str(pidfile), "--unixsocket", str(sock), env=env)
     assert int(pidfile.read_text()) == served.proc.pid
+    expected = _default_loop() if loop == "default" else loop
+    assert served.client().info("server")["multiplexing_api"] == expected
     r = served.client()
     assert r.xadd("s", {"f": "v"}, id="1-1") == b"1-1"
     over_unix = redis.Redis(unix_socket_path=str(sock))
