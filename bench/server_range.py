@@ -3,7 +3,8 @@
 Both servers get the same stream of ``--entries`` entries (``user <n> action click``), loaded
 with RESTORE of one DUMP payload; then ``redis-cli XRANGE big - +`` (or ``XREVRANGE big + -``,
 ``XREAD STREAMS big 0``, ``XREADGROUP GROUP g c STREAMS big >`` of a new group, or
-``XPENDING big g - + 10000000`` of a group with every entry pending: ``--command``) reads it
+``XPENDING big g - + 10000000``, ``XREADGROUP GROUP g c STREAMS big 0`` or ``XINFO STREAM big
+FULL COUNT 0`` of a group with every entry pending: ``--command``) reads it
 whole into /dev/null, as the issue measured it.  Reported per server: the wall time of that
 read, and the server's peak RSS while it ran (``VmRSS`` of ``/proc/PID/status`` sampled every
 5 ms, so a peak shorter than that may be missed), beside its RSS before; the ratio is
@@ -12,7 +13,8 @@ the median of ``--repeat`` rounds is printed.
 
     python bench/server_range.py                     # 1M entries, 3 rounds
     python bench/server_range.py --entries 200000 --repeat 1 --json out.json
-    python bench/server_range.py --command xread      # or xrevrange, xreadgroup, xpending
+    python bench/server_range.py --command xread      # or xrevrange, xreadgroup, xpending,
+                                                      # xreadgroup-history, xinfo-full
 """
 
 from __future__ import annotations
@@ -46,7 +48,11 @@ COMMANDS = {
     "xread": ["XREAD", "STREAMS", "big", "0"],
     "xreadgroup": ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "big", ">"],
     "xpending": ["XPENDING", "big", "g", "-", "+", "10000000"],
+    "xreadgroup-history": ["XREADGROUP", "GROUP", "g", "c", "STREAMS", "big", "0"],
+    "xinfo-full": ["XINFO", "STREAM", "big", "FULL", "COUNT", "0"],
 }
+#: the reads that need a group with every entry pending to consumer ``c``
+PENDING_FIRST = ("xpending", "xreadgroup-history", "xinfo-full")
 
 
 def _rss_kib(pid: int) -> int:
@@ -90,15 +96,15 @@ def _read(port: int, pid: int, command: list[str]) -> dict[str, float]:
 
 
 def _one(server: Callable[[], AbstractContextManager[tuple[int, int]]], payload: bytes,
-         command: list[str]) -> dict[str, float]:  # fmt: skip
+         command: list[str], pending_first: bool) -> dict[str, float]:  # fmt: skip
     with server() as (port, pid):
         client = redis.Redis(host=HOST, port=port)
         client.restore("big", 0, payload)
-        if command[0] == "XPENDING":  # every entry pending, read by one consumer
+        if pending_first:  # every entry pending, read by one consumer
             client.xgroup_create("big", "g", "0")
             client.xreadgroup("g", "c", {"big": ">"})
         for _ in range(2):  # the first read warms (first-use imports, page cache)
-            if command[0] == "XREADGROUP":  # a new group, with every entry to deliver
+            if command[0] == "XREADGROUP" and not pending_first:  # a new group, all to deliver
                 client.xgroup_destroy("big", "g")
                 client.xgroup_create("big", "g", "0")
             result = _read(port, pid, command)
@@ -106,7 +112,8 @@ def _one(server: Callable[[], AbstractContextManager[tuple[int, int]]], payload:
         return result
 
 
-def rounds(entries: int, repeat: int, command: list[str], base: str) -> Iterator[dict[str, Any]]:
+def rounds(entries: int, repeat: int, name: str, base: str) -> Iterator[dict[str, Any]]:
+    command, pending_first = COMMANDS[name], name in PENDING_FIRST
     payload = _payload(entries)
     servers: dict[str, Callable[[], AbstractContextManager[tuple[int, int]]]] = {
         "rstore": lambda: rstore_server(base, "everysec"),
@@ -114,7 +121,7 @@ def rounds(entries: int, repeat: int, command: list[str], base: str) -> Iterator
     }
     for r in range(repeat):
         order = list(servers) if r % 2 == 0 else list(reversed(servers))
-        yield {name: _one(servers[name], payload, command) for name in order}
+        yield {side: _one(servers[side], payload, command, pending_first) for side in order}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, metavar="FILE")
     args = parser.parse_args(argv)
     command = COMMANDS[args.command]
-    results = list(rounds(args.entries, args.repeat, command, args.dir or tempfile.gettempdir()))
+    results = list(rounds(args.entries, args.repeat, args.command,
+                          args.dir or tempfile.gettempdir()))  # fmt: skip
 
     def median(name: str, key: str) -> float:
         return float(statistics.median(r[name][key] for r in results))

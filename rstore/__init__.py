@@ -24,7 +24,13 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from rstore.codec.columns import Columns
     from rstore.codec.node_validate import NodeFacts, node_facts
     from rstore.commands.listing import command_table
-    from rstore.commands.reply import NIL_ARRAY, RespReply, StreamedEntries, StreamedReads
+    from rstore.commands.reply import (
+        NIL_ARRAY,
+        HistoryReads,
+        RespReply,
+        StreamedEntries,
+        StreamedReads,
+    )
     from rstore.commands.serving import BlockedCall, BlockWatch
     from rstore.databases import database_path
     from rstore.errors import (
@@ -128,6 +134,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
 #: Each public name and the module that defines it.
 _LAZY: dict[str, str] = {
     "NIL_ARRAY": "rstore.commands.reply",
+    "HistoryReads": "rstore.commands.reply",
     "RespReply": "rstore.commands.reply",
     "StreamedEntries": "rstore.commands.reply",
     "StreamedReads": "rstore.commands.reply",
@@ -289,6 +296,7 @@ __all__ = [
     "GroupInfo",
     "GroupsReport",
     "HeldInterrupts",
+    "HistoryReads",
     "IdempotencyInfo",
     "InconsistentSnapshotError",
     "KeyExistsError",

@@ -602,7 +602,9 @@ class Store(RedisCommands):
         a page at a time, decoded from nodes copied out of the transaction (the same snapshot)
         as the front writes them -- a reply of any size in bounded memory; a smaller one gives
         a :class:`rstore.RespReply`, its RESP bytes (the same in RESP2 and RESP3) written
-        straight from the nodes.
+        straight from the nodes.  An XREADGROUP of consumers' histories (no CLAIM, MAXCOUNT or
+        MAXSIZE) gives a :class:`rstore.HistoryReads`, its RESP written while the history was
+        read; an XPENDING's extended form, a :class:`rstore.RespReply`.
 
         ``waiting``: the front's parked reads (:class:`rstore.BlockedCall`), in the order they
         blocked.  Each runs again right after every command that writes to one of its

@@ -11,17 +11,23 @@ from rstore.codec import stream_node as sn
 from rstore.codec.speedups import c_scan_resp
 from rstore.model import ID, Entry
 
-__all__ = ["entries_resp", "node_resp"]
+__all__ = ["entries_resp", "entry_resp", "node_resp"]
 
 
 def entries_resp(entries: list[Entry]) -> bytes:
     """The RESP bytes of ``entries`` (``((ms, seq), [field, value, ...])`` each), in order."""
-    out = []
-    for (ms, seq), fields in entries:
-        sid = b"%d-%d" % (ms, seq)
-        out.append(b"*2\r\n$%d\r\n%s\r\n*%d\r\n" % (len(sid), sid, len(fields)))
-        out += [b"$%d\r\n%s\r\n" % (len(f), f) for f in fields]
-    return b"".join(out)
+    out = bytearray()
+    for entry_id, fields in entries:
+        entry_resp(entry_id, fields, out)
+    return bytes(out)
+
+
+def entry_resp(entry_id: ID, fields: list[bytes], out: bytearray) -> None:
+    """Append the RESP bytes of one entry to ``out``."""
+    sid = b"%d-%d" % entry_id
+    out += b"*2\r\n$%d\r\n%s\r\n*%d\r\n" % (len(sid), sid, len(fields))
+    for f in fields:
+        out += b"$%d\r\n%s\r\n" % (len(f), f)
 
 
 def node_resp(

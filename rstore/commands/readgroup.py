@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from typing import Any, cast
 
 from rstore import ids, messages
+from rstore.codec.resp_entries import entry_resp
 from rstore.commands.argv import cstr
 from rstore.commands.executor import SAFETY_RECHECK_S, Blocked, now_ms
 from rstore.commands.read import copied_by_key, parse_xread
 from rstore.commands.registry import Context, command
-from rstore.commands.reply import NIL_ARRAY, entries_reply, public_stream_reply
+from rstore.commands.reply import NIL_ARRAY, HistoryReads, entries_reply, public_stream_reply
 from rstore.errors import ResponseError
 from rstore.storage.records.txn import Txn
 from rstore.storage.waiting.notify import KIND_GROUP, slot_hash
@@ -38,13 +40,18 @@ def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
         after = NEW if token == b">" else ids.parse_id(arg, strict=True)
         target.after = None if after == ids.MAX_ID else after  # Redis stores ">" as max
         targets.append(target)
+    # a network front takes the history as RESP, written while it is read
+    lazy = ctx.wire and args.claim_ms is None and not args.limits
     served = readgroup.read_group(
         ctx.txn, targets, args.consumer, args.count, noack=args.noack, now_ms=ctx.now_ms,
-        claim_ms=args.claim_ms, limits=args.limits, copied=True,
+        claim_ms=args.claim_ms, limits=args.limits, copied=True, lazy=lazy,
     )  # fmt: skip
     claimed = args.claim_ms is not None
     if served and all(isinstance(got, CopiedRange) for _, got in served):
         return copied_by_key([(t.key, cast(CopiedRange, got)) for t, got in served])
+    if lazy and served and all(t.after is not None for t, _ in served):
+        histories = [(t.key, cast(Iterator[readgroup.HistoryEntry], got)) for t, got in served]
+        return HistoryReads([_history_resp(key, history) for key, history in histories])
     if served:  # the history (deleted entries as nil), or CLAIM's entries
         return [[t.key, _reply(t, got, claimed)] for t, got in served]
     if args.block_ms is None or ctx.in_batch:
@@ -65,7 +72,7 @@ def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
 def _reply(
     target: readgroup.Target, got: readgroup.Served | CopiedRange, claimed: bool
 ) -> list[Any]:
-    entries: list[Any] = got.decoded() if isinstance(got, CopiedRange) else got
+    entries: list[Any] = got.decoded() if isinstance(got, CopiedRange) else list(got)
     if target.after is None and claimed:  # CLAIM: each entry with its idle time and deliveries
         return [[ids.format_id(eid), fv, idle, deliveries] for eid, fv, idle, deliveries in entries]
     if target.after is None:
@@ -73,6 +80,24 @@ def _reply(
     return [  # the history: deleted entries as nil, delivery counts not replied
         [ids.format_id(eid), NIL_ARRAY if fv is None else fv] for eid, fv, _ in entries
     ]
+
+
+def _history_resp(
+    key: bytes, history: Iterator[readgroup.HistoryEntry]
+) -> tuple[bytes, int, list[bytearray], list[bytes]]:
+    """A stream's part of :class:`HistoryReads`: its entries' RESP in runs between the
+    deleted ones, as the history is read."""
+    runs = [bytearray()]
+    deleted: list[bytes] = []
+    count = 0
+    for entry_id, fields, _ in history:
+        count += 1
+        if fields is None:
+            deleted.append(ids.format_id(entry_id))
+            runs.append(bytearray())
+        else:
+            entry_resp(entry_id, fields, runs[-1])
+    return key, count, runs, deleted
 
 
 def _has_news(

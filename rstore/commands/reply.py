@@ -30,6 +30,7 @@ from rstore.model import Entry
 __all__ = [
     "NIL_ARRAY",
     "DictEntries",
+    "HistoryReads",
     "NilArray",
     "RespReply",
     "StreamedEntries",
@@ -123,6 +124,40 @@ class StreamedReads:
     def build(self) -> list[Any]:
         """The whole reply, in the internal form (what :meth:`rstore.Store.execute` gives)."""
         return [[key, entries.build()] for key, entries in self.streams]
+
+
+#: the largest chunk :meth:`HistoryReads.chunks` gives at a time
+_PIECE = 1 << 16
+
+
+class HistoryReads:
+    """An XREADGROUP reply of consumers' histories written as RESP while they were read, for
+    a network front (:meth:`rstore.Store.execute_many` with ``streamed=True``): no Python
+    object per entry is kept, so a history of any length costs about its reply's bytes.  Per
+    stream: its key, how many entries, and the RESP of the live entries in runs between the
+    deleted ones (whose IDs are kept: a deleted entry is ``[id, nil]``, and the nil differs by
+    protocol, as does the framing) -- :meth:`chunks` takes the protocol."""
+
+    __slots__ = ("streams",)
+
+    def __init__(self, streams: list[tuple[bytes, int, list[bytearray], list[bytes]]]) -> None:
+        #: ``(key, entries, runs, deleted IDs)``: ``runs`` is one longer than ``deleted``
+        self.streams = streams
+
+    def chunks(self, proto: int) -> Iterator[bytes]:
+        """The reply's RESP bytes (``proto`` 2 or 3)."""
+        n = len(self.streams)
+        yield b"%%%d\r\n" % n if proto == 3 else b"*%d\r\n" % n
+        nil = b"_\r\n" if proto == 3 else b"*-1\r\n"
+        for key, count, runs, deleted in self.streams:
+            pair = b"" if proto == 3 else b"*2\r\n"
+            yield b"%s$%d\r\n%s\r\n*%d\r\n" % (pair, len(key), key, count)
+            for run, gone in zip(runs, [*deleted, None]):
+                view = memoryview(run)  # in pieces: the transport buffers what it is given
+                for at in range(0, len(run), _PIECE):
+                    yield bytes(view[at : at + _PIECE])
+                if gone is not None:
+                    yield b"*2\r\n$%d\r\n%s\r\n%s" % (len(gone), gone, nil)
 
 
 class NilArray:

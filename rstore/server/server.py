@@ -36,6 +36,7 @@ from typing import Any, cast
 from rstore import (
     NIL_ARRAY,
     BlockedCall,
+    HistoryReads,
     ResponseError,
     RespReply,
     Store,
@@ -467,7 +468,7 @@ class Server:
         if isinstance(result, StreamedEntries):
             client.backlog.append(result.chunks())
             return
-        if isinstance(result, StreamedReads):  # its framing is the protocol's
+        if isinstance(result, (StreamedReads, HistoryReads)):  # framed by the protocol
             client.backlog.append(result.chunks(client.proto))
             return
         if isinstance(result, RespReply):  # written already: the same in RESP2 and RESP3

@@ -13,7 +13,7 @@ entry), for callers that need it from the same transaction (``rstore.Consumer``)
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 
@@ -46,6 +46,7 @@ __all__ = [
     "claimable",
     "copy_new",
     "find_target",
+    "iter_history",
     "read_group",
     "read_history",
     "read_new",
@@ -84,20 +85,22 @@ def find_target(txn: Txn, key: bytes, group_name: bytes, found: dict[bytes, Targ
     return target
 
 
-Served = list[Entry] | list[HistoryEntry] | list[IdleClaimed]
+Served = list[Entry] | list[HistoryEntry] | Iterator[HistoryEntry] | list[IdleClaimed]
 
 
 def read_group(
     txn: Txn, targets: list[Target], consumer_name: bytes, count: int, *, noack: bool,
     now_ms: int, claim_ms: int | None = None, limits: ReplyLimits | None = None,
     copied: bool = False,
+    lazy: bool = False,
 ) -> list[tuple[Target, Served | CopiedRange]]:  # fmt: skip
     """XREADGROUP over looked-up targets, in order: new entries (only the keys that had some)
     or the consumer's history (every key, even empty; with ``limits``, the keys before they
     were met).  With ``claim_ms`` (CLAIM), a ``>`` target first claims the group's entries
     idle that long, then reads new ones, all as :data:`IdleClaimed` (new ones idle 0, never
     delivered before).  With ``copied`` (and neither CLAIM nor limits), new entries come as
-    a :class:`CopiedRange` (:func:`copy_new`)."""
+    a :class:`CopiedRange` (:func:`copy_new`).  With ``lazy`` (and no limits), a history
+    comes as an iterator (:func:`iter_history`): use each whole, in order, inside ``txn``."""
     limits = limits or ReplyLimits()
     copied = copied and claim_ms is None and not limits
     out: list[tuple[Target, Served | CopiedRange]] = []
@@ -109,6 +112,10 @@ def read_group(
             got = copy_new(txn, t.stream, t.group, consumer, count, noack=noack, now_ms=now_ms)
             if got is not None:
                 out.append((t, got))
+            continue
+        if t.after is not None and lazy and not limits:
+            out.append((t, iter_history(txn, t.stream, t.group, consumer, t.after, count,
+                                        now_ms=now_ms)))  # fmt: skip
             continue
         if t.after is not None:
             history = read_history(txn, t.stream, t.group, consumer, t.after, count,
@@ -266,23 +273,52 @@ def read_history(
 ) -> list[HistoryEntry]:
     """The consumer's pending entries with ID > ``after`` (at most ``count``; 0 = all; as many
     as ``limits`` leave room for)."""
+    if not limits:
+        return list(iter_history(txn, stream, group, consumer, after, count, now_ms=now_ms))
     start = increment(after)
     if start is None:
         return []
     ids = group_records.consumer_pel_ids(txn, group, consumer.name, start)
-    if limits:
-        count = limits.count_for(count)
+    count = limits.count_for(count)
     wanted = list(islice(ids, count) if count else ids)
     lookup = EntryLookup(txn, stream)
     found = [(entry_id, lookup.get(entry_id)) for entry_id in wanted]
-    if limits:
-        del found[limits.take([entry_size(eid, fields) for eid, fields in found]) :]
-    out: list[HistoryEntry] = []
-    for entry_id, fields in found:
-        nack = group_records.owned_nack(txn, group, entry_id, consumer.name)
-        deliveries = nack[1]
-        if fields is not None:
-            deliveries = (deliveries + 1) & UINT64_MAX  # a uint64 counter in Redis
-            group_records.nack_put(txn, group, entry_id, (now_ms, deliveries, nack[2]), nack[2])
-        out.append((entry_id, fields, deliveries))
-    return out
+    del found[limits.take([entry_size(eid, fields) for eid, fields in found]) :]
+    return [_redelivered(txn, group, consumer, eid, fields, now_ms) for eid, fields in found]
+
+
+#: how many of a consumer's pending IDs a history read takes from its index at a time
+HISTORY_CHUNK = 1024
+
+
+def iter_history(
+    txn: Txn, stream: StreamRef, group: GroupMeta, consumer: ConsumerMeta, after: ID,
+    count: int, *, now_ms: int,
+) -> Iterator[HistoryEntry]:  # fmt: skip
+    """:func:`read_history` without limits, an entry at a time: a history of any length in
+    bounded memory.  Use it whole, inside ``txn``; each entry is recorded as delivered again
+    before it is yielded."""
+    start = increment(after)
+    if start is None:
+        return
+    ids = group_records.consumer_pel_ids(txn, group, consumer.name, start)
+    if count:
+        ids = islice(ids, count)
+    lookup = EntryLookup(txn, stream)
+    # a chunk of IDs is read before its NACKs are written, not one ID between two writes
+    while chunk := list(islice(ids, HISTORY_CHUNK)):
+        for entry_id in chunk:
+            yield _redelivered(txn, group, consumer, entry_id, lookup.get(entry_id), now_ms)
+
+
+def _redelivered(
+    txn: Txn, group: GroupMeta, consumer: ConsumerMeta, entry_id: ID,
+    fields: list[bytes] | None, now_ms: int,
+) -> HistoryEntry:  # fmt: skip
+    """A history entry, its delivery recorded: a live one's count goes up, its time is now."""
+    nack = group_records.owned_nack(txn, group, entry_id, consumer.name)
+    deliveries = nack[1]
+    if fields is not None:
+        deliveries = (deliveries + 1) & UINT64_MAX  # a uint64 counter in Redis
+        group_records.nack_put(txn, group, entry_id, (now_ms, deliveries, nack[2]), nack[2])
+    return entry_id, fields, deliveries

@@ -202,6 +202,47 @@ def test_xpending_extended_replies_are_valkeys_bytes(servers: tuple[int, int]) -
         assert replies[1] == replies[0]  # rstore serve's, valkey's
 
 
+def test_xreadgroup_histories_are_valkeys_bytes(servers: tuple[int, int]) -> None:
+    """XREADGROUP of a consumer's history -- written by rstore serve as RESP while the
+    history is read -- gives valkey's bytes in RESP2 and RESP3: deleted entries (first, last,
+    in a row) as ``[id, nil]``, COUNT, a start ID, two streams, an empty history, history
+    beside new entries; and each read counts its deliveries as valkey does (XPENDING after)."""
+    setup = [
+        ("XADD", key, f"{i}-1", "f", str(i), "g", "x" * i) for key in "pq" for i in range(1, 9)
+    ]
+    setup += [("XGROUP", "CREATE", key, "g", "0") for key in "pq"]
+    setup += [
+        ("XREADGROUP", "GROUP", "g", "alice", "COUNT", "6", "STREAMS", "p", "q", ">", ">"),
+        ("XREADGROUP", "GROUP", "g", "bob", "STREAMS", "p", ">"),
+        ("XDEL", "p", "1-1", "3-1", "4-1", "6-1"),
+    ]
+    queries = [
+        ("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "p", "0"),
+        ("XREADGROUP", "GROUP", "g", "alice", "COUNT", "2", "STREAMS", "p", "q", "0", "2-1"),
+        ("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "p", "q", "5-1", "0"),
+        ("XREADGROUP", "GROUP", "g", "bob", "STREAMS", "p", "q", "0", "0"),
+        ("XREADGROUP", "GROUP", "g", "carol", "STREAMS", "p", "0"),
+        ("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "p", "q", "0", ">"),
+        ("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "q", "p", "0", "0"),
+        ("XPENDING", "p", "g", "-", "+", "100"),
+        ("XPENDING", "q", "g", "-", "+", "100"),
+    ]
+    for proto in (2, 3):
+        replies = []
+        for port in servers:
+            with socket.create_connection((HOST, port), timeout=10) as sock:
+                buf = bytearray()
+                for argv in [("HELLO", str(proto)), ("DEL", "p", "q"), *setup]:
+                    sock.sendall(encode_command(list(argv)))
+                    _read_reply(sock, buf)
+                got = []
+                for argv in queries:
+                    sock.sendall(encode_command(list(argv)))
+                    got.append(_idle_masked(_read_reply(sock, buf)))
+                replies.append(got)
+        assert replies[1] == replies[0]  # rstore serve's, valkey's
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     commands=st.lists(st.lists(st.binary(max_size=30), min_size=1, max_size=5), max_size=8),

@@ -256,3 +256,40 @@ def test_execute_many_gives_a_big_group_read_streamed(tmp_path: Any) -> None:
         got = [rstore.ids.format_id(e[0]) for page in entries.pages() for e in page]
         assert got == ids[:4] + ids[5:30001]  # the deleted one skipped
         assert store.execute("XPENDING", "big", "g")[:3] == [30000, ids[0], ids[30000]]
+
+
+def test_a_big_history_is_written_while_read_with_the_bytes_of_a_whole_reply(
+    tmp_path: Any,
+) -> None:
+    """XREADGROUP of a consumer's history of 40,000 entries (more than one 64 KiB piece, with
+    deleted entries among them): rstore serve writes it as RESP while it reads it
+    (:class:`rstore.HistoryReads`), with the bytes of the whole reply in RESP2 and RESP3, and
+    every entry's delivery is counted."""
+    with rstore.Store(tmp_path / "s", sync=False) as store, ServedStore(store) as served:
+        store.append_entries(
+            ("big", None, [b"n", b"%d" % i, b"pad", b"x" * 40]) for i in range(ENTRIES)
+        )
+        store.execute("XGROUP", "CREATE", "big", "g", "0")
+        store.execute("XREADGROUP", "GROUP", "g", "c", "STREAMS", "big", ">")
+        ids = [entry_id for entry_id, _ in store.execute("XRANGE", "big", "-", "+")]
+        store.execute("XDEL", "big", ids[0], ids[7], ids[8], ids[-1])
+        args = [b"XREADGROUP", b"GROUP", b"g", b"c", b"STREAMS", b"big", b"0"]
+        for proto, deliveries in ((2, 3), (3, 5)):  # one by > before, two reads a round
+            whole = store.execute_raw(*args)  # the reference, built whole (not on the wire)
+            out: list[bytes] = []
+            encode_py(resp3([b"xreadgroup"], whole) if proto == 3 else whole, proto, out)
+            want = b"".join(out)
+            assert len(want) > 4 << 16 and whole[0][1][7][1] is rstore.NIL_ARRAY
+            if proto == 2:
+                got = _raw(served.port, _command(*args), len(want))
+            else:
+                got = _in_resp3(served.port, _command(*args), len(want))
+            assert got == want
+            rows = store.execute("XPENDING", "big", "g", "-", "+", "10")
+            counts = {row[0]: row[3] for row in rows}
+            # each read of a live entry counted, the served one too; a deleted one's stays 1
+            assert counts == {i: 1 if i in (ids[0], ids[7], ids[8]) else deliveries
+                              for i in ids[:10]}  # fmt: skip
+        (history,) = store.execute_many([args], streamed=True)
+        assert isinstance(history, rstore.HistoryReads)
+        assert [(key, count) for key, count, _, _ in history.streams] == [(b"big", ENTRIES)]
