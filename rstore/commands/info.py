@@ -6,13 +6,14 @@ from typing import Any
 
 from rstore import messages
 from rstore.commands.argv import keyword, parse_int
+from rstore.commands.read import range_resp_reply
 from rstore.commands.registry import Context, container, subcommand, subcommand_syntax_error
-from rstore.commands.reply import entries_reply, entry_reply
-from rstore.ids import format_id
+from rstore.commands.reply import RespReply, entries_reply, entry_reply
+from rstore.ids import MAX_ID, MIN_ID, format_id
 from rstore.model import GroupInfo, Retention
 from rstore.numbers import as_signed64
 from rstore.streams import groups
-from rstore.streams.info import consumer_infos, group_infos, stream_info
+from rstore.streams.info import consumer_infos, full_pending, group_infos, stream_info
 from rstore.streams.keyspace import StreamRef, lookup_stream
 
 container("xinfo", summary="Inspect streams")
@@ -47,7 +48,8 @@ def xinfo_stream(ctx: Context, argv: list[bytes]) -> Any:
             count = parse_int(opts[2])
             if count < 0:
                 count = 10
-    info = stream_info(ctx.txn, argv[2], stream, ctx.now_ms, full=full, count=count)
+    # a network front takes the entries and pending entries as RESP, written as they are read
+    info = stream_info(ctx.txn, argv[2], stream, ctx.now_ms, full=full, count=count, lazy=ctx.wire)
     state = info.state
     idmp = info.idempotency
     assert idmp is not None
@@ -66,7 +68,12 @@ def xinfo_stream(ctx: Context, argv: list[bytes]) -> Any:
         b"iids-added", idmp.added,
         b"iids-duplicates", idmp.duplicates,
     ]  # fmt: skip
-    if full:
+    if full and ctx.wire:
+        reply += [
+            b"entries", range_resp_reply(ctx, stream, MIN_ID, MAX_ID, count),
+            b"groups", [_full_group(g, _pending_resp(ctx, stream, g, count)) for g in info.groups],
+        ]  # fmt: skip
+    elif full:
         assert info.entries is not None
         reply += [
             b"entries", entries_reply(list(info.entries)),
@@ -98,7 +105,43 @@ def _retention_fields(policy: Retention) -> list[Any]:
     return [*fields, b"retention-ref", policy.ref.encode()]
 
 
-def _full_group(g: GroupInfo) -> list[Any]:
+def _pending_resp(
+    ctx: Context, stream: StreamRef, g: GroupInfo, count: int
+) -> tuple[RespReply, dict[bytes, RespReply]]:
+    """XINFO STREAM FULL's pending entries of a group and of each of its consumers, as RESP
+    written while they are read (the same bytes in RESP2 and RESP3)."""
+    name = g.state.name
+    rows = bytearray()
+    n = 0
+    for p in full_pending(ctx.txn, stream, name, count):
+        rows += b"*4\r\n%s%s:%d\r\n:%d\r\n" % (
+            _bulk(format_id(p.id)), _bulk(p.consumer or b""), p.delivery_time_ms,
+            as_signed64(p.delivery_count),
+        )  # fmt: skip
+        n += 1
+    group = RespReply(b"*%d\r\n%s" % (n, rows))
+    own = {}
+    for c in g.consumers:
+        rows.clear()
+        n = 0
+        for p in full_pending(ctx.txn, stream, name, count, c.state.name):
+            rows += b"*3\r\n%s:%d\r\n:%d\r\n" % (
+                _bulk(format_id(p.id)), p.delivery_time_ms, as_signed64(p.delivery_count)
+            )  # fmt: skip
+            n += 1
+        own[c.state.name] = RespReply(b"*%d\r\n%s" % (n, rows))
+    return group, own
+
+
+def _bulk(value: bytes) -> bytes:
+    return b"$%d\r\n%s\r\n" % (len(value), value)
+
+
+def _full_group(
+    g: GroupInfo, written: tuple[RespReply, dict[bytes, RespReply]] | None = None
+) -> list[Any]:
+    """A group of XINFO STREAM FULL; ``written``: its pending entries and its consumers', as
+    RESP already (:func:`_pending_resp`)."""
     consumers = [
         [
             b"name", c.state.name,
@@ -106,6 +149,7 @@ def _full_group(g: GroupInfo) -> list[Any]:
             b"active-time", c.state.active_time_ms,
             b"pel-count", c.state.pel_count,
             b"pending",
+            written[1][c.state.name] if written is not None else
             [[format_id(p.id), p.delivery_time_ms, as_signed64(p.delivery_count)]
              for p in c.pending],
         ]
@@ -119,6 +163,7 @@ def _full_group(g: GroupInfo) -> list[Any]:
         b"pel-count", g.state.pel_count,
         b"nacked-count", g.released or 0,
         b"pending",
+        written[0] if written is not None else
         [[format_id(p.id), p.consumer, p.delivery_time_ms, as_signed64(p.delivery_count)]
          for p in g.pending],
         b"consumers", consumers,

@@ -22,7 +22,7 @@ from rstore.commands.reply import (
 from rstore.model import ID, Entry
 from rstore.numbers import INT64_MAX, UINT64_MAX
 from rstore.storage.waiting.notify import KIND_READ
-from rstore.streams.keyspace import lookup_stream
+from rstore.streams.keyspace import StreamRef, lookup_stream
 from rstore.streams.limits import ReplyLimits, entry_size
 from rstore.streams.read import (
     STREAM_BYTES,
@@ -103,6 +103,15 @@ def _streamed(nodes: Nodes, start: ID, end: ID, limit: int, reverse: bool) -> St
         lambda: range_pages(nodes, start, end, limit, reverse=reverse),
         lambda: range_resp(nodes, start, end, limit, reverse=reverse),
     )
+
+
+def range_resp_reply(
+    ctx: Context, stream: StreamRef, start: ID, end: ID, limit: int, reverse: bool = False
+) -> RespReply:
+    """The stream's entries in ``[start, end]`` (at most ``limit``; 0: all) as RESP, written
+    now from its nodes, with no Python object per entry (for a network front)."""
+    nodes = copy_range(ctx.txn, stream, start, end, limit, reverse=reverse)
+    return _resp_reply(range_resp(nodes, start, end, limit, reverse=reverse))
 
 
 def _resp_reply(pages: Iterator[tuple[bytes, int]]) -> RespReply:

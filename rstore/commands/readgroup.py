@@ -40,8 +40,10 @@ def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
         after = NEW if token == b">" else ids.parse_id(arg, strict=True)
         target.after = None if after == ids.MAX_ID else after  # Redis stores ">" as max
         targets.append(target)
-    # a network front takes the history as RESP, written while it is read
+    # a network front takes histories as RESP, written while they are read -- only when
+    # every key asks for one: a ">" before a history of the same group would change it
     lazy = ctx.wire and args.claim_ms is None and not args.limits
+    lazy = lazy and all(t.after is not None for t in targets)
     served = readgroup.read_group(
         ctx.txn, targets, args.consumer, args.count, noack=args.noack, now_ms=ctx.now_ms,
         claim_ms=args.claim_ms, limits=args.limits, copied=True, lazy=lazy,
@@ -49,7 +51,7 @@ def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
     claimed = args.claim_ms is not None
     if served and all(isinstance(got, CopiedRange) for _, got in served):
         return copied_by_key([(t.key, cast(CopiedRange, got)) for t, got in served])
-    if lazy and served and all(t.after is not None for t, _ in served):
+    if lazy:
         histories = [(t.key, cast(Iterator[readgroup.HistoryEntry], got)) for t, got in served]
         return HistoryReads([_history_resp(key, history) for key, history in histories])
     if served:  # the history (deleted entries as nil), or CLAIM's entries

@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from rstore import NIL_ARRAY, ResponseError
+from rstore import NIL_ARRAY, ResponseError, RespReply
 
 __all__ = ["Double", "Map", "Verbatim", "encode_py", "encoded", "error_line"]
 
@@ -90,6 +90,8 @@ def encode_py(reply: Any, proto: int, out: list[bytes]) -> None:
         out.append(error_line(reply.line if hasattr(reply, "line") else str(reply)))
     elif kind is bool:
         out.append(b":%d\r\n" % reply if proto == 2 else (b"#t\r\n" if reply else b"#f\r\n"))
+    elif kind is RespReply:  # a part written as RESP already (the same in RESP2 and RESP3)
+        out.append(reply)
     elif isinstance(reply, bytes | bytearray | memoryview):
         encode_py(bytes(reply), proto, out)
     else:

@@ -26,7 +26,7 @@ from rstore.streams.lag import group_lag
 from rstore.streams.pending import pending_entry
 from rstore.streams.read import first_entry, last_entry, read_range
 
-__all__ = ["consumer_infos", "group_infos", "radix_tree_nodes", "stream_info"]
+__all__ = ["consumer_infos", "full_pending", "group_infos", "radix_tree_nodes", "stream_info"]
 
 T = TypeVar("T")
 
@@ -51,18 +51,21 @@ def radix_tree_nodes(master_ids: list[ID]) -> int:
 
 
 def stream_info(
-    txn: Txn, key: bytes, stream: StreamRef, now_ms: int, *, full: bool = False, count: int = 10
-) -> StreamInfo:
+    txn: Txn, key: bytes, stream: StreamRef, now_ms: int, *, full: bool = False, count: int = 10,
+    lazy: bool = False,
+) -> StreamInfo:  # fmt: skip
     """XINFO STREAM: the stream's state with its first and last entries; ``full`` instead
     gives up to ``count`` entries (0 = all) and the groups with ``count`` pending entries each
-    (per group and per consumer).  Idempotent production's state is as of ``now_ms``."""
+    (per group and per consumer) -- with ``lazy``, neither the entries nor the pending ones,
+    for a caller that reads them as it writes them (:func:`full_pending`).  Idempotent
+    production's state is as of ``now_ms``."""
     meta = stream.meta
     first = last = None
     entries = None
     groups: tuple[GroupInfo, ...] = ()
     if full:
-        entries = tuple(read_range(txn, stream, MIN_ID, MAX_ID, count))
-        groups = tuple(group_infos(txn, stream, consumers=True, pending=count))
+        entries = None if lazy else tuple(read_range(txn, stream, MIN_ID, MAX_ID, count))
+        groups = tuple(group_infos(txn, stream, consumers=True, pending=count, lazy=lazy))
     else:
         first = first_entry(txn, stream)
         last = last_entry(txn, stream)
@@ -91,21 +94,22 @@ def _take(items: Iterable[T], count: int) -> list[T]:
 
 
 def group_infos(
-    txn: Txn, stream: StreamRef, *, consumers: bool = False, pending: int | None = None
-) -> Iterator[GroupInfo]:
+    txn: Txn, stream: StreamRef, *, consumers: bool = False, pending: int | None = None,
+    lazy: bool = False,
+) -> Iterator[GroupInfo]:  # fmt: skip
     """The stream's groups in name order, each with its lag; with ``consumers`` their
     consumers too; with ``pending`` (a count, 0 = all) the first pending entries of each group
-    and of each consumer (XINFO STREAM FULL)."""
+    and of each consumer (XINFO STREAM FULL) -- unless ``lazy``: :func:`full_pending`."""
     meta = stream.meta
     for g in group_records.groups_of(txn, stream.handle):
         members: tuple[ConsumerInfo, ...] = ()
         if consumers:
-            members = tuple(consumer_infos(txn, g, pending=pending))
+            members = tuple(consumer_infos(txn, g, pending=None if lazy else pending))
         first_pending: tuple[PendingEntry, ...] = ()
         released = None
         if pending is not None:
-            entries = _take(group_records.pel_entries(txn, g), pending)
-            first_pending = tuple(pending_entry(eid, nack) for eid, nack in entries)
+            if not lazy:
+                first_pending = tuple(_group_pending(txn, g, pending))
             released = group_records.released_count(txn, g)
         yield GroupInfo(g.state(), group_lag(meta, g.last_id, g.entries_read), members,
                         first_pending, released)  # fmt: skip
@@ -122,6 +126,29 @@ def consumer_infos(
             ids = _take(group_records.consumer_pel_ids(txn, group, c.name), pending)
             own = tuple(_own(txn, group, eid, c.name) for eid in ids)
         yield ConsumerInfo(c.state(), own)
+
+
+def full_pending(
+    txn: Txn, stream: StreamRef, group_name: bytes, count: int, consumer: bytes | None = None
+) -> Iterator[PendingEntry]:
+    """The first ``count`` (0 = all) pending entries of a group -- or of one of its consumers
+    -- as XINFO STREAM FULL shows them, one at a time (see :func:`stream_info`'s ``lazy``)."""
+    group = group_records.group_get(txn, stream.handle, group_name)
+    if group is None:
+        return iter(())
+    if consumer is None:
+        return _group_pending(txn, group, count)
+    ids = group_records.consumer_pel_ids(txn, group, consumer)
+    if count:
+        ids = itertools.islice(ids, count)
+    return (_own(txn, group, eid, consumer) for eid in ids)
+
+
+def _group_pending(txn: Txn, group: GroupMeta, count: int) -> Iterator[PendingEntry]:
+    entries = group_records.pel_entries(txn, group)
+    if count:
+        entries = itertools.islice(entries, count)
+    return (pending_entry(eid, nack) for eid, nack in entries)
 
 
 def _own(txn: Txn, group: GroupMeta, entry_id: ID, consumer: bytes) -> PendingEntry:

@@ -100,7 +100,8 @@ def read_group(
     idle that long, then reads new ones, all as :data:`IdleClaimed` (new ones idle 0, never
     delivered before).  With ``copied`` (and neither CLAIM nor limits), new entries come as
     a :class:`CopiedRange` (:func:`copy_new`).  With ``lazy`` (and no limits), a history
-    comes as an iterator (:func:`iter_history`): use each whole, in order, inside ``txn``."""
+    comes as an iterator (:func:`iter_history`): use each whole, in order, inside ``txn``,
+    and only when no target reads new entries (they would be delivered first)."""
     limits = limits or ReplyLimits()
     copied = copied and claim_ms is None and not limits
     out: list[tuple[Target, Served | CopiedRange]] = []

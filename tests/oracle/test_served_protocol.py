@@ -202,11 +202,61 @@ def test_xpending_extended_replies_are_valkeys_bytes(servers: tuple[int, int]) -
         assert replies[1] == replies[0]  # rstore serve's, valkey's
 
 
+def _times_masked(raw: bytes) -> bytes:
+    """A reply with every integer that is a time in Unix milliseconds (delivery, seen and
+    active times: they depend on the pace of the run) replaced by 0."""
+    lines = raw.split(b"\r\n")
+    for i, line in enumerate(lines):
+        if line.startswith(b":") and int(line[1:]) > 10**12:
+            lines[i] = b":0"
+    return b"\r\n".join(lines)
+
+
+def test_xinfo_stream_full_replies_are_valkeys_bytes(servers: tuple[int, int]) -> None:
+    """XINFO STREAM FULL -- its entries and pending entries written by rstore serve as RESP
+    while they are read -- gives valkey's bytes in RESP2 and RESP3 (times masked): COUNT 0,
+    2 and the default, two groups (one empty), consumers with and without pending entries,
+    a deleted entry still pending, an empty stream."""
+    setup = [("XADD", "s", f"{i}-1", "f", str(i), "g", "x" * i) for i in range(1, 15)]
+    setup += [
+        ("XGROUP", "CREATE", "s", "g", "0"),
+        ("XGROUP", "CREATE", "s", "idle", "$"),
+        ("XREADGROUP", "GROUP", "g", "alice", "COUNT", "5", "STREAMS", "s", ">"),
+        ("XREADGROUP", "GROUP", "g", "bob", "COUNT", "4", "STREAMS", "s", ">"),
+        ("XGROUP", "CREATECONSUMER", "s", "g", "carol"),
+        ("XDEL", "s", "2-1"),
+        ("XADD", "e", "1-1", "f", "v"),
+        ("XDEL", "e", "1-1"),
+    ]
+    queries = [
+        ("XINFO", "STREAM", "s", "FULL"),
+        ("XINFO", "STREAM", "s", "FULL", "COUNT", "0"),
+        ("XINFO", "STREAM", "s", "FULL", "COUNT", "2"),
+        ("XINFO", "STREAM", "e", "FULL"),
+    ]
+    for proto in (2, 3):
+        replies = []
+        for port in servers:
+            with socket.create_connection((HOST, port), timeout=10) as sock:
+                buf = bytearray()
+                for argv in [("HELLO", str(proto)), ("DEL", "s", "e"), *setup]:
+                    sock.sendall(encode_command(list(argv)))
+                    _read_reply(sock, buf)
+                got = []
+                for argv in queries:
+                    sock.sendall(encode_command(list(argv)))
+                    got.append(_times_masked(_read_reply(sock, buf)))
+                replies.append(got)
+        rstore_side = [raw_as_older_server(raw) for raw in replies[1]]
+        assert rstore_side == replies[0]  # rstore serve's (as valkey 8.0 shows it), valkey's
+
+
 def test_xreadgroup_histories_are_valkeys_bytes(servers: tuple[int, int]) -> None:
     """XREADGROUP of a consumer's history -- written by rstore serve as RESP while the
     history is read -- gives valkey's bytes in RESP2 and RESP3: deleted entries (first, last,
     in a row) as ``[id, nil]``, COUNT, a start ID, two streams, an empty history, history
-    beside new entries; and each read counts its deliveries as valkey does (XPENDING after)."""
+    beside new entries (of the same stream, after it), the same history twice; and each
+    read counts its deliveries as valkey does (XPENDING after)."""
     setup = [
         ("XADD", key, f"{i}-1", "f", str(i), "g", "x" * i) for key in "pq" for i in range(1, 9)
     ]
@@ -224,6 +274,9 @@ def test_xreadgroup_histories_are_valkeys_bytes(servers: tuple[int, int]) -> Non
         ("XREADGROUP", "GROUP", "g", "carol", "STREAMS", "p", "0"),
         ("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "p", "q", "0", ">"),
         ("XREADGROUP", "GROUP", "g", "alice", "STREAMS", "q", "p", "0", "0"),
+        ("XADD", "p", "9-1", "f", "9"),
+        ("XREADGROUP", "GROUP", "g", "bob", "STREAMS", "p", "p", "8-1", ">"),  # history first
+        ("XREADGROUP", "GROUP", "g", "bob", "STREAMS", "p", "p", "8-1", "8-1"),
         ("XPENDING", "p", "g", "-", "+", "100"),
         ("XPENDING", "q", "g", "-", "+", "100"),
     ]
