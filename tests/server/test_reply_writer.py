@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rstore import NIL_ARRAY, ResponseError
+from rstore import NIL_ARRAY, ResponseError, RespReply
 from rstore.server import resp
 from rstore.server.resp import Double, Map, Verbatim, encode_py
 
@@ -30,6 +30,7 @@ _leaf = st.one_of(
     st.binary(max_size=10).map(Verbatim),
     st.sampled_from([ResponseError("ERR bad"), ResponseError("NOGROUP no\r\ngroup")]),
     st.binary(max_size=5).map(bytearray),
+    st.sampled_from([RespReply(b"*0\r\n"), RespReply(b"*1\r\n:7\r\n")]),  # written already
 )
 
 
@@ -71,6 +72,17 @@ def test_an_entries_reply_in_both_protocols() -> None:
         b"*2\r\n$3\r\n2-0\r\n*4\r\n$1\r\na\r\n$0\r\n\r\n$1\r\nb\r\n$300\r\n" + b"x" * 300 + b"\r\n"
     )
     assert resp.c_encode(reply, 2).startswith(b"*2\r\n$1\r\ns\r\n*2\r\n")
+
+
+def test_a_part_written_already_is_written_as_it_is() -> None:
+    """A :class:`rstore.RespReply` inside a reply (XINFO STREAM FULL's entries and pending
+    entries, for a network front) is its own RESP bytes, not a bulk string, in both."""
+    part = RespReply(b"*1\r\n*2\r\n$3\r\n1-0\r\n*0\r\n")
+    reply = [b"entries", part]
+    want = b"*2\r\n$7\r\nentries\r\n" + part
+    assert _python(reply, 2) == want
+    assert resp.c_encode is not None
+    assert resp.c_encode(reply, 3) == want
 
 
 def test_a_reply_nested_too_deep_is_an_error_not_a_crash() -> None:
