@@ -53,13 +53,15 @@ BENCHMARK = shutil.which("valkey-benchmark") or shutil.which("redis-benchmark") 
 
 
 @contextlib.contextmanager
-def rstore_server(base: str, sync: str) -> Iterator[tuple[int, int]]:
-    """``rstore serve`` on a free port over a new store; its port and PID."""
+def rstore_server(base: str, sync: str, workers: int = 1) -> Iterator[tuple[int, int]]:
+    """``rstore serve`` on a free port over a new store (``--workers``); its port and PID
+    (the supervisor's, with workers)."""
     port = free_port()
     directory = tempfile.mkdtemp(prefix="bench-serve-", dir=base)
     proc = subprocess.Popen(
         [sys.executable, "-m", "rstore_cli", "--store", f"{directory}/store", "serve",
-         "--port", str(port), "--sync", sync, "--loglevel", "warning"],
+         "--port", str(port), "--sync", sync, "--loglevel", "warning",
+         "--workers", str(workers)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -123,7 +125,7 @@ def reads_round(args: argparse.Namespace, round_no: int) -> list[dict[str, Any]]
     for name, command in READS.items():
         rate = {}
         for side in sides(round_no):
-            with SERVERS[side](args.dir, "everysec") as (port, _):
+            with start(side, args, "everysec") as (port, _):
                 client = redis.Redis(host=HOST, port=port)
                 pipe = client.pipeline(transaction=False)
                 for i in range(READ_ENTRIES):
@@ -178,7 +180,7 @@ def one_round(args: argparse.Namespace, round_no: int = 0) -> list[dict[str, Any
             n = args.requests if clients * pipeline > 1 else max(1000, args.requests // 10)
             rate = {}
             for side in sides(round_no):
-                with SERVERS[side](args.dir, sync) as (port, _):
+                with start(side, args, sync) as (port, _):
                     rate[side] = xadd_rate(port, clients, pipeline, n)
             results.append({"workload": f"XADD c={clients} P={pipeline}", "sync": sync,
                             "rstore": rate["rstore"], "valkey": rate["valkey"],
@@ -186,7 +188,7 @@ def one_round(args: argparse.Namespace, round_no: int = 0) -> list[dict[str, Any
         for clients in (1, 8):
             rate = {}
             for side in sides(round_no):
-                with SERVERS[side](args.dir, sync) as (port, _):
+                with start(side, args, sync) as (port, _):
                     rate[side] = group_cycle_rate(port, clients, args.cycle_entries)
             results.append({"workload": f"XREADGROUP 10 + XACK, {clients} clients", "sync": sync,
                             "rstore": rate["rstore"], "valkey": rate["valkey"],
@@ -195,6 +197,13 @@ def one_round(args: argparse.Namespace, round_no: int = 0) -> list[dict[str, Any
 
 
 SERVERS = {"rstore": rstore_server, "valkey": valkey_server}
+
+
+def start(side: str, args: argparse.Namespace, sync: str) -> Any:
+    """The server of ``side`` (rstore with ``--workers``), as a context manager."""
+    if side == "rstore":
+        return rstore_server(args.dir, sync, args.workers)
+    return valkey_server(args.dir, sync)
 
 
 def sides(round_no: int) -> list[str]:
@@ -235,7 +244,7 @@ def latency_round(args: argparse.Namespace, round_no: int) -> list[dict[str, Any
         for name, measure in workloads.items():
             row: dict[str, Any] = {"part": "latency", "workload": name, "sync": sync}
             for side in sides(round_no):
-                with SERVERS[side](args.dir, sync) as (port, _):
+                with start(side, args, sync) as (port, _):
                     row[side] = measure(port)
             results.append(row)
     return results
@@ -250,7 +259,7 @@ def memory_round(args: argparse.Namespace, round_no: int) -> list[dict[str, Any]
     for state, clients in states:
         row: dict[str, Any] = {"part": "memory", "workload": state, "sync": args.sync[0]}
         for side in sides(round_no):
-            with SERVERS[side](args.dir, args.sync[0]) as (port, pid):
+            with start(side, args, args.sync[0]) as (port, pid):
                 row[side] = probes.memory_state(port, pid, state, clients, args.settle)
         results.append(row)
     return results
@@ -341,12 +350,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sync", nargs="+", default=["always", "everysec"],
                         choices=["always", "everysec", "no"])  # fmt: skip
     parser.add_argument("--dir", default=None, help="where both servers keep their data")
+    parser.add_argument("--workers", type=int, default=1, help="rstore serve --workers N")
     parser.add_argument("--json", help="write every figure to this file")
     args = parser.parse_args(argv)
     if not BENCHMARK:
         parser.error("valkey-benchmark (or redis-benchmark) is not installed")
     args.dir = args.dir or tempfile.gettempdir()
     parts = [name for name in PARTS if name in args.only]
+    if args.workers > 1 and "memory" in parts:  # it reads one process's RSS
+        parser.error("--workers measures throughput, reads and latency: --only those")
     try:
         if "memory" in parts:
             probes.ensure_open_files(max(args.idle_clients, args.blocked_clients) + 1)

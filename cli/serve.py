@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import ipaddress
 import logging
 import os
@@ -16,6 +17,7 @@ import click
 import rstore
 from rstore.server import Server, ServerConfig, eventloop
 from rstore.server.conffile import ConfigError, apply_setting, read_config
+from rstore.server.config import MAX_WORKERS
 from rstore.server.limits import (
     AcceptErrors,
     files_needed,
@@ -23,7 +25,9 @@ from rstore.server.limits import (
     too_low,
 )
 from rstore.server.protocol import split_inline
+from rstore.server.tls import tls_context
 from rstore.server.users import users_of
+from rstore.server.workers import Listening, Seat, Supervisor, bind
 
 from .context import StoreOpener, json_option, pass_opener
 from .jsonout import echo_json
@@ -91,6 +95,11 @@ def _settings(
     help="The most clients at once (10000; by default fitted quietly to the open-files limit).",
 )
 @click.option("--timeout", type=int, help="Close clients idle this many seconds (0: never).")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, MAX_WORKERS),
+    help="Processes serving the store on the same addresses (1; docs/server.md#workers).",
+)
 @click.option("--dir", "dir_", metavar="DIR", help="Where SAVE writes its RDB file (.).")
 @click.option("--dbfilename", metavar="NAME", help="SAVE's file name (dump.rdb).")
 @click.option(
@@ -124,6 +133,7 @@ def serve_command(
     users: tuple[str, ...],
     maxclients: int | None,
     timeout: int | None,
+    workers: int | None,
     dir_: str | None,
     dbfilename: str | None,
     loglevel: str | None,
@@ -159,6 +169,7 @@ def serve_command(
     given = {
         "bind": bind, "port": port, "unixsocket": unixsocket, "appendfsync": appendfsync,
         "requirepass": requirepass, "maxclients": maxclients, "timeout": timeout,
+        "workers": workers,
         "dir": dir_, "dbfilename": dbfilename, "loglevel": loglevel, "logfile": logfile,
         "pidfile": pidfile, "tls-port": tls_port, "tls-cert-file": tls_cert_file,
         "tls-key-file": tls_key_file, "tls-ca-cert-file": tls_ca_cert_file,
@@ -211,6 +222,10 @@ def _serve(config: ServerConfig, maxclients_asked: bool) -> None:
     except click.ClickException:
         store.close()
         raise
+    if config.workers > 1:
+        store.close()  # each worker opens its own, after the fork
+        _supervise(config, log)
+        return
     if config.pidfile:
         with open(config.pidfile, "w", encoding="ascii") as f:
             f.write(f"{os.getpid()}\n")
@@ -236,6 +251,55 @@ def _serve(config: ServerConfig, maxclients_asked: bool) -> None:
         if config.pidfile:
             with contextlib.suppress(OSError):
                 os.unlink(config.pidfile)
+
+
+def _supervise(config: ServerConfig, log: logging.Logger) -> None:
+    """--workers N: bind, fork the workers and keep them running until SIGTERM or ^C
+    (:mod:`rstore.server.workers`); the sockets, the Unix socket's file and the pid file
+    cleaned up however it ends."""
+    try:
+        if config.tls_port:
+            tls_context(config)  # a bad certificate: one line now, not in every worker
+        listening = bind(config)
+    except (OSError, ValueError) as exc:
+        text = getattr(exc, "strerror", None) or str(exc)
+        raise click.ClickException(f"cannot serve: {text}") from None
+    if config.pidfile:
+        with open(config.pidfile, "w", encoding="ascii") as f:
+            f.write(f"{os.getpid()}\n")
+    try:
+        where = ", ".join(_shown(item.sock.getsockname()) for item in listening)
+        log.info("rstore %s serving %s on %s (sync %s, %d workers)", rstore.__version__,
+                 config.store, where, config.sync, config.workers)  # fmt: skip
+        code = Supervisor(config, config.workers, functools.partial(_work, config)).run(listening)
+    finally:
+        for item in listening:
+            item.sock.close()
+        for path in (config.unixsocket, config.pidfile):
+            if path:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+    if code:
+        raise click.ClickException("the workers could not start (the log says why)")
+    log.info("stopped: flushed and closed")
+
+
+def _work(config: ServerConfig, seat: Seat, listening: list[Listening]) -> int:
+    """One worker of --workers N: open the store, serve on the supervisor's sockets until
+    SIGTERM, flush and close; its exit status."""
+    log = logging.getLogger("rstore.server")
+    store = rstore.Store(config.store, sync=config.sync == "always")
+    try:
+        server = Server(store, config, seat, listening)
+
+        async def serve() -> None:
+            asyncio.get_running_loop().set_exception_handler(AcceptErrors(log))
+            await server.serve()
+
+        eventloop.run(serve())
+    finally:
+        store.close()
+    return 0
 
 
 def _shown(address: Any) -> str:

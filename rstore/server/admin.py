@@ -98,7 +98,7 @@ def _server_handler(server: Server, client: Client, argv: list[bytes]) -> Handle
 
 def _resetstat(server: Server) -> Any:
     """CONFIG RESETSTAT: the command and error statistics start again from zero."""
-    server.counters.reset()
+    server.reset_counters()
     return "OK"
 
 

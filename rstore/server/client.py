@@ -41,7 +41,7 @@ class Client:
         #: WATCH: (database, key) -> (the server's version of it, its fingerprint) then
         self.watched: dict[tuple[int, bytes], tuple[Any, Any]] = {}
         self.parked: Parked | None = None
-        #: a batch holding this client's commands runs in a worker thread: nothing else of the
+        #: a batch holding this client's commands runs in a committer thread: nothing else of the
         #: client runs until its replies are in (its order is kept)
         self.in_flight = False
         #: a timeout that fired while the parked read ran again in the worker: given once

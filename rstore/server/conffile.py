@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from .config import ServerConfig
+from .config import MAX_WORKERS, ServerConfig
 from .protocol import split_inline
 from .users import parse_user
 
@@ -73,6 +73,8 @@ def apply_setting(config: ServerConfig, name: str, values: list[str]) -> None:
         config.maxclients = _int(value, 1, 1 << 20)
     elif key == "timeout":
         config.timeout = _int(value, 0, 1 << 31)
+    elif key == "workers":
+        config.workers = _int(value, 1, MAX_WORKERS)
     elif key == "proto-max-bulk-len":
         config.proto_max_bulk_len = max(1024 * 1024, parse_size(value))
     elif key == "client-query-buffer-limit":

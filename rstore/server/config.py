@@ -24,6 +24,10 @@ log = logging.getLogger("rstore.server")
 Handler = Callable[[], Any]
 
 
+#: the most worker processes ``--workers`` takes
+MAX_WORKERS = 256
+
+
 @dataclass
 class ServerConfig:
     """What ``rstore serve`` runs with; the names follow redis.conf's where one exists."""
@@ -58,6 +62,8 @@ class ServerConfig:
     loglevel: str = "notice"
     logfile: str = ""
     pidfile: str = ""
+    #: processes serving the store (``--workers``; rstore's own setting: :mod:`.workers`)
+    workers: int = 1
 
 
 # -- CONFIG GET / SET of the server's own settings ------------------------------------------------
@@ -99,7 +105,7 @@ def _config_get(server: Server, client: Client, argv: list[bytes]) -> Any:
     for pattern in argv[2:]:
         if _matches(pattern, _MAXCLIENTS):
             exact = _name(pattern) == _MAXCLIENTS
-            reply += [pattern if exact else _MAXCLIENTS, b"%d" % server.config.maxclients]
+            reply += [pattern if exact else _MAXCLIENTS, b"%d" % server.maxclients]
             break
     return reply
 
@@ -143,5 +149,5 @@ def _config_set(server: Server, client: Client, argv: list[bytes]) -> Any:
         reply = server.store_of(client.db).execute_many([[argv[0], argv[1], *rest]])[0]
         if isinstance(reply, ResponseError):
             return reply
-    server.config.maxclients = value
+    server.maxclients = value
     return "OK"

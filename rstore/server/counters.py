@@ -10,6 +10,7 @@ error.
 
 from __future__ import annotations
 
+import marshal
 from collections import Counter
 from typing import Any
 
@@ -55,6 +56,21 @@ class CommandCounters:
         stats[1] += seconds * 1e6
         if line is not None:
             stats[3] += 1
+
+    def snapshot(self) -> bytes:
+        """These counts as bytes, for another worker to add (:meth:`add`)."""
+        calls = {name: list(stats) for name, stats in list(self.calls.items())}
+        return marshal.dumps((calls, dict(self.errors), self.error_replies))
+
+    def add(self, snapshot: bytes) -> None:
+        """Add the counts of a :meth:`snapshot` (another worker's) to these."""
+        calls, errors, error_replies = marshal.loads(snapshot)
+        for name, stats in calls.items():
+            mine = self.calls.setdefault(name, [0, 0.0, 0, 0])
+            for i, value in enumerate(stats):
+                mine[i] += value
+        self.errors.update(errors)
+        self.error_replies += error_replies
 
     @property
     def processed(self) -> int:

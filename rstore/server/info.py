@@ -46,11 +46,15 @@ def _server(server: Server) -> list[str]:
 def _clients(server: Server) -> list[str]:
     clients = list(server.clients.values())
     parked = [c.parked for c in clients if c.parked is not None]
+    connected, blocked = len(clients), len(parked)
+    if server.seat is not None:  # every worker's (--workers)
+        server.publish()
+        connected, blocked = server.seat.total("clients"), server.seat.total("blocked")
     return [
-        f"connected_clients:{len(clients)}",
+        f"connected_clients:{connected}",
         "cluster_connections:0",
-        f"maxclients:{server.config.maxclients}",
-        f"blocked_clients:{len(parked)}",
+        f"maxclients:{server.maxclients}",
+        f"blocked_clients:{blocked}",
         "tracking_clients:0",
         "pubsub_clients:0",
         "watching_clients:0",
@@ -129,19 +133,25 @@ def _persistence(server: Server) -> list[str]:
 
 
 def _stats(server: Server) -> list[str]:
-    stats = server.stats
+    totals = [server.stats["connections"], server.counters.processed, server.stats["rejected"],
+              server.counters.error_replies]  # fmt: skip
+    if server.seat is not None:  # every worker's (--workers)
+        server.publish()
+        totals = [server.seat.total(name) for name in ("connections", "commands", "rejected",
+                                                       "errors")]  # fmt: skip
+    connections, commands, rejected, errors = totals
     return [
-        f"total_connections_received:{stats['connections']}",
-        f"total_commands_processed:{server.counters.processed}",
+        f"total_connections_received:{connections}",
+        f"total_commands_processed:{commands}",
         "instantaneous_ops_per_sec:0",
-        f"rejected_connections:{stats['rejected']}",
-        f"total_error_replies:{server.counters.error_replies}",
+        f"rejected_connections:{rejected}",
+        f"total_error_replies:{errors}",
         "expired_keys:0",
         "evicted_keys:0",
         "keyspace_hits:0",
         "keyspace_misses:0",
         "pubsub_channels:0",
-        f"rstore_batches:{stats['batches']}",
+        f"rstore_batches:{server.stats['batches']}",
         f"rstore_largest_batch:{server.commands_per_batch_max}",
     ]
 
@@ -165,11 +175,11 @@ def _keyspace(server: Server) -> list[str]:
 
 
 def _commandstats(server: Server) -> list[str]:
-    return server.counters.command_lines()
+    return server.all_counters().command_lines()
 
 
 def _errorstats(server: Server) -> list[str]:
-    return server.counters.error_lines()
+    return server.all_counters().error_lines()
 
 
 _SECTIONS = {

@@ -102,6 +102,11 @@ class ParkedReads:
         """Whether any read is parked."""
         return self._count > 0
 
+    @property
+    def count(self) -> int:
+        """How many reads are parked."""
+        return self._count
+
     def waiting_on(self, db: int, keys: set[bytes], busy: set[int]) -> list[Client]:
         """The clients whose parked read in database ``db`` waits on one of ``keys``, in the
         order they blocked, but for those ``busy`` (running already)."""

@@ -5,7 +5,7 @@ there, the waiting requests of every client go to the store together, in arrival
 transaction (:meth:`rstore.Store.execute_many`): one commit, and with ``--sync always`` one
 flush, for all the clients that sent something meanwhile -- group commit.  Each client's
 replies are written after that commit, so a write is acknowledged only once it is on disk.
-With ``--sync always`` the batch runs in a worker thread (:mod:`.worker`): while it commits
+With ``--sync always`` the batch runs in a committer thread (:mod:`.committer`): while it commits
 and waits for the disk, the loop only reads and parses, and what arrived meanwhile forms the
 next batch once that one is back -- unless the batch is one client's and no other client sent
 anything lately (:data:`SOLO_S`): then there is nothing to overlap, and it runs in the loop,
@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import marshal
 import signal
 import threading
 import time
@@ -48,8 +49,11 @@ from rstore import (
 
 from . import admin
 from .client import Client
+from .client_command import kill_here, unblock_here
+from .committer import Committer, execute
 from .config import ServerConfig
 from .counters import CommandCounters
+from .info import client_line
 from .parked import RECHECK_S, ParkedReads
 from .protocol import ProtocolError
 from .resp import encoded, error_line
@@ -57,7 +61,7 @@ from .shapes import resp3
 from .tls import tls_context
 from .users import users_of
 from .watch import KeyVersions
-from .worker import BatchWorker, execute
+from .workers import Listening, Seat
 
 __all__ = ["Server"]
 
@@ -108,8 +112,19 @@ class _Connection(asyncio.Protocol):
 class Server:
     """``rstore serve``: a RESP server over one store (see the module docstring)."""
 
-    def __init__(self, store: Store, config: ServerConfig) -> None:
+    def __init__(
+        self,
+        store: Store,
+        config: ServerConfig,
+        seat: Seat | None = None,
+        listening: list[Listening] | None = None,
+    ) -> None:
+        """``seat`` and ``listening``: a worker of ``--workers N`` (:mod:`.workers`), its
+        place in the shared memory and the sockets the supervisor bound; else the server
+        binds ``config``'s addresses and is alone."""
         self.store = store
+        self.seat = seat
+        self._listening = listening
         self._stores: dict[int, Store] = {0: store}  # database -> its store (SELECT)
         self.config = config
         self.clients: dict[int, Client] = {}
@@ -131,10 +146,22 @@ class Server:
         self.versions = KeyVersions()
         self._command_table: dict[bytes, list[Any]] | None = None
         #: ``--sync always``: the thread that runs batches while the loop reads (else inline)
-        self._worker: BatchWorker | None = None  # started with the loop
-        self._running = 0  # batches out in the worker thread (one per database of a round)
+        self._committer: Committer | None = None  # started with the loop
+        self._running = 0  # batches out in the committer thread (one per database of a round)
         # who sent the latest request and when, and when another client last did (_solo)
         self._last_sender, self._last_sent, self._other_sent = 0, 0.0, 0.0
+
+    @property
+    def maxclients(self) -> int:
+        """The clients the server takes (with workers: all of them together, as any of them
+        set it last with CONFIG SET)."""
+        return self.config.maxclients if self.seat is None else self.seat.maxclients
+
+    @maxclients.setter
+    def maxclients(self, value: int) -> None:
+        self.config.maxclients = value
+        if self.seat is not None:
+            self.seat.maxclients = value
 
     def bgsave_running(self) -> bool:
         """Whether a background save runs (SAVE and BGSAVE refuse to start meanwhile)."""
@@ -172,17 +199,25 @@ class Server:
     # -- connections ---------------------------------------------------------------------------
 
     def connected(self, transport: asyncio.Transport) -> Client:
-        client = Client(next(self._ids), transport, self.config.proto_max_bulk_len)
+        seat = self.seat
+        client_id = next(self._ids) if seat is None else seat.next_id()
+        client = Client(client_id, transport, self.config.proto_max_bulk_len)
         client.authenticated = False
         admin.log_in(self, client, "default", None)  # a default user without password
         self.stats["connections"] += 1
-        if len(self.clients) >= self.config.maxclients:
+        if seat is None:
+            full = len(self.clients) >= self.config.maxclients
+        else:  # every worker's clients
+            full = seat.total("clients") >= seat.maxclients
+        if full:
             self.stats["rejected"] += 1
             transport.write(error_line(messages.MAX_CLIENTS))
             transport.close()
             client.closed = True
             return client
         self.clients[client.id] = client
+        if seat is not None:
+            self.publish()
         return client
 
     def disconnected(self, client: Client) -> None:
@@ -191,6 +226,71 @@ class Server:
         self.parked_reads.unpark(client)
         self.clients.pop(client.id, None)
         self._ready.pop(client.id, None)
+        if self.seat is not None:
+            self.publish()
+
+    def all_counters(self) -> CommandCounters:
+        """The command and error counts of this server -- with workers, of every worker."""
+        if self.seat is None:
+            return self.counters
+        total = CommandCounters()
+        for snapshot in [self.counters.snapshot(), *self.seat.ask(b"stats")]:
+            total.add(snapshot)
+        return total
+
+    def reset_counters(self) -> None:
+        """CONFIG RESETSTAT: this server's counts -- with workers, every worker's."""
+        if self.seat is None:
+            self.counters.reset()
+            return
+        self.seat.ask(b"resetstat")
+        self._answer(b"resetstat")
+
+    def elsewhere(self, request: bytes, args: list[bytes]) -> int:
+        """With workers: the other workers' CLIENT KILL (``request`` ``kill``) or CLIENT
+        UNBLOCK (``unblock``) with ``args`` on their own clients -- how many they matched;
+        alone: 0."""
+        if self.seat is None:
+            return 0
+        asked = request + b"\0" + marshal.dumps(args)
+        return sum(int(answer or b"0") for answer in self.seat.ask(asked))
+
+    def listed_elsewhere(self) -> list[str]:
+        """With workers: the CLIENT LIST lines of the other workers' clients."""
+        if self.seat is None:
+            return []
+        return [line for answer in self.seat.ask(b"list") for line in answer.decode().splitlines()]
+
+    def _answer(self, request: bytes) -> bytes:
+        """Another worker's request (:meth:`.workers.Seat.answer`: in a thread of its own,
+        so it reads, resets counters, or hands what it changes to the loop)."""
+        name, _, payload = request.partition(b"\0")
+        if name == b"kill":
+            return b"%d" % kill_here(self, marshal.loads(payload))
+        if name == b"unblock":
+            ident, how = marshal.loads(payload)
+            return b"%d" % unblock_here(self, int(ident), how)
+        if request == b"list":
+            clients = list(self.clients.values())
+            return "".join(client_line(self, c) + "\n" for c in clients).encode()
+        if request == b"stats":
+            return self.counters.snapshot()
+        if request == b"resetstat":
+            self.counters.reset()
+            assert self.seat is not None
+            self.seat.restart_counts()
+            self.publish()
+            return b"OK"
+        return b""
+
+    def publish(self) -> None:
+        """A worker's figures for INFO to sum (:data:`.workers.GAUGES`); alone, nothing."""
+        if self.seat is not None:
+            stats, counters = self.stats, self.counters
+            parked = self._parked_reads.count if self._parked_reads is not None else 0
+            figures = (len(self.clients), parked, stats["connections"], stats["rejected"],
+                       counters.processed, counters.error_replies)  # fmt: skip
+            self.seat.publish(figures)
 
     def close_client(self, client: Client) -> None:
         """Close at once (CLIENT KILL, idle timeout, output limit)."""
@@ -311,7 +411,7 @@ class Server:
         self.commands_per_batch_max = max(self.commands_per_batch_max, len(batch))
         store = self.store_of(db)
         calls = [client.parked.call for client in waiting if client.parked is not None]
-        if self._worker is None or self._solo(owners):
+        if self._committer is None or self._solo(owners):
             self._complete(db, batch, owners, waiting, *execute(store, batch, calls))
             return
         for client, _ in owners:
@@ -321,7 +421,7 @@ class Server:
         self._running += 1
         loop = self.loop
         assert loop is not None
-        self._worker.submit(
+        self._committer.submit(
             store,
             batch,
             calls,
@@ -348,7 +448,7 @@ class Server:
         results: list[Any],
         each: float,
     ) -> None:
-        """A batch run in a worker thread is back: its replies go out, its clients go on."""
+        """A batch run in a committer thread is back: its replies go out, its clients go on."""
         self._running -= 1
         clients = {client.id: client for client, _ in owners}
         clients.update((client.id, client) for client in waiting)
@@ -396,6 +496,8 @@ class Server:
             if client.closed and isinstance(result, BlockedCall) and not rerun:
                 continue  # gone before its read was parked
             self._deliver(client, argv, result, rerun)
+        if self.seat is not None:
+            self.publish()
 
     def _answer_leading(self, client: Client) -> None:
         """Answer the connection commands at the head of the client's queue."""
@@ -455,6 +557,7 @@ class Server:
             return
         self.parked_reads.unpark(client)
         self.counters.count(parked.call.argv, reply, 0.0)
+        self.publish()
         self._write_reply(client, parked.call.argv, reply)
         self._send(client)
 
@@ -549,15 +652,23 @@ class Server:
         """Listen on the configured addresses."""
         self.loop = asyncio.get_running_loop()
         self._parked_reads = ParkedReads(self.loop, self._run_soon, self._timed_out)
-        if self.config.sync == "always" and self._worker is None:
-            self._worker = BatchWorker()
+        if self.config.sync == "always" and self._committer is None:
+            self._committer = Committer()
         make = lambda: _Connection(self)  # noqa: E731
         config = self.config
-        if config.port:
+        if self.seat is not None:
+            self.seat.answer(self._answer)
+        if self._listening is not None:  # a worker: the supervisor's sockets
+            for listening in self._listening:
+                ssl = tls_context(config) if listening.tls else None
+                self._servers.append(
+                    await self.loop.create_server(make, sock=listening.sock, ssl=ssl)
+                )
+        if self._listening is None and config.port:
             self._servers.append(await self.loop.create_server(make, config.bind, config.port))
-        if config.unixsocket:
+        if self._listening is None and config.unixsocket:
             self._servers.append(await self.loop.create_unix_server(make, config.unixsocket))
-        if config.tls_port:
+        if self._listening is None and config.tls_port:
             context = tls_context(config)
             self._servers.append(
                 await self.loop.create_server(make, config.bind, config.tls_port, ssl=context)
@@ -570,6 +681,10 @@ class Server:
         """Every :data:`RECHECK_S`: every parked read looks again (a waking process may have
         died); an idle client past ``timeout`` is closed."""
         self.parked_reads.look_again(list(self.clients.values()))
+        self.publish()  # what connection commands counted since the last batch
+        if self.seat is not None and self.seat.orphaned():
+            log.warning("the supervisor is gone: stopping")
+            self.stop()
         timeout = self.config.timeout
         if timeout:
             idle = time.monotonic() - timeout
@@ -617,11 +732,11 @@ class Server:
         for srv in self._servers:
             await srv.wait_closed()
         self._turn()  # requests already read run, and their replies go out
-        while self._running:  # the batches in the worker thread finish and answer
+        while self._running:  # the batches in the committer thread finish and answer
             await asyncio.sleep(0.001)
             self._turn()
-        if self._worker is not None:
-            self._worker.stop()
+        if self._committer is not None:
+            self._committer.stop()
         for client in list(self.clients.values()):
             self.parked_reads.unpark(client)
             client.transport.close()

@@ -1,4 +1,4 @@
-"""``rstore serve --sync always`` with many clients at once: batches run in a worker thread
+"""``rstore serve --sync always`` with many clients at once: batches run in a committer thread
 while the loop reads the next requests, and what users rely on still holds -- WATCH sees
 every change made through the server, a parked read that times out or is unblocked while it
 runs again never loses what that run delivered, each client's replies keep their order."""

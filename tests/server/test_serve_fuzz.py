@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from serve_process import Served
 from served import ServedStore
 from valkey_server import HOST
 
@@ -74,30 +75,48 @@ def _fuzzer(port: int, seed: int, rounds: int) -> None:
             pass
 
 
+def _fuzz(port: int) -> list[bytes]:
+    """Six fuzzers against ``port`` while a well-behaved client writes; what it was
+    acknowledged, checked to be stored in order and nothing else."""
+    witness = redis.Redis(port=port, socket_timeout=10)
+    acked: list[bytes] = []
+    fuzzers = [
+        threading.Thread(target=_fuzzer, args=(port, seed, 60), daemon=True) for seed in range(6)
+    ]
+    for t in fuzzers:
+        t.start()
+    started = time.monotonic()
+    while any(t.is_alive() for t in fuzzers):
+        acked.append(witness.xadd("witness", {"n": str(len(acked))}))
+        assert time.monotonic() - started < 120, "the fuzzers did not finish"
+    for t in fuzzers:
+        t.join(30)
+    assert witness.ping() is True  # still serving
+    assert len(acked) > 10
+    stored = [entry_id for entry_id, _ in witness.xrange("witness")]
+    assert stored == acked  # every acknowledged write, in order, nothing else
+    return acked
+
+
 def test_fuzzed_connections_never_hurt_the_server_or_its_writes(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING)
     with rstore.Store(tmp_path / "store") as store, ServedStore(store) as served:
-        witness = redis.Redis(port=served.port, socket_timeout=10)
-        acked: list[bytes] = []
-        fuzzers = [
-            threading.Thread(target=_fuzzer, args=(served.port, seed, 60), daemon=True)
-            for seed in range(6)
-        ]
-        for t in fuzzers:
-            t.start()
-        started = time.monotonic()
-        while any(t.is_alive() for t in fuzzers):
-            acked.append(witness.xadd("witness", {"n": str(len(acked))}))
-            assert time.monotonic() - started < 120, "the fuzzers did not finish"
-        for t in fuzzers:
-            t.join(30)
-        assert witness.ping() is True  # still serving
-        assert len(acked) > 10
-        stored = [entry_id for entry_id, _ in witness.xrange("witness")]
-        assert stored == acked  # every acknowledged write, in order, nothing else
+        acked = _fuzz(served.port)
     with rstore.Store(tmp_path / "store") as reopened:
         assert reopened.xlen("witness") == len(acked)
     # no exception escaped into the event loop, nothing failed inside the server
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+def test_fuzzed_connections_never_hurt_two_workers_or_their_writes(tmp_path: Path) -> None:
+    """The same against ``rstore serve --workers 2``: the fuzzers' connections land on both
+    workers; neither dies (none is started again), nothing is logged as an error."""
+    served = Served(tmp_path / "store", "--workers", "2")
+    acked = _fuzz(served.port)
+    code, err = served.stop()
+    assert code == 0, err
+    assert "starting it again" not in err and "ERROR" not in err and "Traceback" not in err
+    with rstore.Store(tmp_path / "store") as reopened:
+        assert reopened.xlen("witness") == len(acked)

@@ -8,55 +8,16 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 import redis
+from serve_process import Served, serve_argv
 from store_formats import downgrade
-from valkey_server import free_port
 
 import rstore
-
-
-def _serve(store: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "rstore_cli", "--store", str(store), "serve", *args]
-
-
-class Served:
-    def __init__(self, store: Path, *args: str, env: dict[str, str] | None = None) -> None:
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            _serve(store, "--port", str(self.port), *args),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=None if env is None else {**os.environ, **env},
-        )
-        client = redis.Redis(port=self.port)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(self.proc.stderr.read().decode()) from None  # type: ignore[union-attr]
-                time.sleep(0.05)
-        client.close()
-
-    def client(self, **kwargs: object) -> redis.Redis:
-        return redis.Redis(port=self.port, **kwargs)  # type: ignore[arg-type]
-
-    def stop(self, sig: int = signal.SIGTERM) -> tuple[int, str]:
-        self.proc.send_signal(sig)
-        try:
-            _, err = self.proc.communicate(timeout=30)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-        return self.proc.returncode, err.decode()
 
 
 @pytest.fixture
@@ -173,7 +134,7 @@ def test_bad_settings_are_one_line_errors(store_dir: Path, tmp_path: Path) -> No
     conf = tmp_path / "server.conf"
     conf.write_text("port 7000\nappendfsync sometimes\n")
     out = subprocess.run(
-        _serve(store_dir, "--config", str(conf), "--check-config"),
+        serve_argv(store_dir, "--config", str(conf), "--check-config"),
         check=False,
         capture_output=True,
         text=True,
@@ -185,7 +146,7 @@ def test_bad_settings_are_one_line_errors(store_dir: Path, tmp_path: Path) -> No
     )
     conf.write_text("# a comment\nport 7000\nappendfsync everysec\nrequirepass 's3 cret'\n")
     good = subprocess.run(
-        _serve(store_dir, "--config", str(conf), "--check-config", "--json"),
+        serve_argv(store_dir, "--config", str(conf), "--check-config", "--json"),
         check=False,
         capture_output=True,
         text=True,
@@ -195,7 +156,7 @@ def test_bad_settings_are_one_line_errors(store_dir: Path, tmp_path: Path) -> No
     assert '"port": 7000' in good.stdout and '"requirepass": "(set)"' in good.stdout
     assert '"sync": "everysec"' in good.stdout
     open_bind = subprocess.run(
-        _serve(store_dir, "--bind", "0.0.0.0"),
+        serve_argv(store_dir, "--bind", "0.0.0.0"),
         check=False,
         capture_output=True,
         text=True,

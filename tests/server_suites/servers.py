@@ -164,4 +164,15 @@ CANDIDATES: list[ServerFactory] = [
         redispy_exclusions=RSTORE_REDISPY_EXCLUSIONS,
         tcl_skips=RSTORE_TCL_SKIPS,
     ),
+    command_factory(  # two processes serving one store (issue 25, item 5)
+        "rstore-workers-2",
+        [
+            sys.executable, "-m", "rstore_cli", "--store", "{dir}/store", "serve",
+            *("--port", "{port}", "--bind", "{host}", "--dir", "{dir}", "--sync", "always"),
+            *("--workers", "2"),
+        ],
+        tcl_exclusions=RSTORE_TCL_EXCLUSIONS,
+        redispy_exclusions=RSTORE_REDISPY_EXCLUSIONS,
+        tcl_skips=RSTORE_TCL_SKIPS,
+    ),
 ]  # fmt: skip

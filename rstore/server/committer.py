@@ -1,6 +1,6 @@
 """The thread that runs batches for ``--sync always`` (see :mod:`.server`).
 
-The loop hands a batch over and goes on reading and parsing; the worker runs it with
+The loop hands a batch over and goes on reading and parsing; the committer runs it with
 :meth:`rstore.Store.execute_many` -- the transaction, the commit and the flushes -- and hands
 the outcome to a callback, in its own thread (the server's callback passes it on to the event
 loop).  One batch at a time: what arrives meanwhile forms the next one, so a commit carries
@@ -21,11 +21,11 @@ from typing import Any
 
 from rstore import BlockedCall, ResponseError, Store, messages
 
-__all__ = ["BatchWorker", "execute"]
+__all__ = ["Committer", "execute"]
 
 log = logging.getLogger("rstore.server")
 
-#: what the worker is given: the store, the batch, the parked reads it may serve, whom to tell
+#: what the committer is given: the store, the batch, the parked reads it may serve, whom to tell
 _Job = tuple[Store, list[list[bytes]], list[BlockedCall], Callable[[list[Any], float], object]]
 
 
@@ -46,7 +46,7 @@ def execute(
     return results, (time.perf_counter() - started) / len(batch)
 
 
-class BatchWorker:
+class Committer:
     """A thread running the batches handed to :meth:`submit`, in the order given."""
 
     def __init__(self) -> None:
@@ -61,7 +61,7 @@ class BatchWorker:
         waiting: list[BlockedCall],
         done: Callable[[list[Any], float], object],
     ) -> None:
-        """Run ``batch`` on ``store`` in the worker (:func:`execute`); then
+        """Run ``batch`` on ``store`` in the committer thread (:func:`execute`); then
         ``done(results, seconds_each)`` there."""
         self._jobs.put((store, batch, waiting, done))
 
