@@ -99,24 +99,21 @@ def _tcp(host: str, port: int) -> socket.socket:
     info = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     family, kind, proto, _, address = info[0]
     sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(511)
-    except OSError:
-        sock.close()
-        raise
-    sock.setblocking(False)
-    return sock
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    return _listen(sock, address)
 
 
 def _unix(path: str) -> socket.socket:
     with contextlib.suppress(FileNotFoundError):
         if stat.S_ISSOCK(os.stat(path).st_mode):
             os.unlink(path)  # a socket left by an earlier server, as asyncio does
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    return _listen(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM), path)
+
+
+def _listen(sock: socket.socket, address: Any) -> socket.socket:
+    """``sock`` bound to ``address`` and listening, non-blocking (closed if it cannot be)."""
     try:
-        sock.bind(path)
+        sock.bind(address)
         sock.listen(511)
     except OSError:
         sock.close()

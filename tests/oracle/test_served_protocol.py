@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -157,6 +158,31 @@ def test_stream_replies_are_valkeys_bytes_in_resp2_and_resp3(
         assert raw_as_older_server(actual) == expected, argv  # replies[1]: rstore serve's
 
 
+def _replies(
+    servers: tuple[int, int],
+    proto: int,
+    keys: list[str],
+    setup: list[tuple[str, ...]],
+    queries: list[tuple[str, ...]],
+    mask: Callable[[bytes], bytes],
+) -> list[list[bytes]]:
+    """Each server's raw replies (valkey's, then rstore serve's) to ``queries``, ``mask``ed,
+    in RESP ``proto``, after ``keys`` were deleted and ``setup`` ran."""
+    replies = []
+    for port in servers:
+        with socket.create_connection((HOST, port), timeout=10) as sock:
+            buf = bytearray()
+            for argv in [("HELLO", str(proto)), ("DEL", *keys), *setup]:
+                sock.sendall(encode_command(list(argv)))
+                _read_reply(sock, buf)
+            got = []
+            for argv in queries:
+                sock.sendall(encode_command(list(argv)))
+                got.append(mask(_read_reply(sock, buf)))
+            replies.append(got)
+    return replies
+
+
 def _idle_masked(raw: bytes) -> bytes:
     """An XPENDING extended reply with each entry's idle time (which depends on the pace of
     the run) replaced by 0: an entry is ``*4``, its ID and owner (two lines each), then the
@@ -187,19 +213,8 @@ def test_xpending_extended_replies_are_valkeys_bytes(servers: tuple[int, int]) -
         ("XPENDING", "p", "g", "IDLE", "3600000", "-", "+", "10"),
     ]
     for proto in (2, 3):
-        replies = []
-        for port in servers:
-            with socket.create_connection((HOST, port), timeout=10) as sock:
-                buf = bytearray()
-                for argv in [("HELLO", str(proto)), ("DEL", "p"), *setup]:
-                    sock.sendall(encode_command(list(argv)))
-                    _read_reply(sock, buf)
-                got = []
-                for argv in queries:
-                    sock.sendall(encode_command(list(argv)))
-                    got.append(_idle_masked(_read_reply(sock, buf)))
-                replies.append(got)
-        assert replies[1] == replies[0]  # rstore serve's, valkey's
+        valkey, served = _replies(servers, proto, ["p"], setup, queries, _idle_masked)
+        assert served == valkey
 
 
 def _times_masked(raw: bytes) -> bytes:
@@ -235,20 +250,8 @@ def test_xinfo_stream_full_replies_are_valkeys_bytes(servers: tuple[int, int]) -
         ("XINFO", "STREAM", "e", "FULL"),
     ]
     for proto in (2, 3):
-        replies = []
-        for port in servers:
-            with socket.create_connection((HOST, port), timeout=10) as sock:
-                buf = bytearray()
-                for argv in [("HELLO", str(proto)), ("DEL", "s", "e"), *setup]:
-                    sock.sendall(encode_command(list(argv)))
-                    _read_reply(sock, buf)
-                got = []
-                for argv in queries:
-                    sock.sendall(encode_command(list(argv)))
-                    got.append(_times_masked(_read_reply(sock, buf)))
-                replies.append(got)
-        rstore_side = [raw_as_older_server(raw) for raw in replies[1]]
-        assert rstore_side == replies[0]  # rstore serve's (as valkey 8.0 shows it), valkey's
+        valkey, served = _replies(servers, proto, ["s", "e"], setup, queries, _times_masked)
+        assert [raw_as_older_server(raw) for raw in served] == valkey  # as valkey 8.0 shows it
 
 
 def test_xreadgroup_histories_are_valkeys_bytes(servers: tuple[int, int]) -> None:
@@ -281,19 +284,8 @@ def test_xreadgroup_histories_are_valkeys_bytes(servers: tuple[int, int]) -> Non
         ("XPENDING", "q", "g", "-", "+", "100"),
     ]
     for proto in (2, 3):
-        replies = []
-        for port in servers:
-            with socket.create_connection((HOST, port), timeout=10) as sock:
-                buf = bytearray()
-                for argv in [("HELLO", str(proto)), ("DEL", "p", "q"), *setup]:
-                    sock.sendall(encode_command(list(argv)))
-                    _read_reply(sock, buf)
-                got = []
-                for argv in queries:
-                    sock.sendall(encode_command(list(argv)))
-                    got.append(_idle_masked(_read_reply(sock, buf)))
-                replies.append(got)
-        assert replies[1] == replies[0]  # rstore serve's, valkey's
+        valkey, served = _replies(servers, proto, ["p", "q"], setup, queries, _idle_masked)
+        assert served == valkey
 
 
 @settings(max_examples=60, deadline=None)

@@ -282,3 +282,12 @@ def test_workers_is_checked_and_shown(store_dir: Path, tmp_path: Path) -> None:
     shown = subprocess.run(serve_argv(store_dir, "--config", str(conf), "--check-config"),
                            capture_output=True, text=True, check=False)  # fmt: skip
     assert shown.returncode == 0 and "workers 3" in shown.stdout.splitlines()
+    with socket.socket() as taken:  # an address in use: one line, no worker forked
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = str(taken.getsockname()[1])
+        busy = subprocess.run(serve_argv(store_dir, "--workers", "2", "--port", port),
+                              capture_output=True, text=True, check=False, timeout=60)  # fmt: skip
+    assert busy.returncode == 1 and "Traceback" not in busy.stderr
+    assert busy.stderr.strip().splitlines()[-1].startswith("Error: cannot serve: ")
+    assert "worker 0 started" not in busy.stderr
