@@ -307,6 +307,8 @@ class Supervisor:
                 pid, status = os.wait()
             except ChildProcessError:
                 break
+            if pid not in self._pids:  # not a worker (a test run's own child, say)
+                continue
             index, started = self._pids.pop(pid)
             ended = _ending(status)
             if self._stopping:

@@ -113,9 +113,9 @@ def test_fuzzed_connections_never_hurt_the_server_or_its_writes(
 def test_fuzzed_connections_never_hurt_two_workers_or_their_writes(tmp_path: Path) -> None:
     """The same against ``rstore serve --workers 2``: the fuzzers' connections land on both
     workers; neither dies (none is started again), nothing is logged as an error."""
-    served = Served(tmp_path / "store", "--workers", "2")
-    acked = _fuzz(served.port)
-    code, err = served.stop()
+    with Served(tmp_path / "store", "--workers", "2") as served:
+        acked = _fuzz(served.port)
+        code, err = served.stop()
     assert code == 0, err
     assert "starting it again" not in err and "ERROR" not in err and "Traceback" not in err
     with rstore.Store(tmp_path / "store") as reopened:

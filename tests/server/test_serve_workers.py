@@ -12,6 +12,7 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,21 @@ from rstore.server.workers import Listening, Seat, Supervisor
 @pytest.fixture
 def store_dir(tmp_path: Path) -> Path:
     return tmp_path / "store"
+
+
+@pytest.fixture
+def serve(store_dir: Path) -> Iterator[Callable[..., Served]]:
+    """``serve(*args)``: ``rstore serve ARGS`` over ``store_dir``, stopped after the test
+    whatever happened in it."""
+    started: list[Served] = []
+
+    def start(*args: str) -> Served:
+        started.append(Served(store_dir, *args))
+        return started[-1]
+
+    yield start
+    for served in started:
+        served.__exit__(None, None, None)
 
 
 def _by_worker(served: Served, wanted: int, most: int = 64) -> dict[int, list[redis.Redis]]:
@@ -47,10 +63,12 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def test_clients_of_different_workers_share_the_store(store_dir: Path, tmp_path: Path) -> None:
+def test_clients_of_different_workers_share_the_store(
+    serve: Callable[..., Served], store_dir: Path, tmp_path: Path
+) -> None:
     pidfile = tmp_path / "serve.pid"
     sock = tmp_path / "serve.sock"
-    served = Served(store_dir, "--workers", "2", "--pidfile", str(pidfile),
+    served = serve("--workers", "2", "--pidfile", str(pidfile),
                     "--unixsocket", str(sock))  # fmt: skip
     by_worker = _by_worker(served, 2)
     supervisor = int(pidfile.read_text())
@@ -73,8 +91,10 @@ def test_clients_of_different_workers_share_the_store(store_dir: Path, tmp_path:
         assert store.xlen("s") == 2
 
 
-def test_a_blocked_read_is_woken_by_another_workers_write(store_dir: Path) -> None:
-    served = Served(store_dir, "--workers", "2")
+def test_a_blocked_read_is_woken_by_another_workers_write(
+    serve: Callable[..., Served], store_dir: Path
+) -> None:
+    served = serve("--workers", "2")
     (reader, *_), (writer, *_) = _by_worker(served, 2).values()
     writer.xadd("s", {"f": "0"}, id="1-0")
     writer.xgroup_create("s", "g", id="$")
@@ -102,10 +122,12 @@ def test_a_blocked_read_is_woken_by_another_workers_write(store_dir: Path) -> No
     assert served.stop()[0] == 0
 
 
-def test_info_sums_every_worker_and_resetstat_resets_them_all(store_dir: Path) -> None:
+def test_info_sums_every_worker_and_resetstat_resets_them_all(
+    serve: Callable[..., Served], store_dir: Path
+) -> None:
     """INFO's clients, stats, commandstats and errorstats are every worker's, whichever
     worker answers; CONFIG RESETSTAT in one resets the counts of all."""
-    served = Served(store_dir, "--workers", "2")
+    served = serve("--workers", "2")
     by_worker = _by_worker(served, 2)
     (a, *_), (b, *_) = by_worker.values()
     a.xadd("s", {"f": "1"})
@@ -136,10 +158,12 @@ def test_info_sums_every_worker_and_resetstat_resets_them_all(store_dir: Path) -
     assert served.stop()[0] == 0
 
 
-def test_client_list_kill_and_unblock_reach_every_worker(store_dir: Path) -> None:
+def test_client_list_kill_and_unblock_reach_every_worker(
+    serve: Callable[..., Served], store_dir: Path
+) -> None:
     """CLIENT LIST shows the clients of every worker, by ID; CLIENT KILL and CLIENT UNBLOCK
     from one worker act on another's client."""
-    served = Served(store_dir, "--workers", "2")
+    served = serve("--workers", "2")
     by_worker = _by_worker(served, 2)
     (a, *_), (b, *_) = by_worker.values()
     a.client_setname("alpha")
@@ -171,8 +195,10 @@ def test_client_list_kill_and_unblock_reach_every_worker(store_dir: Path) -> Non
     assert served.stop()[0] == 0
 
 
-def test_maxclients_counts_the_clients_of_every_worker(store_dir: Path) -> None:
-    served = Served(store_dir, "--workers", "2", "--maxclients", "4")
+def test_maxclients_counts_the_clients_of_every_worker(
+    serve: Callable[..., Served], store_dir: Path
+) -> None:
+    served = serve("--workers", "2", "--maxclients", "4")
     held = [served.client() for _ in range(4)]
     for client in held:
         client.ping()
@@ -191,9 +217,10 @@ def test_maxclients_counts_the_clients_of_every_worker(store_dir: Path) -> None:
 
 
 def test_a_killed_worker_is_started_again_and_no_acknowledged_write_is_lost(
+    serve: Callable[..., Served],
     store_dir: Path,
 ) -> None:
-    served = Served(store_dir, "--workers", "2")
+    served = serve("--workers", "2")
     by_worker = _by_worker(served, 2)
     victim = next(iter(by_worker))
     acked: dict[int, list[bytes]] = {i: [] for i in range(4)}
@@ -236,10 +263,12 @@ def test_a_killed_worker_is_started_again_and_no_acknowledged_write_is_lost(
     assert f"(pid {victim}) was killed by signal {signal.SIGKILL}: starting it again" in err
 
 
-def test_workers_stop_when_the_supervisor_is_killed(store_dir: Path) -> None:
+def test_workers_stop_when_the_supervisor_is_killed(
+    serve: Callable[..., Served], store_dir: Path
+) -> None:
     """SIGKILL to the supervisor: its workers notice within a few seconds and stop as on
     SIGTERM (flushed, closed), leaving the store whole."""
-    served = Served(store_dir, "--workers", "2")
+    served = serve("--workers", "2")
     by_worker = _by_worker(served, 2)
     (a, *_), _ = by_worker.values()
     assert a.xadd("s", {"f": "v"}, id="1-1") == b"1-1"
@@ -261,15 +290,29 @@ def test_workers_that_cannot_start_stop_the_server() -> None:
     def work(seat: Seat, listening: list[Listening]) -> int:
         return 3  # as a worker that cannot open its store
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    supervisor = Supervisor(ServerConfig(), 2, work)
-    try:
-        assert supervisor.run([Listening(sock)]) == 1
-    finally:
-        sock.close()
-    with pytest.raises(ChildProcessError):
-        os.wait()  # every worker was waited for
+    # in a process of its own: its waits see its workers only, not this test run's servers
+    pid = os.fork()
+    if pid == 0:
+        status = 2
+        try:
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                status = Supervisor(ServerConfig(), 2, work).run([Listening(sock)])
+            try:
+                os.wait()
+                status = 4  # a worker was left behind, not waited for
+            except ChildProcessError:
+                pass
+        finally:
+            os._exit(status)
+    deadline = time.monotonic() + 30
+    while (status := os.waitpid(pid, os.WNOHANG)[1]) == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if time.monotonic() >= deadline:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise AssertionError("the supervisor went on starting workers that fail")
+    assert os.waitstatus_to_exitcode(status) == 1
 
 
 def test_workers_is_checked_and_shown(store_dir: Path, tmp_path: Path) -> None:
