@@ -259,7 +259,8 @@ class Server:
         """With workers: the CLIENT LIST lines of the other workers' clients."""
         if self.seat is None:
             return []
-        return [line for answer in self.seat.ask(b"list") for line in answer.decode().splitlines()]
+        # each answer a list of lines (a line may hold a newline: a client's last command)
+        return [line for answer in self.seat.ask(b"list") for line in marshal.loads(answer)]
 
     def _answer(self, request: bytes) -> bytes:
         """Another worker's request (:meth:`.workers.Seat.answer`: in a thread of its own,
@@ -271,8 +272,7 @@ class Server:
             ident, how = marshal.loads(payload)
             return b"%d" % unblock_here(self, int(ident), how)
         if request == b"list":
-            clients = list(self.clients.values())
-            return "".join(client_line(self, c) + "\n" for c in clients).encode()
+            return marshal.dumps([client_line(self, c) for c in list(self.clients.values())])
         if request == b"stats":
             return self.counters.snapshot()
         if request == b"resetstat":
@@ -507,7 +507,7 @@ class Server:
             if handler is None:
                 return
             client.queue.popleft()
-            client.last_command = argv[0].lower()
+            client.last_command = self._known(argv[0])
             started = time.perf_counter()
             try:
                 reply = handler()
@@ -516,6 +516,12 @@ class Server:
                 reply = ResponseError(messages.INTERNAL.format(what=str(exc).splitlines()[0]))
             self.counters.count(argv, reply, time.perf_counter() - started)
             self._write_reply(client, argv, reply)
+
+    def _known(self, name: bytes) -> bytes:
+        """A command's name as CLIENT LIST's ``cmd=`` shows it: ``NULL`` for an unknown one,
+        as in Valkey (whatever bytes a client sent, a newline even, stay out of the line)."""
+        lowered = name.lower()
+        return lowered if lowered in self.command_names() else b"NULL"
 
     def _take(self, client: Client, batch: list[list[bytes]]) -> int:
         """Move the client's next store commands into ``batch``: up to a connection command,
@@ -527,7 +533,7 @@ class Server:
             if taken and admin.handler_for(self, client, argv) is not None:
                 break  # after this batch, so that replies keep their order
             client.queue.popleft()
-            client.last_command = argv[0].lower()
+            client.last_command = self._known(argv[0])
             batch.append(argv)
             taken += 1
             if _blocking(argv):
