@@ -8,7 +8,7 @@ from rstore import messages
 from rstore.commands.argv import keyword, parse_int
 from rstore.commands.read import range_resp_reply
 from rstore.commands.registry import Context, container, subcommand, subcommand_syntax_error
-from rstore.commands.reply import RespReply, entries_reply, entry_reply
+from rstore.commands.reply import RespReply, entries_reply, entry_reply, pending_rows_resp
 from rstore.ids import MAX_ID, MIN_ID, format_id
 from rstore.model import GroupInfo, Retention
 from rstore.numbers import as_signed64
@@ -111,16 +111,12 @@ def _pending_resp(
     """XINFO STREAM FULL's pending entries of a group and of each of its consumers, as RESP
     written while they are read (the same bytes in RESP2 and RESP3)."""
     name = g.state.name
-    rows = bytearray()
-    n = 0
-    for p in full_pending(ctx.txn, stream, name, count):
-        rows += b"*4\r\n%s%s:%d\r\n:%d\r\n" % (
-            _bulk(format_id(p.id)), _bulk(p.consumer or b""), p.delivery_time_ms,
-            as_signed64(p.delivery_count),
-        )  # fmt: skip
-        n += 1
-    group = RespReply(b"*%d\r\n%s" % (n, rows))
+    group = pending_rows_resp(
+        (format_id(p.id), p.consumer or b"", p.delivery_time_ms, as_signed64(p.delivery_count))
+        for p in full_pending(ctx.txn, stream, name, count)
+    )
     own = {}
+    rows = bytearray()
     for c in g.consumers:
         rows.clear()
         n = 0

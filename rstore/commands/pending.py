@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 from typing import Any
 
 from rstore import ids, messages
 from rstore.commands.argv import keyword, parse_ids, parse_int
 from rstore.commands.registry import Context, command
-from rstore.commands.reply import NIL_ARRAY, RespReply
+from rstore.commands.reply import NIL_ARRAY, pending_rows_resp
 from rstore.model import PendingEntry
 from rstore.numbers import UINT64_MAX, as_signed64
 from rstore.storage.records.layout import GroupMeta
@@ -125,7 +124,7 @@ def xpending(ctx: Context, argv: list[bytes]) -> Any:
     )  # fmt: skip
     rows = (_row(p, ctx.now_ms) for p in found)
     if ctx.wire:  # a network front: the RESP bytes, with no Python list per entry
-        return _rows_resp(rows)
+        return pending_rows_resp(rows)
     return [list(row) for row in rows]
 
 
@@ -134,20 +133,3 @@ def _row(p: PendingEntry, now_ms: int) -> tuple[bytes, bytes, int, int]:
     idle = -1 if p.released else max(now_ms - p.delivery_time_ms, 0)
     assert p.consumer is not None  # a store's PEL names every owner (b"": released)
     return ids.format_id(p.id), p.consumer, idle, as_signed64(p.delivery_count)
-
-
-def _rows_resp(rows: Iterable[tuple[bytes, bytes, int, int]]) -> RespReply:
-    """The RESP bytes of XPENDING's extended reply (the same in RESP2 and RESP3)."""
-    out = bytearray()
-    n = 0
-    for entry_id, owner, idle, deliveries in rows:
-        out += b"*4\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n:%d\r\n:%d\r\n" % (
-            len(entry_id),
-            entry_id,
-            len(owner),
-            owner,
-            idle,
-            deliveries,
-        )
-        n += 1
-    return RespReply(b"*%d\r\n%s" % (n, out))

@@ -20,7 +20,7 @@ The public form (what :meth:`rstore.Store.execute` returns) is the same with bot
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
 from rstore.codec.speedups import c_entries_reply
@@ -38,6 +38,7 @@ __all__ = [
     "entries_reply",
     "entries_reply_py",
     "entry_reply",
+    "pending_rows_resp",
     "public_stream_reply",
     "to_public",
 ]
@@ -158,6 +159,25 @@ class HistoryReads:
                     yield bytes(view[at : at + _PIECE])
                 if gone is not None:
                     yield b"*2\r\n$%d\r\n%s\r\n%s" % (len(gone), gone, nil)
+
+
+def pending_rows_resp(rows: Iterable[tuple[bytes, bytes, int, int]]) -> RespReply:
+    """Pending entries as RESP arrays of four -- ID, owner, a time, deliveries -- written as
+    they come (XPENDING's extended reply, XINFO STREAM FULL's group PEL): the same bytes in
+    RESP2 and RESP3."""
+    out = bytearray()
+    n = 0
+    for entry_id, owner, time_ms, deliveries in rows:
+        out += b"*4\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n:%d\r\n:%d\r\n" % (
+            len(entry_id),
+            entry_id,
+            len(owner),
+            owner,
+            time_ms,
+            deliveries,
+        )
+        n += 1
+    return RespReply(b"*%d\r\n%s" % (n, out))
 
 
 class NilArray:

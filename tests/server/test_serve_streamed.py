@@ -40,14 +40,7 @@ def _raw(port: int, request: bytes, expect: int) -> bytes:
     """The bytes the server sends for ``request``, up to ``expect`` bytes."""
     with socket.create_connection((HOST, port)) as sock:
         sock.sendall(request)
-        got = b""
-        sock.settimeout(20)
-        while len(got) < expect:
-            data = sock.recv(1 << 20)
-            if not data:
-                break
-            got += data
-        return got
+        return _read(sock, expect)
 
 
 def _command(*args: bytes) -> bytes:
