@@ -74,9 +74,14 @@ class Blocked:
     # stays where the call began, as in Valkey.  Its first argument: whether a writer woke the
     # reader (else it is the periodic re-check).
     ready: Callable[[bool, Txn], bool] | None = None
-    # How often to re-check without a wake-up: XREADGROUP CLAIM waits for entries to become
-    # idle enough, which no writer announces.
-    recheck_s: float = SAFETY_RECHECK_S
+    # How often to re-check without a wake-up, when more often than SAFETY_RECHECK_S (read as
+    # the call waits): XREADGROUP CLAIM waits for entries to become idle enough, which no writer
+    # announces.
+    recheck_s: float | None = None
+    # Whether a re-check without a wake-up yields to an older blocked reader of the same group
+    # (readers served in arrival order, as Valkey serves them); not with CLAIM, whose entries
+    # become claimable with time, which an older reader without CLAIM would never take.
+    in_line: bool = False
 
 
 @dataclass(frozen=True)
@@ -183,11 +188,14 @@ def execute(env: Env, argv: list[bytes], dicts: bool = False) -> tuple[CommandSp
 
 def _wait(env: Env, blocked: Blocked) -> Any:
     deadline = None if blocked.block_ms == 0 else time.monotonic() + blocked.block_ms / 1000
+    recheck_s = SAFETY_RECHECK_S if blocked.recheck_s is None else blocked.recheck_s
     with env.waiter(blocked.kind, blocked.keys, blocked.group) as waiter:
         woken = False
         while True:
             ready = blocked.ready
-            if ready is None or env.read(functools.partial(ready, woken)):
+            if not woken and blocked.in_line and not waiter.first_in_line():
+                pass  # an older reader of the group is served first; it passes the baton
+            elif ready is None or env.read(functools.partial(ready, woken)):
                 try:
                     _, reply = run_one(env, blocked.rerun_argv)
                 finally:
@@ -198,12 +206,12 @@ def _wait(env: Env, blocked: Blocked) -> Any:
             elif woken:
                 waiter.pass_baton()
             if deadline is None:
-                woken = waiter.wait(blocked.recheck_s)
+                woken = waiter.wait(recheck_s)
                 continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return NIL_ARRAY
-            woken = waiter.wait(min(remaining, blocked.recheck_s))
+            woken = waiter.wait(min(remaining, recheck_s))
 
 
 def run_specs(

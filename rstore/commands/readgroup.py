@@ -63,11 +63,12 @@ def xreadgroup(ctx: Context, argv: list[bytes]) -> Any:
     ctx.relax()
     added = {t.key: t.stream.meta.entries_added for t in targets}
     ready = functools.partial(_has_news, list(args.keys), args.group, added, args.claim_ms)
-    recheck = SAFETY_RECHECK_S
+    recheck = None
     if args.claim_ms is not None:  # entries become claimable with time alone
-        recheck = min(recheck, max(args.claim_ms / 2000, CLAIM_RECHECK_FLOOR_S))
+        recheck = min(SAFETY_RECHECK_S, max(args.claim_ms / 2000, CLAIM_RECHECK_FLOOR_S))
+    in_line = args.claim_ms is None
     return Blocked(
-        args.keys, KIND_GROUP, slot_hash(args.group), argv, args.block_ms, ready, recheck
+        args.keys, KIND_GROUP, slot_hash(args.group), argv, args.block_ms, ready, recheck, in_line
     )
 
 

@@ -58,6 +58,12 @@ class BlockedCall:
         order across processes)."""
         return self.blocked.kind == KIND_GROUP
 
+    @property
+    def in_line(self) -> bool:
+        """Whether it is served in arrival order with the other readers of its group: a look
+        that no write asked for (:meth:`BlockWatch.first_in_line`) waits for the older ones."""
+        return self.blocked.in_line
+
 
 class BlockWatch:
     """Wake-ups for a parked :class:`BlockedCall` (from :meth:`rstore.Store.watch`)."""
@@ -79,6 +85,11 @@ class BlockWatch:
     def served(self) -> None:
         """After a woken XREADGROUP ran: let the next reader of the group run (FIFO)."""
         self._waiter.pass_baton()
+
+    def first_in_line(self) -> bool:
+        """Whether no older reader of the same group (in any process) still waits on all of
+        its streams: a periodic look runs only such a read; the older one passes the baton."""
+        return self._waiter.first_in_line()
 
     def close(self) -> None:
         """Stop watching (the call was served, timed out, or its client left)."""

@@ -93,9 +93,13 @@ class ParkedReads:
             self._run_again(client)
 
     def look_again(self, clients: Iterable[Client]) -> None:
-        """Every parked read among ``clients`` runs again (a waking process may have died)."""
+        """Every parked read among ``clients`` runs again (a waking process may have died),
+        but a group read behind an older reader of its group, which is served first."""
         for client in clients:
-            if client.parked is not None:
+            parked = client.parked
+            if parked is None:
+                continue
+            if not parked.call.in_line or parked.watch.first_in_line():
                 self.wake(client)
 
     def __bool__(self) -> bool:

@@ -313,10 +313,16 @@ def test_safety_recheck_finds_an_entry_whose_wakeup_was_lost(
     assert woke - committed < executor.SAFETY_RECHECK_S + PROMPT_S
 
 
-def _group_reader(store: rstore.Store, replies: list[Any], tids: list[int]) -> threading.Thread:
+def _group_reader(
+    store: rstore.Store,
+    replies: list[Any],
+    tids: list[int],
+    consumer: str = "c",
+    count: int | None = None,
+) -> threading.Thread:
     def run() -> None:
         tids.append(threading.get_native_id())
-        replies.append(store.xreadgroup("g", "c", {"s": ">"}, block=30_000))
+        replies.append(store.xreadgroup("g", consumer, {"s": ">"}, count=count, block=30_000))
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
@@ -364,6 +370,37 @@ def test_the_recheck_serves_a_group_reader_whose_wakeup_was_lost(
     new_id = store.xadd("s", {"lost": "wake-up"})
     reader.join(WAIT_S)
     assert replies == [[[b"s", [(new_id, {b"lost": b"wake-up"})]]]]
+
+
+def test_the_recheck_of_a_later_group_reader_waits_for_the_first(
+    path: str, store: rstore.Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Readers of a group are served in the order they blocked, the periodic re-check too: a
+    later reader whose re-check comes first leaves a lost wake-up's entry to the first reader
+    (in a full test run, two threads once got ``2-0`` and ``1-0`` the wrong way round)."""
+    store.xgroup_create("s", "g", id="$", mkstream=True)
+    first: list[Any] = []
+    later: list[Any] = []
+    tids: list[int] = []
+    monkeypatch.setattr(executor, "SAFETY_RECHECK_S", 60.0)  # the first re-checks late
+    readers = [_group_reader(store, first, tids, "c1", count=1)]
+    wait_for(lambda: len(tids) == 1, "the first reader thread")
+    h.wait_blocked(path, 1, tids=tids)
+    monkeypatch.setattr(executor, "SAFETY_RECHECK_S", 0.02)  # the later one soon and often
+    readers.append(_group_reader(store, later, tids, "c2", count=1))
+    wait_for(lambda: len(tids) == 2, "the later reader thread")
+    h.wait_blocked(path, 2, tids=tids)
+    env = store._live_env()
+    with monkeypatch.context() as lost:
+        lost.setattr(env, "notify", lambda *args: 0)
+        store.xadd("s", {"n": 1}, id="1-0")
+    readers[1].join(0.3)  # 15 re-checks of the later reader
+    assert readers[1].is_alive() and later == []
+    store.xadd("s", {"n": 2}, id="2-0")  # wakes the first, which passes the baton on
+    for reader in readers:
+        reader.join(WAIT_S)
+    assert first == [[[b"s", [(b"1-0", {b"n": b"1"})]]]]
+    assert later == [[[b"s", [(b"2-0", {b"n": b"2"})]]]]
 
 
 # =========================================================================== threads, pipelines

@@ -325,6 +325,18 @@ class Notifier:
             if arrival > after_arrival and self._send(pid, token, slot):
                 done.add(kh)
 
+    def older_waiting(self, key_hashes: set[int], group: int, arrival: int) -> bool:
+        """Whether a reader of ``group`` that arrived before ``arrival`` still waits on every
+        one of ``key_hashes`` (it is served first).  One whose process died does not count,
+        nor one that waits on only some of them: the news may be on another."""
+        older: dict[tuple[int, int], set[int]] = {}
+        for when, _, kind, pid, kh, gh, token, _ in self._waiting():
+            if when >= arrival:
+                break
+            if kind == KIND_GROUP and gh == group and kh in key_hashes:
+                older.setdefault((pid, token), set()).add(kh)
+        return any(keys == key_hashes and _alive(pid) for (pid, _), keys in older.items())
+
     def _send(self, pid: int, token: int, slot: int) -> bool:
         try:
             self._send_sock.sendto(b"!", self.address(pid, token))

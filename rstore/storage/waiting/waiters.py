@@ -101,6 +101,19 @@ class Waiter:
         finally:
             self._leave()
 
+    def first_in_line(self) -> bool:
+        """Whether no older reader of the same group waits on all of its streams: a group
+        reader that was not woken (its periodic re-check) runs only then, so that readers are
+        served in arrival order.  Best effort: ``True`` when the table cannot be read."""
+        if self._kind != KIND_GROUP or not self._registered or not self._enter():
+            return True
+        try:
+            return not self._notifier.older_waiting(self._hashes, self._group, self.arrival)
+        except (OSError, StorageError):
+            return True
+        finally:
+            self._leave()
+
     def interrupt(self) -> None:
         """The store is closing (called by its owner, with no one else in the table): give the
         slots back and wake the blocked call, which then finds the store closed."""
@@ -171,6 +184,10 @@ class PollingWaiter:
 
     def pass_baton(self) -> None:
         pass
+
+    def first_in_line(self) -> bool:
+        """Always: without the table, readers are not ordered."""
+        return True
 
     def interrupt(self) -> None:
         with contextlib.suppress(RuntimeError):  # already released
