@@ -22,6 +22,7 @@ from rstore import messages as m
 
 from .config import config_handler
 from .info import info_text
+from .names import full_name
 from .resp import Map, Verbatim
 from .shapes import resp3
 from .watch import fingerprint
@@ -41,8 +42,6 @@ COMPAT_VERSION = REDIS_VERSION.encode()
 #: what a read-only user may always run, and the store's commands outside @read
 _ALWAYS = {b"auth", b"hello", b"quit", b"reset"}
 _NOT_READ = {b"ping", b"echo", b"config"}
-#: commands named with their subcommand in NOPERM (``client|kill``)
-_CONTAINERS = {b"client", b"config", b"command", b"xgroup", b"xinfo", b"function"}
 #: commands that may run before AUTH
 _BEFORE_AUTH = {b"auth", b"hello", b"quit", b"reset"}
 #: commands that end or refuse a MULTI block instead of being queued
@@ -260,9 +259,8 @@ def refused(server: Server, client: Client, argv: list[bytes]) -> ResponseError 
                 return None
         except ResponseError:
             return None  # unknown or wrong arity: the store answers that
-    shown = name + (b"|" + argv[1].lower() if name in _CONTAINERS and len(argv) > 1 else b"")
     line = m.NOPERM.format(user=client.user.decode("utf-8", "replace"),
-                           command=shown.decode("utf-8", "replace"))  # fmt: skip
+                           command=full_name(argv))  # fmt: skip
     return _err(m.EXECABORT_BECAUSE.format(reason=line) if name == b"exec" else line)
 
 

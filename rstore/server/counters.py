@@ -4,8 +4,8 @@ show them (reset by CONFIG RESETSTAT).
 A command counts once, when it answers: a blocking read when it is served, times out or is
 unblocked.  ``rejected_calls`` counts the calls refused before running (a wrong number of
 arguments), ``failed_calls`` those that ran and answered an error; errors count by their
-first word (``NOGROUP``, ``ERR``, ...).  An unknown command has no command line, only its
-error.
+first word (``NOGROUP``, ``ERR``, ...).  A container command counts by its subcommand
+(``xinfo|stream``); an unknown command or subcommand has no command line, only its error.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import Any
 
 from rstore import ResponseError, messages
 
+from .names import full_name
+
 __all__ = ["CommandCounters"]
 
-#: command names as clients spelled them -> their statistics name (bounded: a client sending
-#: made-up names must not grow it without end)
-_NAMES: dict[bytes, str] = {}
-_NAMES_KEPT = 1024
+#: an unknown command, or an unknown subcommand of a known one: an error, no command line
+_UNKNOWN = (messages.UNKNOWN_COMMAND_PREFIX, messages.UNKNOWN_SUBCOMMAND.split("{", 1)[0])
 
 
 class CommandCounters:
@@ -36,18 +36,14 @@ class CommandCounters:
         self.error_replies = 0
 
     def count(self, argv: list[bytes], reply: Any, seconds: float) -> None:
-        name = _NAMES.get(argv[0])
-        if name is None:
-            name = argv[0].lower().decode("utf-8", "replace")
-            if len(_NAMES) < _NAMES_KEPT:
-                _NAMES[argv[0]] = name
         line = None
         if isinstance(reply, ResponseError):
             line = getattr(reply, "line", str(reply))
             self.error_replies += 1
             self.errors[line.split(" ", 1)[0]] += 1
-            if line.startswith(messages.UNKNOWN_COMMAND_PREFIX):
+            if line.startswith(_UNKNOWN):
                 return
+        name = full_name(argv)
         stats = self.calls.setdefault(name, [0, 0.0, 0, 0])
         if line is not None and line.startswith(messages.REJECTED_PREFIXES):
             stats[2] += 1
