@@ -72,6 +72,9 @@ COMMAND_INDEX: dict[str, str] = {
     "retention": "retention",
     "exec": "execute",
     "serve": "serve",
+    "top": "top",
+    "metrics": "metrics",
+    "report": "report",
 }
 
 #: The command modules, in the order of :data:`COMMAND_INDEX`.

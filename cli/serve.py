@@ -118,6 +118,11 @@ def _settings(
     type=click.Choice(["yes", "no", "optional"]),
     help="With a CA: require (yes), accept (optional) or ignore client certificates.",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    help="Serve Prometheus metrics at http://BIND:N/metrics (0: none, the default).",
+)
 @click.option("--config", "config_file", metavar="FILE", help="Settings in redis.conf syntax.")
 @click.option("--check-config", is_flag=True, help="Check the settings, print them, exit.")
 @json_option
@@ -144,6 +149,7 @@ def serve_command(
     tls_key_file: str | None,
     tls_ca_cert_file: str | None,
     tls_auth_clients: str | None,
+    metrics_port: int | None,
     config_file: str | None,
     check_config: bool,
     as_json: bool,
@@ -173,7 +179,7 @@ def serve_command(
         "dir": dir_, "dbfilename": dbfilename, "loglevel": loglevel, "logfile": logfile,
         "pidfile": pidfile, "tls-port": tls_port, "tls-cert-file": tls_cert_file,
         "tls-key-file": tls_key_file, "tls-ca-cert-file": tls_ca_cert_file,
-        "tls-auth-clients": tls_auth_clients,
+        "tls-auth-clients": tls_auth_clients, "metrics-port": metrics_port,
     }  # fmt: skip
     try:
         config, maxclients_asked = _settings(opener, config_file, given, users)

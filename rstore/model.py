@@ -317,3 +317,17 @@ class StreamInfo:
     db: int = 0
     expire_ms: int | None = None
     bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StoreUsage:
+    """A store's files at one moment (:meth:`rstore.Store.usage`): ``data_bytes`` the data
+    file's size, ``live_bytes`` the bytes of the pages its records use (about what
+    ``rstore compact`` would leave), ``log_bytes`` the write-ahead log's size (0 read-only),
+    ``flushes`` the log flushes this process made since it started (each one an ``fsync``;
+    a flush another process made for it is not counted)."""
+
+    data_bytes: int
+    live_bytes: int
+    log_bytes: int
+    flushes: int

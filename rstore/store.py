@@ -28,7 +28,7 @@ from rstore.storage.records.layout import FORMAT_VERSION, StoreConfig
 # Snapshots, inspection and checks load when first used (start-up of one-command processes).
 if TYPE_CHECKING:
     from rstore.commands.serving import BlockedCall, BlockWatch
-    from rstore.model import Retention, StreamInfo
+    from rstore.model import Retention, StoreUsage, StreamInfo
     from rstore.snapshot.restore import RestoreReport
     from rstore.snapshot.save import Progress, SaveReport
     from rstore.streams.view import StoreView
@@ -213,6 +213,12 @@ class Store(RedisCommands):
         from rstore.snapshot.inspection import inspect_store  # noqa: PLC0415 - loaded on first use
 
         return inspect_store(self._live_env(), key=name, progress=progress, pending=pending)
+
+    def usage(self) -> StoreUsage:
+        """The store's files now: the data file's size, the bytes its records use, the
+        write-ahead log's size, and this process's log flushes (:class:`rstore.StoreUsage`;
+        ``rstore metrics`` exports them)."""
+        return self._live_env().usage()
 
     def view(self, fn: Callable[[StoreView], T]) -> T:
         """Run ``fn`` on a :class:`rstore.StoreView`: one consistent read snapshot of the whole

@@ -303,6 +303,8 @@ _IMPORT_TABLE: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     # replay: public names and its own modules; redis-py (an extra) in the server source only
     "rstore.replay.remote": (("rstore.replay", "rstore"), ("redis",)),
     "rstore.replay": (("rstore.replay", "rstore"), ()),
+    # monitoring: public names and its own modules; prometheus-client writes the metrics
+    "rstore.monitor": (("rstore.monitor", "rstore"), ("prometheus_client",)),
 }
 #: The outer layers (public names of ``rstore`` only) and the package each one's own imports
 #: come from.
@@ -312,6 +314,7 @@ _OUTER = {
     "rstore.replay": "rstore.replay",
     "rstore.replay.remote": "rstore.replay",
     "rstore.server": "rstore.server",
+    "rstore.monitor": "rstore.monitor",
 }
 #: What an outer layer may use besides rstore's public names: ``rstore serve`` is the CLI's
 #: front of the server package; the server writes its replies' texts from the one table of
@@ -321,6 +324,8 @@ _OUTER_ALSO = {
     "rstore.server": ("rstore.messages",),
     # the deprecation helpers of renamed public names (not public names themselves)
     "rstore.replay": ("rstore.renames",),
+    # a server's health through the one redis-py client of a URL (``rstore top --url``)
+    "rstore.monitor": ("rstore.replay.remote",),
 }
 _FACADE = ("rstore.store", "rstore.databases", "rstore.pipeline", "rstore.ranges", "rstore")
 

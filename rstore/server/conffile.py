@@ -75,6 +75,8 @@ def apply_setting(config: ServerConfig, name: str, values: list[str]) -> None:
         config.timeout = _int(value, 0, 1 << 31)
     elif key == "workers":
         config.workers = _int(value, 1, MAX_WORKERS)
+    elif key == "metrics-port":
+        config.metrics_port = _int(value, 0, 65535)
     elif key == "proto-max-bulk-len":
         config.proto_max_bulk_len = max(1024 * 1024, parse_size(value))
     elif key == "client-query-buffer-limit":

@@ -64,6 +64,8 @@ class ServerConfig:
     pidfile: str = ""
     #: processes serving the store (``--workers``; rstore's own setting: :mod:`.workers`)
     workers: int = 1
+    #: Prometheus's /metrics over HTTP on this port of ``bind`` (``--metrics-port``; 0: none)
+    metrics_port: int = 0
 
 
 # -- CONFIG GET / SET of the server's own settings ------------------------------------------------

@@ -129,6 +129,19 @@ def _persistence(server: Server) -> list[str]:
         f"aof_enabled:{int(server.config.sync != 'no')}",
         f"rstore_sync:{server.config.sync}",
         f"rstore_durable_acks:{int(always)}",
+        *_usage(server),
+    ]
+
+
+def _usage(server: Server) -> list[str]:
+    """The store's files (database 0's) and this process's log flushes (``rstore metrics``
+    reads them from a server)."""
+    usage = server.store.usage()
+    return [
+        f"rstore_data_bytes:{usage.data_bytes}",
+        f"rstore_live_bytes:{usage.live_bytes}",
+        f"rstore_log_bytes:{usage.log_bytes}",
+        f"rstore_log_flushes:{usage.flushes}",
     ]
 
 

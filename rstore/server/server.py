@@ -32,7 +32,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from rstore import (
     NIL_ARRAY,
@@ -62,6 +62,9 @@ from .tls import tls_context
 from .users import users_of
 from .watch import KeyVersions
 from .workers import Listening, Seat
+
+if TYPE_CHECKING:
+    from .metrics_endpoint import MetricsEndpoint
 
 __all__ = ["Server"]
 
@@ -135,6 +138,7 @@ class Server:
         self._stopping: asyncio.Event | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self._parked_reads: ParkedReads | None = None  # made by start(), with the loop
+        self.metrics: MetricsEndpoint | None = None  # --metrics-port: made by start()
         self.started = time.time()
         self.last_save = int(time.time())
         self.last_bgsave_ok = True  # INFO rdb_last_bgsave_status
@@ -682,6 +686,11 @@ class Server:
         self.loop.call_later(RECHECK_S, self._recheck)
         if self.config.sync == "everysec":
             self.loop.call_later(1.0, self._flush_every_second)
+        if config.metrics_port and (self.seat is None or self.seat.index == 0):
+            from .metrics_endpoint import MetricsEndpoint  # noqa: PLC0415 - only when asked
+
+            self.metrics = MetricsEndpoint(self, self.loop)
+            self.metrics.start(config.metrics_port, config.bind)
 
     def _recheck(self) -> None:
         """Every :data:`RECHECK_S`: every parked read looks again (a waking process may have
@@ -733,6 +742,8 @@ class Server:
             self._stopping.set()
 
     async def shutdown(self) -> None:
+        if self.metrics is not None:
+            await asyncio.to_thread(self.metrics.stop)  # a scrape in flight asks the loop
         for srv in self._servers:
             srv.close()
         for srv in self._servers:

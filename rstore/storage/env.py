@@ -38,8 +38,9 @@ import lmdb
 
 from rstore import logs
 from rstore.errors import CorruptStoreError, ReadOnlyStoreError, StorageError
+from rstore.model import StoreUsage
 from rstore.storage import forks
-from rstore.storage.engine import faults, wal_position
+from rstore.storage.engine import faults, log_flush, wal_position
 from rstore.storage.engine.combine import Combiner, Request
 from rstore.storage.engine.wal import WriteAheadLog
 from rstore.storage.engine.wal_log import Position
@@ -535,6 +536,17 @@ class Env:
         info = self._env.info()
         stat = self._env.stat()
         return (int(info["last_pgno"]) + 1) * int(stat["psize"])
+
+    def usage(self) -> StoreUsage:
+        """The store's files now (:class:`rstore.StoreUsage`)."""
+        psize = int(self._env.stat()["psize"])
+        live = (self.read(lambda txn: txn.pages_in_use()) + 2) * psize  # + the two meta pages
+        try:
+            log_bytes = os.stat(self._wal.path).st_size if self._wal is not None else 0
+            data_bytes = os.stat(self._data_path).st_size
+        except OSError as exc:
+            raise translate_os(exc, self.path, "read the size of") from exc
+        return StoreUsage(data_bytes, live, log_bytes, log_flush.counters.flushes)
 
     def close(self) -> None:
         """Wait for transactions in flight, wake this process's blocked readers, close."""

@@ -134,6 +134,9 @@ def test_help_and_version(runner: CliRunner) -> None:
         "retention",
         "exec",
         "serve",
+        "top",
+        "metrics",
+        "report",
     ]
     result = runner.invoke(cli, ["group", "--help"])
     listed = re.findall(r"^  (\w[\w-]*)\s", result.stdout.split("Commands:")[1], re.MULTILINE)

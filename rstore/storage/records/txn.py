@@ -139,6 +139,15 @@ class Txn:
             return None
         return self
 
+    def pages_in_use(self) -> int:
+        """The pages of every sub-database's tree (branch, leaf, overflow), as this transaction
+        sees them; not the free list, nor the two meta pages and the main tree."""
+        total = 0
+        for handle in self._dbs.values():
+            stat = self._raw.stat(handle)
+            total += int(stat["branch_pages"] + stat["leaf_pages"] + stat["overflow_pages"])
+        return total
+
     @property
     def id(self) -> int:
         """LMDB's transaction id (the snapshot a read transaction sees)."""

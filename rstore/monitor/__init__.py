@@ -1,0 +1,1 @@
+"""Watching a queue: health samples (:mod:`rstore.monitor.health`), Prometheus metrics, reports."""
