@@ -86,10 +86,16 @@ class BlockWatch:
         """After a woken XREADGROUP ran: let the next reader of the group run (FIFO)."""
         self._waiter.pass_baton()
 
-    def first_in_line(self) -> bool:
-        """Whether no older reader of the same group (in any process) still waits on all of
-        its streams: a periodic look runs only such a read; the older one passes the baton."""
-        return self._waiter.first_in_line()
+    def first_in_line(self, across_processes: bool = False) -> bool:
+        """Whether no older reader of the same group (in any process; ``across_processes``:
+        in another process) still waits on all of its streams: a periodic look runs only such
+        a read, and a write serves it at once only then; the older one passes the baton."""
+        return self._waiter.first_in_line(across_processes)
+
+    def others_waiting(self) -> bool:
+        """Whether readers of other processes wait on this store at all (one word read:
+        before asking :meth:`first_in_line` across processes for many reads)."""
+        return self._waiter.others_waiting()
 
     def close(self) -> None:
         """Stop watching (the call was served, timed out, or its client left)."""

@@ -113,12 +113,20 @@ class ParkedReads:
 
     def waiting_on(self, db: int, keys: set[bytes], busy: set[int]) -> list[Client]:
         """The clients whose parked read in database ``db`` waits on one of ``keys``, in the
-        order they blocked, but for those ``busy`` (running already)."""
+        order they blocked, but for those ``busy`` (running already) and the group reads an
+        older reader of another process waits before (``--workers``, or an embedded
+        process): that one is woken once the write commits, and passes the baton on."""
         found: dict[int, Client] = {}
         for key in keys:
             for client in self._by_key.get((db, key), {}).values():
                 if client.id not in busy and not client.in_flight:
                     found[client.id] = client
+        in_line = [c for c in found.values() if c.parked and c.parked.call.in_line]
+        if in_line and in_line[0].parked and in_line[0].parked.watch.others_waiting():
+            for client in in_line:
+                assert client.parked is not None
+                if not client.parked.watch.first_in_line(across_processes=True):
+                    del found[client.id]
         if len(found) < 2:
             return list(found.values())
         return sorted(found.values(), key=lambda c: c.parked.order if c.parked else 0)

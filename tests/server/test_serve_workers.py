@@ -131,6 +131,56 @@ def test_a_blocked_read_is_woken_by_another_workers_write(
     assert served.stop()[0] == 0
 
 
+def _another_on(served: Served, pid: int, seconds: float = 20) -> redis.Redis:
+    """One more connection that landed on worker ``pid``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        client = served.client()
+        if int(client.info("server")["process_id"]) == pid:
+            return client
+        client.close()
+        time.sleep(0.02)
+    raise AssertionError(f"no connection reached worker {pid} in {seconds} s")
+
+
+def _blocked(client: redis.Redis, count: int) -> None:
+    deadline = time.monotonic() + 10
+    while client.info("clients")["blocked_clients"] < count:
+        assert time.monotonic() < deadline, "the readers did not block"
+        time.sleep(0.02)
+
+
+def test_blocked_group_readers_of_two_workers_are_served_in_arrival_order(
+    serve: Callable[..., Served],
+) -> None:
+    """c1 blocks in one worker, then c2 in the other; three XADDs pipelined in one write to
+    c2's worker: c1 gets the first entry and c2 the second, as with one process (and Valkey).
+    Before, c2's worker served its own reader as it wrote, ahead of the older one."""
+    served = serve("--workers", "2")
+    (first, *_), (second, *_) = _by_worker(served, 2).values()
+    writer = _another_on(served, int(second.info("server")["process_id"]))
+    writer.xgroup_create("s", "g", id="$", mkstream=True)
+    got: dict[str, object] = {}
+
+    def read(client: redis.Redis, consumer: str) -> None:
+        got[consumer] = client.xreadgroup("g", consumer, {"s": ">"}, count=1, block=20000)
+
+    threads = []
+    for client, consumer in ((first, "c1"), (second, "c2")):
+        threads.append(threading.Thread(target=read, args=(client, consumer)))
+        threads[-1].start()
+        _blocked(writer, len(threads))
+    pipe = writer.pipeline(transaction=False)
+    for i in (1, 2, 3):
+        pipe.xadd("s", {"n": i}, id=f"{i}-0")
+    pipe.execute()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert got == {"c1": [[b"s", [(b"1-0", {b"n": b"1"})]]],
+                   "c2": [[b"s", [(b"2-0", {b"n": b"2"})]]]}  # fmt: skip
+    assert served.stop()[0] == 0
+
+
 def test_info_sums_every_worker_and_resetstat_resets_them_all(
     serve: Callable[..., Served], store_dir: Path
 ) -> None:

@@ -145,6 +145,7 @@ class Notifier:
         self._send_sock.setblocking(False)
         self._lock = threading.Lock()
         self._closed = False
+        self._mine = 0  # slots this process holds (what it registered, not yet freed)
 
     @staticmethod
     def _valid(fd: int) -> bool:
@@ -231,6 +232,7 @@ class Notifier:
                 high = max(high, taken[-1] + 1) if taken else high
                 header = _HEADER.pack(magic, version, in_use + len(taken), high, 0, arrival + 1)
                 os.pwrite(self._fd, header, 0)
+                self._mine += len(taken)
             finally:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
         return arrival, taken
@@ -257,6 +259,8 @@ class Notifier:
                         freed += 1
                 in_use = _U32.unpack(os.pread(self._fd, 4, _IN_USE))[0] - freed
                 os.pwrite(self._fd, _U32.pack(max(in_use, 0)), _IN_USE)
+                if pid == os.getpid():
+                    self._mine = max(self._mine - freed, 0)
                 if in_use <= 0:
                     os.pwrite(self._fd, _U32.pack(0), _HIGH)
             finally:
@@ -282,6 +286,12 @@ class Notifier:
     def anyone_waiting(self) -> bool:
         """Whether any reader of this store is blocked (one word read from the table)."""
         return bool(_U32.unpack(os.pread(self._fd, 4, _IN_USE) or b"\0\0\0\0")[0])
+
+    def others_waiting(self) -> bool:
+        """Whether a slot in use is another process's (one word read; a dead reader's left
+        over counts until it is reclaimed)."""
+        in_use: int = _U32.unpack(os.pread(self._fd, 4, _IN_USE) or b"\0\0\0\0")[0]
+        return in_use > self._mine
 
     def notify(self, key_hashes: set[int] | None, phase: int = ALL) -> int:
         """Wake readers waiting on any of ``key_hashes`` (``None``: on any key).
@@ -325,15 +335,20 @@ class Notifier:
             if arrival > after_arrival and self._send(pid, token, slot):
                 done.add(kh)
 
-    def older_waiting(self, key_hashes: set[int], group: int, arrival: int) -> bool:
+    def older_waiting(
+        self, key_hashes: set[int], group: int, arrival: int, other_than: int = 0
+    ) -> bool:
         """Whether a reader of ``group`` that arrived before ``arrival`` still waits on every
         one of ``key_hashes`` (it is served first).  One whose process died does not count,
-        nor one that waits on only some of them: the news may be on another."""
+        nor one that waits on only some of them (the news may be on another), nor one of
+        process ``other_than`` (which orders its own)."""
+        if other_than == os.getpid() and not self.others_waiting():
+            return False
         older: dict[tuple[int, int], set[int]] = {}
         for when, _, kind, pid, kh, gh, token, _ in self._waiting():
             if when >= arrival:
                 break
-            if kind == KIND_GROUP and gh == group and kh in key_hashes:
+            if kind == KIND_GROUP and gh == group and kh in key_hashes and pid != other_than:
                 older.setdefault((pid, token), set()).add(kh)
         return any(keys == key_hashes and _alive(pid) for (pid, _), keys in older.items())
 

@@ -101,14 +101,31 @@ class Waiter:
         finally:
             self._leave()
 
-    def first_in_line(self) -> bool:
+    def first_in_line(self, across_processes: bool = False) -> bool:
         """Whether no older reader of the same group waits on all of its streams: a group
         reader that was not woken (its periodic re-check) runs only then, so that readers are
-        served in arrival order.  Best effort: ``True`` when the table cannot be read."""
+        served in arrival order.  ``across_processes``: only the readers of other processes
+        count (a server orders its own).  Best effort: ``True`` when the table cannot be
+        read."""
         if self._kind != KIND_GROUP or not self._registered or not self._enter():
             return True
+        other_than = os.getpid() if across_processes else 0
         try:
-            return not self._notifier.older_waiting(self._hashes, self._group, self.arrival)
+            return not self._notifier.older_waiting(
+                self._hashes, self._group, self.arrival, other_than
+            )
+        except (OSError, StorageError):
+            return True
+        finally:
+            self._leave()
+
+    def others_waiting(self) -> bool:
+        """Whether readers of other processes wait on this store (best effort: ``True`` when
+        the table cannot be read)."""
+        if not self._enter():
+            return True
+        try:
+            return self._notifier.others_waiting()
         except (OSError, StorageError):
             return True
         finally:
@@ -185,9 +202,13 @@ class PollingWaiter:
     def pass_baton(self) -> None:
         pass
 
-    def first_in_line(self) -> bool:
+    def first_in_line(self, across_processes: bool = False) -> bool:
         """Always: without the table, readers are not ordered."""
         return True
+
+    def others_waiting(self) -> bool:
+        """Not known without the table: ``False`` (readers are not ordered)."""
+        return False
 
     def interrupt(self) -> None:
         with contextlib.suppress(RuntimeError):  # already released
