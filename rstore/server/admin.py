@@ -396,22 +396,23 @@ def _save(server: Server, client: Client, argv: list[bytes]) -> Any:
         return _err(m.SYNTAX)
     path = os.path.join(server.config.dir, server.config.dbfilename)
     with _bgsaves_lock:
-        if server.bgsave_running():
+        release = server.hold_saves()
+        if release is None:
             return _err(m.BGSAVE_IN_PROGRESS)
         if background:
-            thread = threading.Thread(
-                target=_save_now, args=(server, path, True), name="rstore-bgsave", daemon=True
-            )
+            thread = threading.Thread(target=_save_now, args=(server, path, True, release),
+                                      name="rstore-bgsave", daemon=True)  # fmt: skip
             server.bgsave = thread
             thread.start()
             # inside EXEC Valkey schedules it for after the transaction, and says so
             return "Background saving scheduled" if client.in_exec else "Background saving started"
-    return "OK" if _save_now(server, path, False) else _err(m.SAVE_FAILED)
+    return "OK" if _save_now(server, path, False, release) else _err(m.SAVE_FAILED)
 
 
-def _save_now(server: Server, path: str, background: bool) -> bool:
-    """Save; whether it worked (a failure is logged, as Valkey logs it; INFO's
-    ``rdb_last_bgsave_status`` follows background saves, and a SAVE that worked)."""
+def _save_now(server: Server, path: str, background: bool, release: Callable[[], None]) -> bool:
+    """Save, then ``release`` the hold on saving; whether it worked (a failure is logged, as
+    Valkey logs it; INFO's ``rdb_last_bgsave_status`` follows background saves, and a SAVE
+    that worked)."""
     try:
         server.store.save(path)
     except Exception as exc:  # the file could not be written: the store is untouched
@@ -419,6 +420,8 @@ def _save_now(server: Server, path: str, background: bool) -> bool:
         if background:
             server.last_bgsave_ok = False
         return False
+    finally:
+        release()
     server.last_bgsave_ok = True
     server.last_save = int(time.time())
     _log.info("%s", "Background saving terminated with success" if background else "DB saved")

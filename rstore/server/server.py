@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import marshal
+import os
 import signal
 import threading
 import time
@@ -168,8 +170,21 @@ class Server:
             self.seat.maxclients = value
 
     def bgsave_running(self) -> bool:
-        """Whether a background save runs (SAVE and BGSAVE refuse to start meanwhile)."""
-        return self.bgsave is not None and self.bgsave.is_alive()
+        """Whether a background save runs (SAVE and BGSAVE refuse to start meanwhile) -- in
+        any worker, with ``--workers``."""
+        if self.bgsave is not None and self.bgsave.is_alive():
+            return True
+        return self.seat is not None and self.seat.saving()
+
+    def hold_saves(self) -> Callable[[], None] | None:
+        """Hold saving for this save (SAVE, BGSAVE): what releases it, or ``None`` while a
+        background save runs here or any save in another worker."""
+        if self.bgsave is not None and self.bgsave.is_alive():
+            return None
+        if self.seat is None:
+            return lambda: None
+        fd = self.seat.hold_saves()
+        return None if fd is None else functools.partial(os.close, fd)
 
     def store_of(self, db: int) -> Store:
         """The store of database ``db``: :meth:`rstore.Store.database` of the served store

@@ -23,6 +23,11 @@ INFO sums: a new connection is refused when the clients of all workers reach the
 Each slot is written only by its own worker, with no lock: a worker killed at any instant
 leaves nothing locked.
 
+Saving (SAVE, BGSAVE) is one at a time across the workers: a worker holds an exclusive
+lock on a file of the supervisor's directory while it saves (:meth:`Seat.hold_saves`), so
+another's SAVE or BGSAVE is refused as "in progress", and a worker killed mid-save holds
+nothing.
+
 What does not fit in fixed slots -- INFO commandstats and errorstats, CONFIG RESETSTAT -- a
 worker asks the others for (:meth:`Seat.ask`): each answers on a Unix socket in the
 supervisor's private directory, from a thread of its own (:meth:`Seat.answer`), so that an
@@ -34,6 +39,7 @@ started again) is left out.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import multiprocessing
 import os
@@ -184,6 +190,27 @@ class Seat:
         listener.listen(16)
         threading.Thread(target=_answering, args=(listener, respond), daemon=True,
                          name="rstore-peers").start()  # fmt: skip
+
+    def hold_saves(self) -> int | None:
+        """An exclusive hold on saving (SAVE and BGSAVE) for every worker: a file descriptor
+        to close when the save ended, or ``None`` while another worker saves.  A lock on a
+        file of the supervisor's directory: the kernel drops it when its holder dies."""
+        fd = os.open(os.path.join(self._directory, "save.lock"),
+                     os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)  # fmt: skip
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        return fd
+
+    def saving(self) -> bool:
+        """Whether a worker saves now (INFO ``rdb_bgsave_in_progress``)."""
+        fd = self.hold_saves()
+        if fd is None:
+            return True
+        os.close(fd)
+        return False
 
     def ask(self, request: bytes) -> list[bytes]:
         """Every other worker's answer to ``request`` (those that answer within

@@ -181,6 +181,32 @@ def test_blocked_group_readers_of_two_workers_are_served_in_arrival_order(
     assert served.stop()[0] == 0
 
 
+def test_one_save_at_a_time_across_workers(serve: Callable[..., Served], store_dir: Path) -> None:
+    """BGSAVE in one worker: a BGSAVE or SAVE in the other is refused as Valkey refuses one
+    during a background save, and INFO there says a save is in progress; once it ended, the
+    other worker saves."""
+    with rstore.Store(store_dir, sync=False) as store:  # a store that takes a while to save
+        store.append_entries(("s", (i + 1, 0), [b"f", b"v" * 20]) for i in range(1_000_000))
+    served = serve("--workers", "2", "--dir", str(store_dir.parent))
+    (first, *_), (second, *_) = _by_worker(served, 2).values()
+    assert first.execute_command("BGSAVE") is True  # redis-py: "Background saving started"
+    with pytest.raises(redis.ResponseError, match=r"^Background save already in progress$"):
+        second.execute_command("BGSAVE")
+    with pytest.raises(redis.ResponseError, match=r"^Background save already in progress$"):
+        second.execute_command("SAVE")
+    assert second.info("persistence")["rdb_bgsave_in_progress"] == 1
+    deadline = time.monotonic() + 60
+    while first.info("persistence")["rdb_bgsave_in_progress"]:
+        assert time.monotonic() < deadline, "the background save did not end"
+        time.sleep(0.05)
+    assert second.info("persistence")["rdb_bgsave_in_progress"] == 0
+    assert second.execute_command("SAVE") is True
+    assert rstore.inspect_rdb(str(store_dir.parent / "dump.rdb")).streams[0].state.length == (
+        1_000_000
+    )
+    assert served.stop()[0] == 0
+
+
 def test_info_sums_every_worker_and_resetstat_resets_them_all(
     serve: Callable[..., Served], store_dir: Path
 ) -> None:
