@@ -39,9 +39,7 @@ def watching_options(f: F) -> F:
 @contextlib.contextmanager
 def watched(opener: StoreOpener, url: str | None) -> Iterator[rstore.HealthSource]:
     """The source ``--url`` names, or the store opened read-only; closed on the way out."""
-    if url is not None:
-        if opener.path is not None:
-            raise click.UsageError("give --store or --url, not both")
+    if url is not None:  # the server's, whatever --store or $RSTORE_PATH say
         yield rstore.server_health_source(url)
         return
     with opener._replace(readonly=True).open(create=False) as store:

@@ -165,6 +165,30 @@ def test_rstore_serve_metrics_port_counts_every_workers_commands(
     assert code == 0, err
 
 
+def test_rstore_metrics_of_a_server_adds_its_counts_and_files(tmp_path: Path) -> None:
+    """``rstore metrics --url``: the same families through redis-py, with the server's
+    commands (by Valkey's names) and the store's files from INFO's ``rstore_*`` fields."""
+    with Served(tmp_path / "served") as served:
+        client = served.client()
+        client.xadd("jobs", {"n": 1}, id="1-0")
+        client.xgroup_create("jobs", "workers", id="0")
+        client.xinfo_stream("jobs")
+        argv = [sys.executable, "-m", "rstore_cli", "metrics", "--url",
+                f"redis://127.0.0.1:{served.port}"]  # fmt: skip
+        result = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=60)
+        client.close()
+        served.stop()
+    assert result.returncode == 0, result.stderr
+    values = _values(result.stdout)
+    assert values[("rstore_stream_length", JOBS)] == 1
+    assert values[("rstore_group_lag", WORKERS)] == 1
+    assert values[("rstore_commands_total", (("command", "xadd"),))] == 1
+    assert values[("rstore_commands_total", (("command", "xgroup|create"),))] == 1
+    assert values[("rstore_commands_total", (("command", "xinfo|stream"),))] >= 1
+    assert values[("rstore_live_bytes", ())] > 0
+    assert values[("rstore_log_flushes_total", ())] >= 1  # sync always: the XADD was flushed
+
+
 def test_rstore_serve_metrics_port_in_use_is_one_line(tmp_path: Path) -> None:
     served, url = _served_metrics(tmp_path)
     with served:

@@ -172,7 +172,10 @@ def test_top_of_a_server_shows_what_the_store_shows(path: Path, tmp_path: Path) 
     with Served(path) as served:
         url = f"redis://127.0.0.1:{served.port}"
         argv = [*TOP, "top", "--once", "--json", "--interval", "0.1", "--url", url]
-        result = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=60)
+        env = {**os.environ, "RSTORE_PATH": str(tmp_path / "elsewhere")}  # --url wins
+        result = subprocess.run(
+            argv, check=False, capture_output=True, text=True, timeout=60, env=env
+        )
         served.stop()
     remote = json.loads(result.stdout)
     assert remote["source"] == url
