@@ -47,6 +47,7 @@ import redis
 
 sys.path.append(str(Path(__file__).resolve().parent.parent / "fixtures"))
 import server_probes as probes
+from serve_process import answering
 from valkey_server import HOST, ValkeyServer, free_port
 
 BENCHMARK = shutil.which("valkey-benchmark") or shutil.which("redis-benchmark") or ""
@@ -65,17 +66,8 @@ def rstore_server(base: str, sync: str, workers: int = 1) -> Iterator[tuple[int,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        client = redis.Redis(host=HOST, port=port)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("rstore serve did not start") from None
-                time.sleep(0.05)
-        client.close()
+        if not answering(port, proc):
+            raise RuntimeError("rstore serve did not start")
         yield port, proc.pid
     finally:
         proc.terminate()
