@@ -34,6 +34,8 @@ __all__ = [
     "StreamRates",
     "health_rates",
     "parse_info",
+    "reply_id",
+    "reply_map",
     "sample_health",
     "server_health_source",
     "store_health_source",
@@ -113,7 +115,7 @@ class GroupHealth:
         """How long before ``now_ms`` the oldest pending entry was added (its ID's time)."""
         if self.oldest_pending_id is None:
             return None
-        return max(now_ms - _id_ms(self.oldest_pending_id), 0)
+        return max(now_ms - reply_id(self.oldest_pending_id)[0], 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +131,7 @@ class StreamHealth:
 
     def age_ms(self, now_ms: int) -> int | None:
         """Milliseconds since the last ID's time (``None`` for a stream never written)."""
-        ms = _id_ms(self.last_id)
+        ms = reply_id(self.last_id)[0]
         return None if ms == 0 and self.entries_added == 0 else max(now_ms - ms, 0)
 
 
@@ -229,8 +231,8 @@ def _stream_keys(run: Runner, pattern: bytes | None) -> Iterator[bytes]:
 def _stream(source: HealthSource, key: bytes) -> StreamHealth | None:
     run = source.run
     try:
-        info = _pairs(run("XINFO", "STREAM", key))
-        groups = tuple(_group(run, key, _pairs(g)) for g in run("XINFO", "GROUPS", key))
+        info = reply_map(run("XINFO", "STREAM", key))
+        groups = tuple(_group(run, key, reply_map(g)) for g in run("XINFO", "GROUPS", key))
     except source.refused as exc:  # deleted meanwhile: no such key, or NOGROUP
         if "no such key" in str(exc) or "NOGROUP" in str(exc):
             return None
@@ -248,7 +250,7 @@ def _group(run: Runner, key: bytes, info: dict[bytes, Any]) -> GroupHealth:
     alive = 0
     consumers = run("XINFO", "CONSUMERS", key, name) if int(info[b"consumers"]) else []
     for consumer in consumers:
-        alive += int(_pairs(consumer)[b"idle"]) <= ALIVE_MS
+        alive += int(reply_map(consumer)[b"idle"]) <= ALIVE_MS
     oldest_id = oldest_idle = None
     if pending:
         first = run("XPENDING", key, name, "-", "+", 1)
@@ -271,7 +273,9 @@ def _growth(before: int, after: int) -> int:
     return after - before if after >= before else after
 
 
-def _pairs(flat: Sequence[Any] | dict[Any, Any]) -> dict[bytes, Any]:
+def reply_map(flat: Sequence[Any] | dict[Any, Any]) -> dict[bytes, Any]:
+    """A reply of alternating names and values (XINFO's), or a RESP3 map, as a dict with
+    names as bytes."""
     if isinstance(flat, dict):  # a RESP3 map
         return {_bytes(k): v for k, v in flat.items()}
     return {_bytes(flat[i]): flat[i + 1] for i in range(0, len(flat) - 1, 2)}
@@ -289,6 +293,7 @@ def _optional_int(value: Any) -> int | None:
     return None if value is None or int(value) < 0 else int(value)
 
 
-def _id_ms(entry_id: bytes) -> int:
-    """The milliseconds part of an ``ms-seq`` ID as a server gives it."""
-    return int(entry_id.partition(b"-")[0])
+def reply_id(raw: bytes) -> tuple[int, int]:
+    """An ``ms-seq`` ID as a reply gives it, as ``(ms, seq)``."""
+    ms, _, seq = raw.partition(b"-")
+    return int(ms), int(seq)

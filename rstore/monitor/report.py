@@ -45,11 +45,12 @@ from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import IO, TYPE_CHECKING, Any, Protocol, cast
+from typing import IO, TYPE_CHECKING, Protocol, cast
 
 import rstore
 
 from .charts import HISTORY_PLOT_WIDTH, MINUTE_MS
+from .health import reply_id, reply_map
 from .report_page import page_end, page_start, stream_section
 
 if TYPE_CHECKING:
@@ -290,12 +291,12 @@ class StoreSource:
         except rstore.ResponseError:  # the stream was deleted meanwhile
             return {}
         out = {}
-        for flat in _pairs(reply)[b"groups"]:
-            group = _pairs(flat)
+        for flat in reply_map(reply)[b"groups"]:
+            group = reply_map(flat)
             if group[b"pending"]:
                 entry_id, owner, delivered_ms, _ = group[b"pending"][0]
                 released = owner == b"" or delivered_ms <= 0
-                out[group[b"name"]] = (_parse_id(entry_id), None if released else delivered_ms)
+                out[group[b"name"]] = (reply_id(entry_id), None if released else delivered_ms)
         return out
 
     def node_pages(self, info: StreamInfo) -> Iterator[NodePage]:
@@ -390,16 +391,6 @@ def _stream_key(info: StreamInfo) -> tuple[int, bytes]:
 def _shown_path(path: str) -> str:
     """``path`` made absolute, bytes that are not UTF-8 as ``\\xHH``."""
     return os.fsencode(os.path.abspath(path)).decode("utf-8", "backslashreplace")
-
-
-def _pairs(flat: list[Any]) -> dict[bytes, Any]:
-    """A reply of alternating names and values as a dict."""
-    return {flat[i]: flat[i + 1] for i in range(0, len(flat) - 1, 2)}
-
-
-def _parse_id(raw: bytes) -> ID:
-    ms, _, seq = raw.partition(b"-")
-    return int(ms), int(seq)
 
 
 # ----------------------------------------------------------------------------- the pass
