@@ -7,6 +7,7 @@ worst first.  On a terminal a full-screen view with keys; otherwise frames one a
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 import time
@@ -27,7 +28,8 @@ class Sampler:
     previous sample."""
 
     def __init__(self, source: rstore.HealthSource, pattern: bytes | None) -> None:
-        self._source = source
+        # top shows neither a server's INFO nor the store's files: not read at each refresh
+        self._source = dataclasses.replace(source, info=None, usage=None)
         self._pattern = pattern
         self._last: rstore.HealthSample | None = None
 
